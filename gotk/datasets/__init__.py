@@ -1,0 +1,1 @@
+"""Reading gotk shards: decoding features, streaming loaders."""

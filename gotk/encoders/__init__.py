@@ -1,0 +1,1 @@
+"""Board encoders: registries of named plane functions over the engine's arrays."""

@@ -1,0 +1,124 @@
+"""The encoder contract shared by every encoder, the pipeline and the loader.
+
+An encoder turns a position into ``planes[c, row, col]`` (row 0 at the top, see
+:mod:`gotk.sgftools.coords`). Planes are described by data: ``plane_names`` (one per plane).
+Two paths:
+
+* :meth:`Encoder.encode` — one :class:`~gotk.game.state.GameState` → ``(C, H, W)`` array;
+* :meth:`Encoder.encode_game` — a whole :class:`~gotk.sgftools.record.GameRecord` → every position
+  in one compiled loop (replay + encode), into one preallocated array. Pipelines use this.
+
+Positions are "the state before a main-line move"; the player to move is the colour of that move.
+Labels are flat move indices (pass = ``size * size``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from gotk.sgftools import coords
+
+
+@dataclass
+class EncodedGame:
+    """Every encoded position of one game.
+
+    ``features`` (N, C, H, W) uint8 for bit encoders (0/1) or int8 for ``oneplane``;
+    ``labels`` (N,) int16 flat move index; ``move_numbers`` (N,) int32 0-based main-line index
+    (setup excluded, passes counted); ``to_play`` (N,) int8 (+1 black, -1 white).
+    ``moves_replayed`` counts main-line moves applied; ``error`` names why the game stopped early
+    (``None`` if the whole main line replayed).
+    """
+
+    features: np.ndarray
+    labels: np.ndarray
+    move_numbers: np.ndarray
+    to_play: np.ndarray
+    moves_replayed: int
+    error: object | None = None
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+class Encoder(ABC):
+    """Base class: subclasses set the class attributes and implement the two paths."""
+
+    name: str = ""
+    version: int = 1
+    dtype: str = "bit"  # "bit" (0/1 planes, stored packed) or "int8"
+
+    def __init__(self, board_size: int = 19, **options) -> None:
+        if not coords.MIN_SIZE <= board_size <= coords.MAX_SIZE:
+            raise ValueError(f"board size {board_size} outside {coords.MIN_SIZE}..{coords.MAX_SIZE}")
+        self.board_size = board_size
+        self.options = dict(options)
+
+    # --- description ----------------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def plane_names(self) -> list[str]:
+        """One name per plane, in plane order (e.g. ``liberties_3``)."""
+
+    @property
+    def num_planes(self) -> int:
+        return len(self.plane_names)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.num_planes, self.board_size, self.board_size)
+
+    @property
+    def num_points(self) -> int:
+        return self.board_size * self.board_size
+
+    @property
+    def num_moves(self) -> int:
+        """Size of the move space: every point plus pass."""
+        return self.board_size * self.board_size + 1
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(np.int8) if self.dtype == "int8" else np.dtype(np.uint8)
+
+    def describe(self) -> dict:
+        """JSON-able description stored in manifests, shard metadata and agent files."""
+        return {
+            "name": self.name,
+            "version": self.version,
+            "board_size": self.board_size,
+            "num_planes": self.num_planes,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "plane_names": list(self.plane_names),
+            "options": dict(self.options),
+        }
+
+    # --- moves ------------------------------------------------------------------------------
+
+    def encode_move(self, point: int) -> int:
+        """Flat move index (pass = size*size) → label. Validates the range."""
+        if not 0 <= point <= self.num_points:
+            raise ValueError(f"move {point} outside 0..{self.num_points}")
+        return int(point)
+
+    def decode_move(self, index: int) -> int:
+        """Label → flat move index (pass = size*size)."""
+        if not 0 <= index <= self.num_points:
+            raise ValueError(f"label {index} outside 0..{self.num_points}")
+        return int(index)
+
+    # --- encoding ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def encode(self, state) -> np.ndarray:
+        """Planes of ``state`` for its player to move: ``(C, H, W)`` array of ``np_dtype``."""
+
+    @abstractmethod
+    def encode_game(self, record, include_passes: bool = False, skip_first: int = 0) -> EncodedGame:
+        """Every position before a main-line move of ``record`` (passes only with
+        ``include_passes``; the first ``skip_first`` moves dropped), in one compiled loop."""

@@ -1,0 +1,106 @@
+"""Replay a :class:`GameRecord` on the engine: setup stones, then each main-line move.
+
+The whole main line runs in one compiled loop (:func:`gotk.game.kernels.replay_moves`). A move the
+rules refuse ends the game there with a reason; the positions before it stay usable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gotk.errors import GotkError, IllegalMoveError, SGFError
+from gotk.game import kernels as K
+from gotk.game.state import BLACK, WHITE, GameState, Rules
+from gotk.sgftools.record import GameRecord
+
+_REASONS = {K.OCCUPIED: "occupied", K.SUICIDE: "illegal_move", K.KO: "illegal_move", -1: "illegal_move"}
+_DETAIL = {K.OCCUPIED: "occupied", K.SUICIDE: "suicide", K.KO: "ko", -1: "superko"}
+
+
+@dataclass
+class ReplayOutcome:
+    """How a replay went: ``moves_played`` main-line moves were applied to ``state``.
+
+    ``error`` is set when the game stopped early (an illegal move, or a defect the reader found);
+    ``hashes[i]`` is the position hash before move ``i`` (``hashes[moves_played]`` is the end).
+    """
+
+    state: GameState
+    moves_played: int
+    error: GotkError | None
+    hashes: np.ndarray
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None
+
+
+def first_to_play(record: GameRecord) -> int:
+    """Who moves first: the first recorded move's colour, else ``PL``, else White after handicap
+    setup stones, else Black."""
+    if record.num_moves:
+        return int(record.colors[0])
+    if record.first_player:
+        return record.first_player
+    return WHITE if record.handicap >= 2 and record.setup_black else BLACK
+
+
+def initial_state(record: GameRecord, rules: Rules | None = None) -> GameState:
+    """The position before the first main-line move (setup stones placed)."""
+    rules = rules or Rules.from_sgf(record.rules)
+    state = GameState(record.size, rules, record.komi)
+    if record.setup_black or record.setup_white or record.setup_empty:
+        try:
+            state.setup(record.setup_black, record.setup_white, record.setup_empty)
+        except IllegalMoveError as e:
+            raise SGFError("bad_setup", str(e)) from e
+    state.to_play = first_to_play(record)
+    return state
+
+
+def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
+           keep_history: bool = True) -> ReplayOutcome:
+    """Replay ``record``'s main line. Raises :class:`SGFError` only when nothing is usable
+    (``bad_setup``, ``too_short``); an illegal move mid-game is reported in ``outcome.error``."""
+    state = initial_state(record, rules)
+    if record.num_moves < min_moves:
+        raise SGFError("too_short", f"{record.num_moves} moves, fewer than {min_moves}")
+    points = record.points.astype(np.int32)
+    colors = record.colors.astype(np.int64)
+    hashes = np.zeros(len(points) + 1, dtype=np.uint64)
+    played, status = K.replay_moves(
+        state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
+        state.hashv, state.nbr, state.zob, colors, points, state.rules.suicide, state.rules.superko, hashes)
+    played = int(played)
+    if keep_history:
+        state.history = list(zip(record.colors[:played].tolist(), record.points[:played].tolist(), strict=True))
+        if state._seen is not None:
+            state._seen = {int(h) for h in hashes[: played + 1]}
+    error: GotkError | None = None
+    if status != K.OK:
+        from gotk.sgftools import coords
+
+        where = coords.to_gtp(int(points[played]), record.size) if points[played] < record.size ** 2 else "?"
+        error = IllegalMoveError(_REASONS[int(status)],
+                                 f"move {played + 1} ({'BW'[colors[played] - 1]} {where}): {_DETAIL[int(status)]}")
+    elif record.defect is not None:
+        reason, _, message = record.defect
+        error = SGFError(reason, f"move {played + 1}: {message}")
+    return ReplayOutcome(state, played, error, hashes[: played + 1])
+
+
+def iter_positions(record: GameRecord, rules: Rules | None = None):
+    """Yield ``(state, move_index, color, point)`` before each playable main-line move.
+
+    The state is shared and advanced after each yield: copy it to keep it. Slow path (one kernel
+    call per move) meant for tests, inspection and tools; pipelines use compiled game loops.
+    """
+    state = initial_state(record, rules)
+    for i, (color, point) in enumerate(record.moves):
+        if not state.is_legal(point, color):
+            return
+        state.to_play = color
+        yield state, i, color, point
+        state.play(point, color)

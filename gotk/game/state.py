@@ -1,0 +1,275 @@
+"""``GameState``: the rules engine's Python face over the compiled kernels.
+
+A state is mutable (``play`` changes it in place) and cheap to ``copy`` (a few small arrays), so
+look-ahead copies and replay loops both stay fast. Points follow :mod:`gotk.sgftools.coords`: a flat
+index ``row * size + col`` (row 0 at the top), pass = ``size * size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from gotk.errors import IllegalMoveError
+from gotk.game import kernels as K
+from gotk.sgftools import coords
+
+BLACK = K.BLACK
+WHITE = K.WHITE
+EMPTY = K.EMPTY
+
+
+def opponent(color: int) -> int:
+    return 3 - color
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the engine enforces. ``suicide``: allow multi-stone (or single) suicide;
+    ``superko``: refuse moves that recreate an earlier whole-board position (positional)."""
+
+    suicide: bool = False
+    superko: bool = False
+
+    @classmethod
+    def from_sgf(cls, ru: str | None, superko: bool = False) -> Rules:
+        """Rules from an SGF ``RU`` value: suicide is legal under New Zealand and Tromp-Taylor."""
+        name = (ru or "").strip().lower().replace("-", "").replace(" ", "")
+        suicide = name in {"nz", "newzealand", "tromptaylor", "tt"}
+        return cls(suicide=suicide, superko=superko)
+
+
+@cache
+def tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(nbr, diag, zobrist)`` for a board size, built once and shared (read-only)."""
+    if not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
+        raise ValueError(f"board size {size} is outside {coords.MIN_SIZE}..{coords.MAX_SIZE}")
+    nbr, diag = K.make_tables(size)
+    zob = K.make_zobrist(size)
+    for a in (nbr, diag, zob):
+        a.setflags(write=False)
+    return nbr, diag, zob
+
+
+class GameState:
+    """A Go position plus what the rules need: player to move, ko, history, hashes."""
+
+    __slots__ = (
+        "size", "rules", "komi", "board", "head", "nxt", "libs", "ssize", "placed", "mark", "meta",
+        "hashv", "nbr", "diag", "zob", "history", "_seen", "_setup",
+    )
+
+    def __init__(self, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> None:
+        nbr, diag, zob = tables(size)
+        n = size * size
+        self.size = size
+        self.rules = rules or Rules()
+        self.komi = komi
+        self.board = np.zeros(n, dtype=np.int8)
+        self.head = np.arange(n, dtype=np.int32)
+        self.nxt = np.arange(n, dtype=np.int32)
+        self.libs = np.zeros(n, dtype=np.int32)
+        self.ssize = np.zeros(n, dtype=np.int32)
+        self.placed = np.full(n, -1, dtype=np.int32)
+        self.mark = np.zeros(n, dtype=np.int32)
+        self.meta = np.zeros(K.META_LEN, dtype=np.int64)
+        self.meta[K.M_TO_PLAY] = BLACK
+        self.meta[K.M_KO] = -1
+        self.meta[K.M_LAST] = -1
+        self.hashv = np.zeros(1, dtype=np.uint64)
+        self.nbr, self.diag, self.zob = nbr, diag, zob
+        self.history: list[tuple[int, int]] = []  # (color, point) of every move played
+        self._seen: set[int] | None = {0} if self.rules.superko else None
+        self._setup: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+
+    # --- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def new(cls, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> GameState:
+        return cls(size, rules, komi)
+
+    def setup(self, black=(), white=(), empty=(), to_play: int | None = None) -> GameState:
+        """Place setup stones (SGF AB/AW/AE) and rebuild strings. Raises ``IllegalMoveError``
+        (``bad_setup``) if a resulting string has no liberties."""
+        n = self.size * self.size
+        for color, pts in ((BLACK, black), (WHITE, white), (EMPTY, empty)):
+            for p in pts:
+                if not 0 <= p < n:
+                    raise IllegalMoveError("bad_setup", f"setup point {p} is off the board")
+                self.board[p] = color
+                self.placed[p] = -1
+        K.rebuild_strings(self.board, self.head, self.nxt, self.libs, self.ssize, self.nbr, self.mark, self.meta)
+        dead = (self.board != 0) & (self.libs[self.head] == 0)
+        if dead.any():
+            p = int(np.flatnonzero(dead)[0])
+            raise IllegalMoveError("bad_setup", f"setup leaves a string without liberties at "
+                                   f"{coords.to_gtp(p, self.size)}")
+        self.hashv[0] = K.board_hash(self.board, self.zob)
+        self.meta[K.M_KO] = -1
+        if to_play is not None:
+            self.meta[K.M_TO_PLAY] = to_play
+        if self._seen is not None:
+            self._seen.add(int(self.hashv[0]))
+        self._setup = (tuple(np.flatnonzero(self.board == BLACK)), tuple(np.flatnonzero(self.board == WHITE)))
+        return self
+
+    def copy(self) -> GameState:
+        """An independent copy (arrays copied, tables shared)."""
+        other = object.__new__(GameState)
+        for name in ("size", "rules", "komi", "nbr", "diag", "zob", "_setup"):
+            setattr(other, name, getattr(self, name))
+        for name in ("board", "head", "nxt", "libs", "ssize", "placed", "mark", "meta", "hashv"):
+            setattr(other, name, getattr(self, name).copy())
+        other.history = list(self.history)
+        other._seen = set(self._seen) if self._seen is not None else None
+        return other
+
+    # --- properties --------------------------------------------------------------------------
+
+    @property
+    def to_play(self) -> int:
+        return int(self.meta[K.M_TO_PLAY])
+
+    @to_play.setter
+    def to_play(self, color: int) -> None:
+        self.meta[K.M_TO_PLAY] = color
+
+    @property
+    def ko_point(self) -> int | None:
+        """The point the player to move may not take back because of simple ko, if any."""
+        ko = int(self.meta[K.M_KO])
+        return ko if ko >= 0 and self.meta[K.M_KO_COLOR] == self.to_play else None
+
+    @property
+    def move_number(self) -> int:
+        return int(self.meta[K.M_MOVE_NO])
+
+    @property
+    def passes(self) -> int:
+        """Consecutive passes just played."""
+        return int(self.meta[K.M_PASSES])
+
+    @property
+    def hash(self) -> int:
+        return int(self.hashv[0])
+
+    @property
+    def captures(self) -> tuple[int, int]:
+        """Stones captured by (black, white)."""
+        return int(self.meta[K.M_CAPT_B]), int(self.meta[K.M_CAPT_W])
+
+    @property
+    def pass_point(self) -> int:
+        return self.size * self.size
+
+    def grid(self) -> np.ndarray:
+        """The board as a ``(size, size)`` view (row 0 at the top)."""
+        return self.board.reshape(self.size, self.size)
+
+    # --- rules -------------------------------------------------------------------------------
+
+    def _status(self, point: int, color: int) -> int:
+        return K.check_move(self.board, self.head, self.libs, self.meta, self.nbr, point, color,
+                            self.rules.suicide)
+
+    def is_legal(self, point: int, color: int | None = None) -> bool:
+        color = self.to_play if color is None else color
+        if self._status(point, color) != K.OK:
+            return False
+        if self._seen is not None and point != self.pass_point:
+            trial = self.copy()
+            trial._seen = None
+            trial._play_unchecked(point, color)
+            return trial.hash not in self._seen
+        return True
+
+    def legal_moves(self, color: int | None = None) -> np.ndarray:
+        """Sorted flat indices of legal moves for ``color`` (pass included, last)."""
+        color = self.to_play if color is None else color
+        mask = np.empty(self.size * self.size + 1, dtype=np.int8)
+        K.legal_mask(self.board, self.head, self.libs, self.meta, self.nbr, color, self.rules.suicide, mask)
+        moves = np.flatnonzero(mask)
+        if self._seen is not None:
+            moves = np.array([p for p in moves if self.is_legal(int(p), color)], dtype=np.int64)
+        return moves
+
+    def _play_unchecked(self, point: int, color: int) -> int:
+        return K.play_move(self.board, self.head, self.nxt, self.libs, self.ssize, self.placed, self.mark,
+                           self.meta, self.hashv, self.nbr, self.zob, point, color, self.rules.suicide)
+
+    def play(self, point: int, color: int | None = None) -> GameState:
+        """Play ``point`` for ``color`` (default: the player to move). Raises ``IllegalMoveError``
+        with reason ``occupied``, ``suicide``, ``ko``, ``superko`` or ``off_board``."""
+        color = self.to_play if color is None else color
+        if not 0 <= point <= self.pass_point:
+            raise IllegalMoveError("off_board", f"point {point} on a {self.size}x{self.size} board")
+        if self._seen is not None and point != self.pass_point:
+            before = self.copy()
+            st = self._play_unchecked(point, color)
+            if st == K.OK and self.hash in self._seen:
+                self._restore(before)
+                raise IllegalMoveError("superko", f"{coords.to_gtp(point, self.size)} repeats a position")
+        else:
+            st = self._play_unchecked(point, color)
+        if st != K.OK:
+            raise IllegalMoveError(K.STATUS_NAMES[st], f"{'BW'[color - 1]} {coords.to_gtp(point, self.size)}")
+        self.history.append((color, point))
+        if self._seen is not None:
+            self._seen.add(self.hash)
+        return self
+
+    def _restore(self, other: GameState) -> None:
+        for name in ("board", "head", "nxt", "libs", "ssize", "placed", "mark", "meta", "hashv"):
+            getattr(self, name)[:] = getattr(other, name)
+
+    def undo(self) -> GameState:
+        """Take back the last move (replays setup and history; moves are cheap)."""
+        if not self.history:
+            raise IndexError("no move to undo")
+        moves = self.history[:-1]
+        fresh = GameState(self.size, self.rules, self.komi)
+        if self._setup != ((), ()):
+            fresh.setup(self._setup[0], self._setup[1])
+        for color, point in moves:
+            fresh.play(point, color)
+        fresh.to_play = self.history[-1][0]  # whoever played the undone move is to move again
+        self._restore(fresh)
+        self.history = fresh.history
+        self._seen = fresh._seen
+        return self
+
+    # --- queries -----------------------------------------------------------------------------
+
+    def color_at(self, point: int) -> int:
+        return int(self.board[point])
+
+    def liberties_at(self, point: int) -> int:
+        """Liberties of the string through ``point`` (0 for an empty point)."""
+        if self.board[point] == EMPTY:
+            return 0
+        return int(self.libs[self.head[point]])
+
+    def string_at(self, point: int) -> np.ndarray:
+        """Sorted points of the string through ``point`` (empty array for an empty point)."""
+        if self.board[point] == EMPTY:
+            return np.empty(0, dtype=np.int64)
+        h = int(self.head[point])
+        return np.flatnonzero(self.head == h)
+
+    def liberty_grid(self) -> np.ndarray:
+        """Per-point liberty count of the string there (0 on empty points), flat."""
+        return np.where(self.board != 0, self.libs[self.head], 0).astype(np.int32)
+
+    def score_area(self) -> float:
+        """Area score (black − white − komi) with every stone counted alive: stones plus empty
+        regions bordered by one colour only."""
+        from gotk.game.scoring import area_score
+
+        return area_score(self.board, self.nbr) - self.komi
+
+    def __str__(self) -> str:
+        from gotk.game.render import render_board
+
+        return render_board(self.board, self.size)

@@ -1,0 +1,1 @@
+"""Networks, training, evaluation, agents and GTP."""

@@ -1,0 +1,1 @@
+"""Pipeline stages: download, archive reading, replay→encode workers, shard writer, manifest."""

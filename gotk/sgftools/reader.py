@@ -1,0 +1,241 @@
+"""Read SGF bytes into :class:`GameRecord` objects.
+
+Parsing uses sgfmill's grammar layer (``sgf_grammar.parse_sgf_collection``), then walks the main
+line of the coarse tree directly, decoding only the properties gotk keeps. That skips building
+sgfmill's node objects, which is most of the cost of ``Sgf_game.from_bytes``.
+
+Every failure raises :class:`gotk.errors.SGFError` with a reason code.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+import numpy as np
+from sgfmill import sgf_grammar
+
+from gotk.errors import SGFError
+from gotk.sgftools import coords
+from gotk.sgftools.record import BLACK, WHITE, GameRecord, parse_result
+
+MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
+_SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
+
+
+def _charset(root: dict) -> str | None:
+    raw = root.get("CA") or root.get("CA")
+    if not raw:
+        return None
+    name = bytes(raw[0]).decode("ascii", "replace").strip()
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def decode_text(raw: bytes, charset: str | None) -> str:
+    """Decode an SGF simpletext value: the declared charset, else UTF-8, else GB18030 when that
+    reads as CJK text, else latin-1 (which never fails)."""
+    value = sgf_grammar.simpletext_value(raw)
+    if charset:
+        try:
+            return value.decode(charset)
+        except (UnicodeDecodeError, LookupError):
+            pass
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = value.decode("gb18030")
+        if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+            return text
+    except UnicodeDecodeError:
+        pass
+    return value.decode("latin-1")
+
+
+def _parse_size(root: dict) -> int:
+    raw = root.get("SZ")
+    if not raw:
+        return 19
+    text = bytes(raw[0]).decode("ascii", "replace").strip()
+    try:
+        if ":" in text:
+            cols, rows = (int(x) for x in text.split(":"))
+            if cols != rows:
+                raise SGFError("bad_size", f"rectangular board SZ[{text}] is not supported")
+            size = cols
+        else:
+            size = int(text)
+    except ValueError as e:
+        raise SGFError("bad_size", f"SZ[{text}] is not a number") from e
+    if not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
+        raise SGFError("bad_size", f"SZ[{size}] outside {coords.MIN_SIZE}..{coords.MAX_SIZE}")
+    return size
+
+
+def _point(raw: bytes, size: int) -> int:
+    """Raw SGF point → flat index (pass = size*size); raises ValueError when off the board."""
+    n = len(raw)
+    if n == 0:
+        return size * size
+    if n == 2:
+        col = _SGF_LETTER_VALUES.get(raw[0], 99)
+        row = _SGF_LETTER_VALUES.get(raw[1], 99)
+        if col < size and row < size:
+            return row * size + col
+        if raw == b"tt" and size <= 19:
+            return size * size
+    return coords.from_sgf(bytes(raw).strip(), size)  # tolerant path; raises with a message
+
+
+def _point_list(values: list, size: int) -> list[int]:
+    """AB/AW/AE values, compressed rectangles (``aa:cc``) expanded."""
+    out: list[int] = []
+    for raw in values:
+        raw = bytes(raw).strip()
+        if b":" in raw:
+            a, b = raw.split(b":", 1)
+            p, q = _point(a, size), _point(b, size)
+            if p == size * size or q == size * size:
+                raise ValueError(f"bad rectangle {raw!r}")
+            (r0, c0), (r1, c1) = divmod(p, size), divmod(q, size)
+            for r in range(min(r0, r1), max(r0, r1) + 1):
+                for c in range(min(c0, c1), max(c0, c1) + 1):
+                    out.append(r * size + c)
+        else:
+            p = _point(raw, size)
+            if p == size * size:
+                raise ValueError("a setup stone cannot be a pass")
+            out.append(p)
+    return out
+
+
+def _float(root: dict, key: str, default: float, charset: str | None) -> float:
+    raw = root.get(key)
+    if not raw:
+        return default
+    text = decode_text(raw[0], charset).strip().replace(",", ".")
+    try:
+        return float(text)
+    except ValueError:
+        return default
+
+
+def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
+    """Build a :class:`GameRecord` from one sgfmill ``Coarse_game_tree``."""
+    nodes = list(sgf_grammar.main_sequence_iter(tree))
+    root = nodes[0]
+    gm = root.get("GM")
+    if gm and bytes(gm[0]).strip() not in (b"1", b""):
+        raise SGFError("not_go", f"GM[{bytes(gm[0]).decode('ascii', 'replace')}] is not Go")
+    size = _parse_size(root)
+    charset = _charset(root)
+
+    def text(key: str) -> str:
+        raw = root.get(key)
+        return decode_text(raw[0], charset).strip() if raw else ""
+
+    try:
+        setup_b = _point_list(root.get("AB", []), size)
+        setup_w = _point_list(root.get("AW", []), size)
+        setup_e = _point_list(root.get("AE", []), size)
+    except ValueError as e:
+        raise SGFError("bad_setup", str(e)) from e
+    if set(setup_b) & set(setup_w):
+        raise SGFError("bad_setup", "a point is set up both black and white")
+
+    try:
+        handicap = int(float(text("HA") or 0))
+    except ValueError:
+        handicap = 0
+    pl = text("PL").upper()
+    first_player = BLACK if pl.startswith("B") else WHITE if pl.startswith("W") else None
+
+    colors: list[int] = []
+    points: list[int] = []
+    defect = None
+    for i, node in enumerate(nodes):
+        if i > 0 and ("AB" in node or "AW" in node or "AE" in node):
+            defect = ("bad_setup", len(points), "setup stones after the root node")
+            break
+        b = node.get("B")
+        w = node.get("W")
+        if b is None and w is None:
+            continue
+        if b is not None and w is not None:
+            defect = ("bad_move", len(points), "a node with both B and W")
+            break
+        color, raw = (BLACK, b) if b is not None else (WHITE, w)
+        try:
+            points.append(_point(raw[0], size))
+        except ValueError as e:
+            defect = ("bad_move", len(points), str(e))
+            break
+        colors.append(color)
+
+    return GameRecord(
+        size=size,
+        komi=_float(root, "KM", 0.0, charset),
+        handicap=handicap,
+        rules=text("RU"),
+        result=parse_result(text("RE")),
+        black=text("PB"),
+        white=text("PW"),
+        black_rank=text("BR"),
+        white_rank=text("WR"),
+        date=text("DT"),
+        place=text("PC"),
+        setup_black=tuple(setup_b),
+        setup_white=tuple(setup_w),
+        setup_empty=tuple(setup_e),
+        colors=np.array(colors, dtype=np.int8),
+        points=np.array(points, dtype=np.int16),
+        first_player=first_player,
+        defect=defect,
+        source=source,
+        member=member,
+    )
+
+
+def read_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = MAX_SGF_BYTES) -> list[GameRecord]:
+    """Parse SGF bytes (a game or a collection) into records, one per game tree.
+
+    Raises :class:`SGFError` (``empty``, ``too_large``, ``parse_error``, ``bad_size``,
+    ``bad_setup``, ``not_go``) for the whole input; use :func:`iter_sgf` to keep the good games
+    of a collection that holds a bad one.
+    """
+    return [r for r in iter_sgf(data, source, member, max_bytes, strict=True)]
+
+
+def iter_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = MAX_SGF_BYTES,
+             strict: bool = False):
+    """Yield a :class:`GameRecord` per game tree in ``data``, or an :class:`SGFError` in its place
+    (when ``strict`` is false) for a tree that cannot be turned into a record."""
+    if len(data) > max_bytes:
+        raise SGFError("too_large", f"{len(data)} bytes exceeds the {max_bytes}-byte cap")
+    if not data.strip():
+        raise SGFError("empty", "no data")
+    try:
+        trees = sgf_grammar.parse_sgf_collection(data)
+    except ValueError as e:
+        raise SGFError("parse_error", str(e)) from e
+    for tree in trees:
+        try:
+            yield record_from_tree(tree, source, member)
+        except SGFError as e:
+            if strict:
+                raise
+            yield e
+
+
+def read_sgf_file(path, max_bytes: int = MAX_SGF_BYTES) -> list[GameRecord]:
+    """Read an ``.sgf`` file from disk (see :func:`read_sgf`)."""
+    from pathlib import Path
+
+    p = Path(path)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise SGFError("too_large", f"{p} is {size} bytes, over the {max_bytes}-byte cap")
+    return read_sgf(p.read_bytes(), source=p.name, max_bytes=max_bytes)
