@@ -1,0 +1,26 @@
+"""Shared fixtures: the real KGS archives in ``../shared/kgs`` and the built-in sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+KGS_DIR = REPO.parent / "shared" / "kgs"
+
+
+@pytest.fixture(scope="session")
+def kgs_dir() -> Path:
+    """The folder of real KGS archives beside the checkout; tests using it skip only if it is absent."""
+    if not KGS_DIR.is_dir():
+        pytest.skip(f"{KGS_DIR} is absent (the shared KGS archives sit beside the checkout in CI)")
+    return KGS_DIR
+
+
+@pytest.fixture(scope="session")
+def sample_archive() -> Path:
+    """A built-in real KGS archive (2017-02, 525 games) shipped with the package."""
+    from gotk.data import HELDOUT_ARCHIVE
+
+    return HELDOUT_ARCHIVE
