@@ -1,0 +1,201 @@
+"""The generic compiled game loop (replay + encode) and the base class of compiled encoders.
+
+The encoder contract: a fill function ``fill(out, board, head, nxt, libs, ssize, placed, mark, meta,
+nbr, diag, color)`` (``@njit(cache=True)``) writes the planes of the position held in the engine
+arrays into a zeroed, C-contiguous ``out`` of shape ``(C, N)`` for player ``color`` to move.
+
+:func:`game_loop_for` gives, for any fill function, one compiled loop that replays a whole game and
+calls the fill before each kept move. numba does not cache a function that receives another
+function as an argument (the dispatcher's type differs in every process), so the loop is generated
+per fill from one source template (:data:`LOOP_TEMPLATE`) and compiled with ``cache=True``: a
+second process loads it from ``__pycache__`` without compiling. Generated names carry a hash of the
+sources they depend on (this file, ``planes.py``, the engine kernels and the fill's own module), so an
+edit there compiles afresh instead of loading stale machine code (numba itself only watches the file
+a cached function is defined in).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from gotk.encoders.base import EncodedGame, Encoder
+from gotk.errors import GotkError, IllegalMoveError, SGFError
+from gotk.game import kernels as K
+
+FILL_ARGS = "board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color"
+
+LOOP_TEMPLATE = """\
+def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, placed, mark, meta, hashv,
+           nbr, diag, zob, colors, points, allow_suicide, include_passes, skip_first):
+    n = board.shape[0]
+    j = 0
+    for i in range(points.shape[0]):
+        p = points[i]
+        color = colors[i]
+        kept = i >= skip_first and (include_passes or p != n)
+        if kept:
+            fill(out[j], {fill_args})
+            labels[j] = p
+            move_numbers[j] = i
+            to_play[j] = 1 if color == 1 else -1
+            j += 1
+        st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, color,
+                       allow_suicide)
+        if st != 0:
+            if kept:
+                j -= 1  # the label of that row is an illegal move: drop it
+            return j, i, st
+    return j, points.shape[0], 0
+"""
+
+_REASONS = {K.OCCUPIED: "occupied", K.SUICIDE: "illegal_move", K.KO: "illegal_move", K.OFF_BOARD: "off_board"}
+_DETAIL = {K.OCCUPIED: "occupied", K.SUICIDE: "suicide", K.KO: "ko", K.OFF_BOARD: "off board"}
+
+
+@cache
+def source_hash(module_file: str) -> str:
+    """Short hash of the sources generated code depends on: this file, ``planes.py``, the engine
+    kernels and ``module_file`` (the module the generated function belongs to)."""
+    here = Path(__file__).resolve()
+    files = [here, here.with_name("planes.py"), Path(K.__file__).resolve(), Path(module_file).resolve()]
+    h = hashlib.sha256()
+    for f in files:
+        try:
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+        except OSError:  # pragma: no cover - installed without sources
+            pass
+    return h.hexdigest()[:10]
+
+
+_BASE_NAMES: dict[str, str] = {}
+
+
+def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str):
+    """Compile ``source`` (defining function ``name``) with ``@njit(cache=True)``.
+
+    The function's globals are ``namespace`` (plus the engine kernels); it is attributed to
+    ``module``, whose file anchors numba's cache. Its name gets :func:`source_hash` appended so
+    cache entries never outlive the sources they were built from.
+    """
+    mod = sys.modules[module]
+    filename = str(Path(mod.__file__).resolve())
+    full = f"{name}_{source_hash(filename)}"
+    env = {"play_move": K.play_move, "np": np, "__name__": module}
+    env.update(namespace)
+    code = compile(source.replace(f"def {name}(", f"def {full}(", 1), filename, "exec")
+    exec(code, env)
+    fn = env[full]
+    fn.__module__ = module
+    fn.__qualname__ = full
+    _BASE_NAMES[full] = name
+    return njit(cache=True)(fn)
+
+
+_LOOPS: dict[int, tuple[Any, Any]] = {}
+
+
+def game_loop_for(fill):
+    """The compiled game loop calling ``fill`` (built once per fill, cached across processes).
+
+    Signature: ``loop(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, placed, mark,
+    meta, hashv, nbr, diag, zob, colors, points, allow_suicide, include_passes, skip_first)`` →
+    ``(rows_written, moves_replayed, status)``.
+    """
+    entry = _LOOPS.get(id(fill))
+    if entry is None:
+        py = fill.py_func
+        name = f"_game_loop_{_BASE_NAMES.get(py.__name__, py.__name__)}"
+        source = LOOP_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)  # fill kept alive: ids stay unique
+        _LOOPS[id(fill)] = entry
+    return entry[0]
+
+
+def encode_state(fill, num_planes: int, dtype: np.dtype, state, color: int | None = None) -> np.ndarray:
+    """Planes ``(C, H, W)`` of ``state`` for ``color`` to move (default: the state's player to move)."""
+    color = state.to_play if color is None else int(color)
+    if color not in (K.BLACK, K.WHITE):
+        raise ValueError(f"color must be 1 (black) or 2 (white), not {color}")
+    n = state.size * state.size
+    out = np.zeros((num_planes, n), dtype=dtype)
+    fill(out, state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark,
+         state.meta, state.nbr, state.diag, color)
+    return out.reshape(num_planes, state.size, state.size)
+
+
+def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
+                  skip_first: int = 0) -> EncodedGame:
+    """Replay ``record`` and encode the position before every kept main-line move, in one compiled loop.
+
+    Raises :class:`~gotk.errors.SGFError` (``bad_setup``) when the setup stones are unusable; an
+    illegal move ends the game there (``moves_replayed``, ``error``), the rows before it are kept.
+    """
+    from gotk.game.replay import initial_state
+
+    state = initial_state(record)
+    size = record.size
+    n = size * size
+    points = np.ascontiguousarray(record.points, dtype=np.int32)
+    colors = np.ascontiguousarray(record.colors, dtype=np.int64)
+    m = points.shape[0]
+    skip_first = max(0, int(skip_first))
+    keep = np.arange(m) >= skip_first
+    if not include_passes:
+        keep &= points != n
+    cap = int(np.count_nonzero(keep))
+    out = np.zeros((cap, num_planes, n), dtype=dtype)
+    labels = np.empty(cap, dtype=np.int16)
+    move_numbers = np.empty(cap, dtype=np.int32)
+    to_play = np.empty(cap, dtype=np.int8)
+    loop = game_loop_for(fill)
+    rows, replayed, status = loop(out, labels, move_numbers, to_play, state.board, state.head, state.nxt,
+                                  state.libs, state.ssize, state.placed, state.mark, state.meta, state.hashv,
+                                  state.nbr, state.diag, state.zob, colors, points, state.rules.suicide,
+                                  bool(include_passes), skip_first)
+    rows, replayed, status = int(rows), int(replayed), int(status)
+    error: GotkError | None = None
+    if status != K.OK:
+        from gotk.sgftools import coords
+
+        p = int(points[replayed])
+        where = coords.to_gtp(p, size) if 0 <= p < n else str(p)
+        error = IllegalMoveError(_REASONS.get(status, "illegal_move"),
+                                 f"move {replayed + 1} ({'BW'[colors[replayed] - 1]} {where}): "
+                                 f"{_DETAIL.get(status, 'illegal')}")
+    elif record.defect is not None:
+        reason, _, message = record.defect
+        error = SGFError(reason, f"move {replayed + 1}: {message}")
+    return EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
+                       to_play[:rows], replayed, error)
+
+
+class FillEncoder(Encoder):
+    """An encoder defined by a compiled fill function (``fill``, a ``staticmethod`` or an instance
+    attribute) and its plane names; both paths run that fill."""
+
+    fill: Any = None
+    names: tuple[str, ...] = ()
+
+    @property
+    def plane_names(self) -> list[str]:
+        return list(self.names)
+
+    def encode(self, state, color: int | None = None) -> np.ndarray:
+        """Planes ``(C, H, W)`` of ``state``; ``color`` overrides the player to move."""
+        if state.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the state is {state.size}x{state.size}")
+        return encode_state(self.fill, self.num_planes, self.np_dtype, state, color)
+
+    def encode_game(self, record, include_passes: bool = False, skip_first: int = 0) -> EncodedGame:
+        if record.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the game is {record.size}x{record.size}")
+        return encode_record(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first)

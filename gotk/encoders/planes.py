@@ -1,0 +1,130 @@
+"""Small named plane functions over the engine's arrays, and the data that composes them.
+
+Every plane function has the signature
+``fn(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, *params)``:
+``dst`` is one zeroed plane ``(N,)`` of the output, the engine arrays are a
+:class:`~gotk.game.state.GameState`'s (read-only), ``color`` is the player to move (1 black,
+2 white) and ``params`` are small integers fixed by the encoder's plane list.
+
+An encoder's planes are data: a tuple of :class:`Plane` ``(name, fn, params)``.
+:func:`compose_fill` turns it into one compiled fill function with the encoder contract's
+signature (see :mod:`gotk.encoders.game_loop`), calling each plane function on ``out[k]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from numba import njit
+
+from gotk.game import kernels as K
+
+# who a stone plane is about: resolved against the player to move by :func:`who_color`
+OWN = 0
+OPPONENT = 1
+BLACK = 2
+WHITE = 3
+UNBOUNDED = 1 << 30  # an upper liberty bound that never binds
+
+
+class Plane(NamedTuple):
+    """One plane of an encoder: its name, its compiled plane function and its integer params."""
+
+    name: str
+    fn: Any
+    params: tuple[int, ...] = ()
+
+
+@njit(cache=True)
+def who_color(who, color):
+    """Stone colour (1/2) that ``who`` (OWN, OPPONENT, BLACK, WHITE) names for mover ``color``."""
+    if who == OWN:
+        return color
+    if who == OPPONENT:
+        return 3 - color
+    if who == BLACK:
+        return K.BLACK
+    return K.WHITE
+
+
+@njit(cache=True)
+def stone_sign(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+    """+1 on the mover's stones, -1 on the opponent's, 0 on empty points."""
+    for p in range(board.shape[0]):
+        v = board[p]
+        if v == color:
+            dst[p] = 1
+        elif v != 0:
+            dst[p] = -1
+
+
+@njit(cache=True)
+def stones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, who):
+    """1 on every stone of ``who``."""
+    c = who_color(who, color)
+    for p in range(board.shape[0]):
+        if board[p] == c:
+            dst[p] = 1
+
+
+@njit(cache=True)
+def empty(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+    """1 on every empty point."""
+    for p in range(board.shape[0]):
+        if board[p] == 0:
+            dst[p] = 1
+
+
+@njit(cache=True)
+def stones_with_liberties(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color,
+                          who, lo, hi):
+    """1 on stones of ``who`` whose string has between ``lo`` and ``hi`` liberties (inclusive)."""
+    c = who_color(who, color)
+    for p in range(board.shape[0]):
+        if board[p] == c:
+            n_libs = libs[head[p]]
+            if lo <= n_libs <= hi:
+                dst[p] = 1
+
+
+@njit(cache=True)
+def to_move(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, who):
+    """All ones when the player to move is ``who`` (BLACK or WHITE), else all zeros."""
+    if color == who_color(who, color):
+        for p in range(board.shape[0]):
+            dst[p] = 1
+
+
+@njit(cache=True)
+def ones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+    """All ones (a constant plane, e.g. to mark the board's extent under zero padding)."""
+    for p in range(board.shape[0]):
+        dst[p] = 1
+
+
+@njit(cache=True)
+def ko_forbidden(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+    """1 on the empty point the player to move may not take because of simple ko (if any)."""
+    ko = meta[K.M_KO]
+    if ko >= 0 and color == meta[K.M_KO_COLOR] and board[ko] == 0:
+        dst[ko] = 1
+
+
+def compose_fill(name: str, planes: tuple[Plane, ...], module: str):
+    """One compiled (cached) fill function calling each plane function on ``out[k]`` in order.
+
+    ``module`` is the ``__name__`` of the encoder module that owns the plane list (the cache files
+    sit beside it).
+    """
+    from gotk.encoders.game_loop import FILL_ARGS, jit_generated
+
+    namespace: dict[str, Any] = {}
+    lines = [f"def {name}(out, {FILL_ARGS}):"]
+    for k, plane in enumerate(planes):
+        fn_name = f"_plane{k}_{plane.fn.__name__}"
+        namespace[fn_name] = plane.fn
+        params = "".join(f", {int(v)}" for v in plane.params)
+        lines.append(f"    {fn_name}(out[{k}], {FILL_ARGS}{params})")
+    if not planes:
+        lines.append("    pass")
+    return jit_generated(name, "\n".join(lines) + "\n", namespace, module)
