@@ -350,19 +350,47 @@ def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, 
 
     ``hashes`` (length ``len(points) + 1``) receives the position hash before the first move and after
     each move. With ``superko`` a move that recreates an earlier position is refused (status ``-1``).
-    Returns ``(moves_played, status)``; on an illegal move the state is the position before it.
+    Returns ``(moves_played, status)``; on an illegal move (superko included) the state is the position
+    before it.
     """
     m = points.shape[0]
+    n = board.shape[0]
     hashes[0] = hashv[0]
+    # with superko a refused repetition must leave the position before it: a copy to restore from
+    b_board = board.copy()
+    b_head = head.copy()
+    b_nxt = nxt.copy()
+    b_libs = libs.copy()
+    b_ssize = ssize.copy()
+    b_placed = placed.copy()
+    b_meta = meta.copy()
     for i in range(m):
+        if superko and points[i] != n:
+            b_board[:] = board
+            b_head[:] = head
+            b_nxt[:] = nxt
+            b_libs[:] = libs
+            b_ssize[:] = ssize
+            b_placed[:] = placed
+            b_meta[:] = meta
         st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
                        points[i], colors[i], allow_suicide)
         if st != OK:
             return i, st
         hashes[i + 1] = hashv[0]
-        if superko and points[i] != board.shape[0]:
+        if superko and points[i] != n:
             for j in range(i + 1):
                 if hashes[j] == hashv[0]:
+                    board[:] = b_board
+                    head[:] = b_head
+                    nxt[:] = b_nxt
+                    libs[:] = b_libs
+                    ssize[:] = b_ssize
+                    placed[:] = b_placed
+                    stamp = meta[M_STAMP]
+                    meta[:] = b_meta
+                    meta[M_STAMP] = stamp  # ``mark`` was stamped since; keep the counter moving on
+                    hashv[0] = hashes[i]
                     return i, -1
     return m, OK
 

@@ -15,8 +15,9 @@ from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState, Rules
 from gotk.sgftools.record import GameRecord
 
-_REASONS = {K.OCCUPIED: "occupied", K.SUICIDE: "illegal_move", K.KO: "illegal_move", -1: "illegal_move"}
-_DETAIL = {K.OCCUPIED: "occupied", K.SUICIDE: "suicide", K.KO: "ko", -1: "superko"}
+_REASONS = {K.OCCUPIED: "occupied", K.SUICIDE: "illegal_move", K.KO: "illegal_move", -1: "illegal_move",
+            K.OFF_BOARD: "bad_move"}
+_DETAIL = {K.OCCUPIED: "occupied", K.SUICIDE: "suicide", K.KO: "ko", -1: "superko", K.OFF_BOARD: "off the board"}
 
 
 @dataclass
@@ -82,7 +83,7 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
     if status != K.OK:
         from gotk.sgftools import coords
 
-        where = coords.to_gtp(int(points[played]), record.size) if points[played] < record.size ** 2 else "?"
+        where = coords.to_gtp(int(points[played]), record.size) if 0 <= points[played] < record.size ** 2 else "?"
         error = IllegalMoveError(_REASONS[int(status)],
                                  f"move {played + 1} ({'BW'[colors[played] - 1]} {where}): {_DETAIL[int(status)]}")
     elif record.defect is not None:

@@ -111,7 +111,11 @@ class GameState:
         if to_play is not None:
             self.meta[K.M_TO_PLAY] = to_play
         if self._seen is not None:
-            self._seen.add(int(self.hashv[0]))
+            # before any move the set-up position is the game's first one (not the empty board)
+            if self.history:
+                self._seen.add(int(self.hashv[0]))
+            else:
+                self._seen = {int(self.hashv[0])}
         self._setup = (tuple(np.flatnonzero(self.board == BLACK)), tuple(np.flatnonzero(self.board == WHITE)))
         return self
 

@@ -7,9 +7,11 @@ as a :class:`Skip` with a reason code instead, so a run counts them and goes on.
 
 from __future__ import annotations
 
+import lzma
 import os
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,12 @@ def is_archive(path: str | os.PathLike) -> bool:
     return str(path).lower().endswith(ARCHIVE_SUFFIXES)
 
 
+# what reading a damaged or unsupported archive can raise: zlib/bz2/lzma errors, CRC mismatches,
+# truncation, encrypted zip members (RuntimeError), unknown zip compression (NotImplementedError)
+_MEMBER_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError, RuntimeError,
+                  NotImplementedError, ValueError)
+
+
 def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     name = path.name
     low = name.lower()
@@ -57,10 +65,12 @@ def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
                         yield Skip("member_too_large", f"{name}:{info.filename}", f"{info.file_size} bytes")
                         continue
                     try:
-                        yield SgfSource(name, info.filename, zf.read(info))
-                    except (zipfile.BadZipFile, OSError, EOFError) as e:
-                        yield Skip("bad_archive", f"{name}:{info.filename}", str(e))
-                        return
+                        data = zf.read(info)
+                    except _MEMBER_ERRORS as e:
+                        # a zip member is read on its own: a damaged one spoils only itself
+                        yield Skip("bad_archive", f"{name}:{info.filename}", f"{type(e).__name__}: {e}")
+                        continue
+                    yield SgfSource(name, info.filename, data)
         else:
             # stream mode ("r|*") reads members in archive order without seeking
             with tarfile.open(path, mode="r|*") as tf:
@@ -76,8 +86,11 @@ def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
                     f = tf.extractfile(info)
                     if f is None:
                         continue
-                    yield SgfSource(name, info.name, f.read())
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as e:
+                    data = f.read()
+                    if len(data) != info.size:
+                        raise EOFError(f"member {info.name} is truncated")
+                    yield SgfSource(name, info.name, data)
+    except _MEMBER_ERRORS as e:
         yield Skip("bad_archive", name, f"{type(e).__name__}: {e}")
 
 

@@ -10,6 +10,8 @@ Every failure raises :class:`gotk.errors.SGFError` with a reason code.
 from __future__ import annotations
 
 import codecs
+import math
+import re
 
 import numpy as np
 from sgfmill import sgf_grammar
@@ -23,7 +25,7 @@ _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABC
 
 
 def _charset(root: dict) -> str | None:
-    raw = root.get("CA") or root.get("CA")
+    raw = root.get("CA")
     if not raw:
         return None
     name = bytes(raw[0]).decode("ascii", "replace").strip()
@@ -33,9 +35,19 @@ def _charset(root: dict) -> str | None:
         return None
 
 
+_HIGH_RUN = re.compile(rb"[\x80-\xff]+")
+
+
+def _looks_like_gb(value: bytes) -> bool:
+    """GB2312-style text comes in whole two-byte characters, so its runs of non-ASCII bytes have
+    even lengths; latin-1 names ("Andr\xe9s", "M\xfcller") have lone high bytes before ASCII
+    letters that GB18030 would otherwise happily read as CJK characters."""
+    return all(len(m) % 2 == 0 for m in _HIGH_RUN.findall(value))
+
+
 def decode_text(raw: bytes, charset: str | None) -> str:
     """Decode an SGF simpletext value: the declared charset, else UTF-8, else GB18030 when that
-    reads as CJK text, else latin-1 (which never fails)."""
+    reads as CJK text made of whole two-byte characters, else latin-1 (which never fails)."""
     value = sgf_grammar.simpletext_value(raw)
     if charset:
         try:
@@ -46,12 +58,13 @@ def decode_text(raw: bytes, charset: str | None) -> str:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    try:
-        text = value.decode("gb18030")
-        if any("\u4e00" <= ch <= "\u9fff" for ch in text):
-            return text
-    except UnicodeDecodeError:
-        pass
+    if _looks_like_gb(value):
+        try:
+            text = value.decode("gb18030")
+            if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+                return text
+        except UnicodeDecodeError:
+            pass
     return value.decode("latin-1")
 
 
@@ -118,9 +131,10 @@ def _float(root: dict, key: str, default: float, charset: str | None) -> float:
         return default
     text = decode_text(raw[0], charset).strip().replace(",", ".")
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return default
+    return value if math.isfinite(value) else default
 
 
 def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
@@ -147,8 +161,8 @@ def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
         raise SGFError("bad_setup", "a point is set up both black and white")
 
     try:
-        handicap = int(float(text("HA") or 0))
-    except ValueError:
+        handicap = max(0, int(float(text("HA") or 0)))
+    except (ValueError, OverflowError):  # "HA[abc]", "HA[nan]", "HA[inf]"
         handicap = 0
     pl = text("PL").upper()
     first_player = BLACK if pl.startswith("B") else WHITE if pl.startswith("W") else None

@@ -1,0 +1,181 @@
+"""Finding SGF bytes: files, folders, zip / tar.gz / tar.bz2 archives, and every way they go wrong."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gotk.pipeline.sources import SgfSource, Skip, is_archive, iter_sources
+
+
+def game(i: int) -> bytes:
+    return f"(;GM[1]SZ[9]PB[p{i}];B[{'abcdefghi'[i % 9]}a];W[ee])".encode()
+
+
+def make_tar(path: Path, members: dict[str, bytes], mode: str) -> Path:
+    with tarfile.open(path, mode) as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+def make_zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+MEMBERS = {"games/a.sgf": game(1), "games/sub/b.SGF": game(2), "games/c.sgf": game(3)}
+
+
+def collect(paths, **kw):
+    items = list(iter_sources([str(p) for p in paths], **kw))
+    found = {(i.archive, i.member): i.data for i in items if isinstance(i, SgfSource)}
+    skips = [(s.reason, s.where) for s in items if isinstance(s, Skip)]
+    return found, skips
+
+
+@pytest.mark.parametrize("suffix, mode", [(".tar.gz", "w:gz"), (".tar.bz2", "w:bz2"), (".tar", "w"), (".tgz", "w:gz")])
+def test_tar_archives(tmp_path, suffix, mode):
+    path = make_tar(tmp_path / f"x{suffix}", MEMBERS, mode)
+    found, skips = collect([path])
+    assert skips == []
+    assert found == {(path.name, name): data for name, data in MEMBERS.items()}
+
+
+def test_zip_archive(tmp_path):
+    path = make_zip(tmp_path / "x.zip", MEMBERS)
+    items = list(iter_sources([path]))
+    assert [i.member for i in items] == sorted(MEMBERS)  # deterministic order
+    assert all(i.data == MEMBERS[i.member] for i in items)
+
+
+def test_single_file_and_folder_recursion(tmp_path):
+    root = tmp_path / "root"
+    (root / "deep" / "deeper").mkdir(parents=True)
+    (root / "one.sgf").write_bytes(game(1))
+    (root / "deep" / "two.sgf").write_bytes(game(2))
+    (root / "deep" / "deeper" / "three.SGF").write_bytes(game(3))
+    (root / "deep" / "notes.txt").write_text("not a game")
+    make_zip(root / "deep" / "deeper" / "pack.zip", {"four.sgf": game(4)})
+    found, skips = collect([root])
+    assert skips == []
+    assert sorted(found) == sorted([("one.sgf", ""), ("two.sgf", ""), ("three.SGF", ""), ("pack.zip", "four.sgf")])
+    assert found[("pack.zip", "four.sgf")] == game(4)
+    # the same folder twice gives the same order
+    assert list(iter_sources([root])) == list(iter_sources([root]))
+    found, _ = collect([root / "one.sgf"])
+    assert found == {("one.sgf", ""): game(1)}
+
+
+def test_non_sgf_member_is_skipped(tmp_path):
+    members = {"readme.txt": b"hello", "g.sgf": game(1), "img.png": b"\x89PNG"}
+    for path in (make_zip(tmp_path / "m.zip", members), make_tar(tmp_path / "m.tar.gz", members, "w:gz")):
+        found, skips = collect([path])
+        assert list(found) == [(path.name, "g.sgf")]
+        assert sorted(skips) == [("not_sgf", f"{path.name}:img.png"), ("not_sgf", f"{path.name}:readme.txt")]
+
+
+def test_member_over_the_cap(tmp_path):
+    members = {"big.sgf": b"(;GM[1]C[" + b"x" * 5000 + b"])", "small.sgf": game(1)}
+    for path in (make_zip(tmp_path / "c.zip", members), make_tar(tmp_path / "c.tar.bz2", members, "w:bz2")):
+        found, skips = collect([path], max_bytes=1000)
+        assert list(found) == [(path.name, "small.sgf")]
+        assert skips == [("member_too_large", f"{path.name}:big.sgf")]
+    loose = tmp_path / "loose.sgf"
+    loose.write_bytes(members["big.sgf"])
+    _, skips = collect([loose], max_bytes=1000)
+    assert skips == [("too_large", str(loose))]
+
+
+@pytest.mark.parametrize("name, content", [
+    ("junk.zip", b"PK\x03\x04 this is not really a zip"),
+    ("junk.tar.gz", b"\x1f\x8b\x08\x00 not really gzip data at all"),
+    ("junk.tar.bz2", b"BZh91AY&SY garbage"),
+    ("empty.zip", b""),
+])
+def test_corrupt_archive(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_bytes(content)
+    found, skips = collect([path])
+    assert found == {}
+    assert [r for r, _ in skips] == ["bad_archive"]
+
+
+def test_truncated_tar_gz_keeps_what_came_before(tmp_path):
+    members = {f"g{i:03d}.sgf": os.urandom(3000) for i in range(30)}  # incompressible: the cut lands late
+    whole = make_tar(tmp_path / "whole.tar.gz", members, "w:gz").read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    found, skips = collect([cut])
+    assert [r for r, _ in skips] == ["bad_archive"]
+    assert 0 < len(found) < len(members)
+    assert all(members[m] == data for (_, m), data in found.items())  # nothing truncated slips through
+
+
+def test_damaged_zip_member_spoils_only_itself(tmp_path):
+    data = {"a.sgf": os.urandom(4000), "b.sgf": game(2)}
+    path = tmp_path / "d.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("a.sgf", data["a.sgf"], compress_type=zipfile.ZIP_DEFLATED)
+        zf.writestr("b.sgf", data["b.sgf"], compress_type=zipfile.ZIP_DEFLATED)
+    raw = bytearray(path.read_bytes())
+    start = raw.index(b"a.sgf") + len("a.sgf") + 100  # inside a.sgf's compressed bytes
+    for k in range(start, start + 200):
+        raw[k] ^= 0x5A
+    path.write_bytes(bytes(raw))
+    found, skips = collect([path])
+    assert skips == [("bad_archive", "d.zip:a.sgf")]
+    assert found == {("d.zip", "b.sgf"): data["b.sgf"]}
+
+
+def test_missing_path(tmp_path):
+    found, skips = collect([tmp_path / "nope.sgf", tmp_path / "nope.zip", tmp_path / "nodir"])
+    assert found == {}
+    assert [r for r, _ in skips] == ["missing"] * 3
+
+
+def test_path_traversal_member_is_read_in_memory(tmp_path, monkeypatch):
+    evil = {"../../evil.sgf": game(6), "/abs/evil2.sgf": game(7), "ok.sgf": game(8)}
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    archives = [make_tar(work / "e.tar.gz", evil, "w:gz"), make_zip(work / "e.zip", evil)]
+    monkeypatch.chdir(work)
+    before = sorted(p for p in tmp_path.rglob("*"))
+    for path in archives:
+        found, skips = collect([path.name])
+        assert skips == []
+        by_member = {m: d for (_, m), d in found.items()}
+        assert by_member["ok.sgf"] == game(8)
+        assert game(6) in by_member.values() and game(7) in by_member.values()
+    assert sorted(p for p in tmp_path.rglob("*")) == before  # nothing was written anywhere
+    assert not Path("/abs/evil2.sgf").exists()
+
+
+def test_is_archive():
+    for name in ("a.zip", "A.TAR.GZ", "x.tgz", "x.tar.bz2", "x.tar"):
+        assert is_archive(name)
+    for name in ("a.sgf", "a.gz", "a.txt"):
+        assert not is_archive(name)
+
+
+def test_real_archive_in_three_formats_agree(kgs_dir):
+    stems = "KGS-2017_01-19-733-"
+    paths = [kgs_dir / f"{stems}{ext}" for ext in (".tar.gz", ".tar.bz2", ".zip")]
+    if not all(p.exists() for p in paths):
+        pytest.skip("the 2017-01 archive is not there in all three formats")
+    sets = []
+    for p in paths:
+        found, skips = collect([p])
+        assert skips == []
+        sets.append({m: d for (_, m), d in found.items()})
+    assert len(sets[0]) == 733
+    assert sets[0] == sets[1] == sets[2]
