@@ -1,0 +1,1 @@
+"""Benchmarks of gotk (not part of the package); see BENCHMARKS.md."""
