@@ -1,0 +1,332 @@
+"""The AlphaGo policy-network encoder (Silver et al. 2016, Extended Data Table 2): 48 bit planes.
+
+Every plane is from the point of view of the player to move (``color``):
+
+* 0–2 stone colour: player / opponent / empty; 3 ones; 4 zeros;
+* 5 sensibleness: legal and not filling one of the player's own eyes. An own eye is an empty
+  point whose on-board neighbours are all the player's stones and whose on-board diagonals hold
+  at most one opponent stone (centre) or none (edge and corner);
+* 6–13 turns since: ``move_no - placed[p]`` = 1..7 on planes 6..12, ≥8 and setup stones on 13;
+* 14–21 liberties of the string through each stone: 1..7, ≥8;
+* 22–29 liberties after move: for each legal move, of the new stone's string once captures are
+  resolved: 1..7, ≥8;
+* 30–37 capture size: for each legal move, opponent stones captured: 0..6, ≥7;
+* 38–45 self-atari size: for each legal move leaving the new string with one liberty, its size:
+  1..7, ≥8;
+* 46 ladder capture: a legal move that reduces an adjacent 2-liberty opponent string to one
+  liberty and wins the ladder that follows;
+* 47 ladder escape: a legal move at the liberty of a player string in atari after which that
+  string has ≥3 liberties, or 2 and the opponent has no working ladder against it;
+* 48 (option ``player_plane``): all ones when black is to move.
+
+"Legal" always means empty, not ko-forbidden for the player and not suicide, whatever the game's
+rules. The move planes are computed from the neighbouring strings without playing (union of the
+empty neighbours, the merged strings' liberties and the freed points next to the new string); only
+ladders are read by playing, on scratch copies (:mod:`gotk.encoders.ladders`, which defines the
+ladder semantics). Option ``ladders=False`` leaves planes 46–47 zero (benchmarks time the ladder
+reading apart). ``encode_game`` is the generic compiled loop of :mod:`gotk.encoders.game_loop`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gotk.encoders import ladders as LD
+from gotk.encoders.game_loop import FillEncoder
+from gotk.game import kernels as K
+
+NUM_PLANES = 48
+P_PLAYER, P_OPPONENT, P_EMPTY, P_ONES, P_ZEROS, P_SENSIBLE = 0, 1, 2, 3, 4, 5
+P_TURNS, P_LIBS, P_LIBS_AFTER, P_CAPTURE, P_SELF_ATARI = 6, 14, 22, 30, 38
+P_LADDER_CAPTURE, P_LADDER_ESCAPE, P_PLAYER_COLOR = 46, 47, 48
+
+
+def plane_names(player_plane: bool = False) -> list[str]:
+    """Names of the 48 (or 49) planes in order."""
+    names = ["stone_player", "stone_opponent", "stone_empty", "ones", "zeros", "sensibleness"]
+    names += [f"turns_since_{k}" for k in range(1, 8)] + ["turns_since_8plus"]
+    names += [f"liberties_{k}" for k in range(1, 8)] + ["liberties_8plus"]
+    names += [f"liberties_after_{k}" for k in range(1, 8)] + ["liberties_after_8plus"]
+    names += [f"capture_size_{k}" for k in range(0, 7)] + ["capture_size_7plus"]
+    names += [f"self_atari_size_{k}" for k in range(1, 8)] + ["self_atari_size_8plus"]
+    names += ["ladder_capture", "ladder_escape"]
+    if player_plane:
+        names.append("player_is_black")
+    return names
+
+
+@njit(cache=True)
+def _is_own_eye(board, nbr, diag, p, color):
+    """Every on-board neighbour is ``color``; ≤1 opponent diagonal in the centre, 0 on the edge."""
+    nn = 0
+    for k in range(4):
+        q = nbr[p, k]
+        if q < 0:
+            break
+        if board[q] != color:
+            return False
+        nn += 1
+    bad = 0
+    opp = 3 - color
+    for k in range(4):
+        q = diag[p, k]
+        if q < 0:
+            break
+        if board[q] == opp:
+            bad += 1
+    return bad == 0 if nn < 4 else bad <= 1
+
+
+@njit(cache=True)
+def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
+    """Liberties (counted up to ``limit``) the 2-liberty string through ``t`` gets by extending at its
+    other liberty once the opponent has played ``point`` (the first liberty), assuming that move
+    captured nothing. Returns -1 if ``point`` is not one of its liberties."""
+    ht = head[t]
+    other = -1
+    x = ht
+    while other < 0:
+        for k in range(4):
+            q = nbr[x, k]
+            if q < 0:
+                break
+            if board[q] == 0 and q != point:
+                other = q
+                break
+        x = nxt[x]
+        if x == ht:
+            break
+    if other < 0:
+        return -1
+    dcol = board[t]
+    s = K.next_stamp(mark, meta)
+    mark[point] = s
+    mark[other] = s
+    cnt = 0
+    for k in range(4):
+        q = nbr[other, k]
+        if q < 0:
+            break
+        if board[q] == 0:
+            if mark[q] != s:
+                mark[q] = s
+                cnt += 1
+        elif board[q] == dcol and head[q] != ht:
+            h = head[q]
+            y = h
+            while cnt < limit:
+                for j in range(4):
+                    r = nbr[y, j]
+                    if r < 0:
+                        break
+                    if board[r] == 0 and mark[r] != s:
+                        mark[r] = s
+                        cnt += 1
+                y = nxt[y]
+                if y == h:
+                    break
+        if cnt >= limit:
+            break
+    return cnt
+
+
+@njit(cache=True)
+def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders):
+    """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
+
+    One pass over the points computes the local planes and collects the few moves that need ladder
+    reading; a second step reads those ladders on scratch copies.
+    """
+    n = board.shape[0]
+    move_no = meta[K.M_MOVE_NO]
+    ko = meta[K.M_KO] if meta[K.M_KO_COLOR] == color else -1
+    fh = np.empty(4, dtype=np.int64)
+    ch = np.empty(4, dtype=np.int64)
+    oh = np.empty(4, dtype=np.int64)
+    cap_move = np.empty(4 * n, dtype=np.int32)  # (move, target) pairs to read as ladder captures
+    cap_target = np.empty(4 * n, dtype=np.int32)
+    esc_move = np.empty(n, dtype=np.int32)  # moves to read as ladder escapes
+    ncap = 0
+    nesc = 0
+    for p in range(n):
+        out[P_ONES, p] = 1
+        v = board[p]
+        if v != 0:
+            out[P_PLAYER if v == color else P_OPPONENT, p] = 1
+            age = move_no - placed[p] if placed[p] >= 0 else 8
+            out[P_TURNS + (min(age, 8) - 1 if age >= 1 else 7), p] = 1
+            out[P_LIBS + min(libs[head[p]], 8) - 1, p] = 1
+            continue
+        out[P_EMPTY, p] = 1
+        if p == ko:
+            continue
+        # neighbour strings: friendly heads, captured opponent heads, 2-liberty opponent heads
+        nf = 0
+        nc = 0
+        no = 0
+        ne = 0
+        atari_friend = False
+        big_friend = False
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                break
+            w = board[q]
+            if w == 0:
+                ne += 1
+                continue
+            h = head[q]
+            if w == color:
+                dup = False
+                for i in range(nf):
+                    if fh[i] == h:
+                        dup = True
+                if not dup:
+                    fh[nf] = h
+                    nf += 1
+                    atari_friend = atari_friend or libs[h] == 1
+                    big_friend = big_friend or libs[h] >= 9
+            elif libs[h] <= 2:
+                dup = False
+                for i in range(nc):
+                    if ch[i] == h:
+                        dup = True
+                for i in range(no):
+                    if oh[i] == h:
+                        dup = True
+                if not dup:
+                    if libs[h] == 1:
+                        ch[nc] = h
+                        nc += 1
+                    else:
+                        oh[no] = h
+                        no += 1
+        legal = ne > 0 or nc > 0
+        if not legal:
+            for i in range(nf):
+                if libs[fh[i]] > 1:
+                    legal = True
+        if not legal:
+            continue
+        if not _is_own_eye(board, nbr, diag, p, color):
+            out[P_SENSIBLE, p] = 1
+        captured = 0
+        for i in range(nc):
+            captured += ssize[ch[i]]
+        out[P_CAPTURE + min(captured, 7), p] = 1
+        # liberties of the new string, counted up to 8: empty neighbours, freed points of captured
+        # strings next to the new string, liberties of merged friendly strings
+        if big_friend:
+            nl = 8
+        else:
+            s = K.next_stamp(mark, meta)
+            mark[p] = s
+            nl = 0
+            for k in range(4):
+                q = nbr[p, k]
+                if q < 0:
+                    break
+                if board[q] == 0:
+                    mark[q] = s
+                    nl += 1
+            for i in range(nc):
+                h = ch[i]
+                x = h
+                while True:
+                    adj = False
+                    for k in range(4):
+                        r = nbr[x, k]
+                        if r < 0:
+                            break
+                        if r == p:
+                            adj = True
+                        elif board[r] == color:
+                            hr = head[r]
+                            for j in range(nf):
+                                if fh[j] == hr:
+                                    adj = True
+                        if adj:
+                            break
+                    if adj:
+                        nl += 1
+                    x = nxt[x]
+                    if x == h:
+                        break
+            for i in range(nf):
+                if nl >= 8:
+                    break
+                h = fh[i]
+                x = h
+                while nl < 8:
+                    for k in range(4):
+                        q = nbr[x, k]
+                        if q < 0:
+                            break
+                        if board[q] == 0 and mark[q] != s:
+                            mark[q] = s
+                            nl += 1
+                    x = nxt[x]
+                    if x == h:
+                        break
+        out[P_LIBS_AFTER + min(nl, 8) - 1, p] = 1
+        if nl == 1:
+            size = 1
+            for i in range(nf):
+                size += ssize[fh[i]]
+            out[P_SELF_ATARI + min(size, 8) - 1, p] = 1
+        if not ladders:
+            continue
+        for i in range(no):
+            # skip ataris the defender escapes at once by extending to ≥3 liberties
+            if nc == 0 and _extension_libs(board, head, nxt, nbr, mark, meta, oh[i], p, 3) >= 3:
+                continue
+            cap_move[ncap] = p
+            cap_target[ncap] = oh[i]
+            ncap += 1
+        if atari_friend:
+            if nl >= 3:
+                out[P_LADDER_ESCAPE, p] = 1
+            elif nl == 2:
+                esc_move[nesc] = p
+                nesc += 1
+    if ncap + nesc > 0:
+        scr = LD.make_scratch(n, LD.max_plies(n))
+        LD.load_position(scr, board, head, nxt, libs, ssize, meta)
+        for i in range(ncap):
+            p = cap_move[i]
+            if out[P_LADDER_CAPTURE, p] == 0 and LD.ladder_capture(p, color, cap_target[i], nbr, scr):
+                out[P_LADDER_CAPTURE, p] = 1
+        for i in range(nesc):
+            p = esc_move[i]
+            if LD.ladder_escape(p, color, nbr, scr):
+                out[P_LADDER_ESCAPE, p] = 1
+    if out.shape[0] > P_PLAYER_COLOR and color == K.BLACK:
+        out[P_PLAYER_COLOR, :] = 1
+
+
+@njit(cache=True)
+def alphago_fill(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+    """Fill zeroed ``out`` (48 or 49, N) for ``color`` to move; plane 48 if ``out`` has 49 rows."""
+    fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, True)
+
+
+@njit(cache=True)
+def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+    """:func:`alphago_fill` with planes 46–47 left zero."""
+    fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False)
+
+
+class AlphaGoEncoder(FillEncoder):
+    """48 AlphaGo planes (49 with ``player_plane``); ``ladders=False`` skips ladder reading."""
+
+    name = "alphago"
+    version = 1
+    dtype = "bit"
+
+    def __init__(self, board_size: int = 19, player_plane: bool = False, ladders: bool = True) -> None:
+        super().__init__(board_size, player_plane=bool(player_plane), ladders=bool(ladders))
+        self.player_plane = bool(player_plane)
+        self.ladders = bool(ladders)
+        self.names = tuple(plane_names(self.player_plane))
+        self.fill = alphago_fill if self.ladders else alphago_fill_noladders
