@@ -1,0 +1,515 @@
+"""``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
+
+Design (one pool, two kinds of work unit, both in :mod:`gotk.pipeline.workers`):
+
+1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
+   cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
+   parse, hash, filter and replay each unit (to count the rows every game yields) and write
+   ``.work/scan/unit-NNNNN.parquet``. At most ``2 × workers`` units are in flight, so memory stays
+   bounded whatever the archive size.
+2. The parent consumes scan results strictly in unit order: global dedupe by ``game_id`` (first in
+   source order wins), split assignment (from ``game_id``, or ``test`` for ``--test-from``
+   sources), ``games.parquet`` rows. Each split's row stream is cut into shards of exactly
+   ``shard_rows`` rows; as soon as a shard's content is known its *shard unit* is submitted, and a
+   worker replays + encodes its games and writes the final ``<split>/part-NNNNN.parquet``.
+3. When every shard is written: ``games.parquet``, then ``manifest.json`` (last: it marks the
+   dataset complete), ``run-report.json`` (timings, excluded from the determinism claim), and
+   ``.work/`` is removed.
+
+Every byte of the output depends only on the sources and options — not on ``--workers``, the
+unit size or scheduling. ``--resume`` reuses every scan file whose input digest matches and every
+shard whose plan digest matches (all writes are temp + rename, so a killed run leaves only whole
+files or ``.tmp`` leftovers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gotk import __version__
+from gotk.errors import GotkError
+from gotk.pipeline import manifest as M
+from gotk.pipeline import shards as S
+from gotk.pipeline import workers as W
+from gotk.pipeline.sources import Skip, is_archive, iter_sources
+from gotk.pipeline.splits import DEFAULT_SPLIT, assign_split, matches_test_from, parse_min_rank, parse_split
+from gotk.sgftools.reader import MAX_SGF_BYTES
+
+DEFAULT_SHARD_ROWS = 65536
+DEFAULT_UNIT_SIZE = 128
+# when one archive is published in several formats (the KGS months), read the first of these
+ARCHIVE_PREFERENCE = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".zip", ".tar")
+
+
+class EncodeError(GotkError):
+    """A run that cannot start or finish; ``exit_code`` is what the CLI exits with."""
+
+    def __init__(self, reason: str, message: str, exit_code: int = 2) -> None:
+        super().__init__(reason, message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class EncodeOptions:
+    """Everything that decides the output bytes (``--workers``, ``--out``, ``--resume`` do not)."""
+
+    encoder: str
+    encoder_options: dict = field(default_factory=dict)
+    board_size: int = 19
+    split: str = DEFAULT_SPLIT
+    test_from: list[str] = field(default_factory=list)
+    min_rank: str | None = None
+    no_handicap: bool = False
+    include_passes: bool = False
+    skip_first: int = 0
+    drop_partial: bool = False
+    shard_rows: int = DEFAULT_SHARD_ROWS
+    row_group_rows: int = S.ROW_GROUP_ROWS
+    max_member_bytes: int = MAX_SGF_BYTES
+
+    def validate(self) -> list[tuple[str, float]]:
+        try:
+            splits = parse_split(self.split)
+            if self.min_rank:
+                parse_min_rank(self.min_rank)
+        except ValueError as e:
+            raise EncodeError("bad_option", str(e)) from e
+        if self.shard_rows < 1 or self.row_group_rows < 1 or self.skip_first < 0:
+            raise EncodeError("bad_option", "--shard-rows must be ≥ 1 and --skip-first ≥ 0")
+        return splits
+
+
+# --- sources -------------------------------------------------------------------------------------
+
+
+def _archive_stem(name: str) -> tuple[str, int] | None:
+    low = name.lower()
+    for rank, suffix in enumerate(ARCHIVE_PREFERENCE):
+        if low.endswith(suffix):
+            return name[: -len(suffix)], rank
+    return None
+
+
+def expand_sources(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[dict]]:
+    """The files to read, in order: each SOURCE as given; folders expanded recursively (sorted) to
+    their ``.sgf`` files and archives. The same file twice is read once; an archive published in
+    several formats (same name stem) is read once, in the :data:`ARCHIVE_PREFERENCE` format.
+    Returns ``(files, skipped)`` with ``skipped`` entries ``{"path", "reason", "detail"}``."""
+    files: list[Path] = []
+    skipped: list[dict] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            skipped.append({"path": str(raw), "reason": "missing", "detail": "no such file or directory"})
+        elif p.is_dir():
+            files.extend(sorted(q for q in p.rglob("*")
+                                if q.is_file() and (q.suffix.lower() == ".sgf" or is_archive(q))))
+        else:
+            files.append(p)
+    best: dict[str, tuple[int, Path]] = {}
+    for f in files:
+        st = _archive_stem(f.name)
+        if st is not None and (st[0] not in best or st[1] < best[st[0]][0]):
+            best[st[0]] = (st[1], f)
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for f in files:
+        real = f.resolve()
+        st = _archive_stem(f.name)
+        if real in seen:
+            skipped.append({"path": str(f), "reason": "repeated", "detail": "the same file was already given"})
+        elif st is not None and best[st[0]][1] is not f:
+            skipped.append({"path": str(f), "reason": "other_format",
+                            "detail": f"the same archive is read as {best[st[0]][1]}"})
+        else:
+            seen.add(real)
+            out.append(f)
+    return out, skipped
+
+
+def _file_digest(path: Path) -> str:
+    return S.sha256_file(path)
+
+
+# --- the plan (parent side) ----------------------------------------------------------------------
+
+
+class _Planner:
+    """Consumes scan results in unit order: dedupe, splits, games table, shard specs."""
+
+    def __init__(self, out_dir: Path, splits: list[tuple[str, float]], opts: EncodeOptions, plan_key: str) -> None:
+        self.out_dir = out_dir
+        self.splits = splits
+        self.opts = opts
+        self.plan_key = plan_key
+        self.seen: set[str] = set()
+        self.unit_digests: dict[int, str] = {}
+        self.games_read = 0
+        self.skipped: Counter = Counter()
+        self.partial: Counter = Counter()
+        self.examples: dict[str, str] = {}
+        names = [n for n, _ in splits]
+        if "test" not in names and opts.test_from:
+            names.append("test")
+        self.split_names = names
+        self.split_games: Counter = Counter()
+        self.split_rows: Counter = Counter()
+        self._cur: dict[str, list] = {n: [] for n in names}  # pieces of the shard being filled
+        self._cur_rows: Counter = Counter()
+        self._next_index: Counter = Counter()
+        self.games = S.ShardWriter(out_dir / M.GAMES_NAME, M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
+                                   dictionary=["archive", "black_rank", "white_rank", "rules", "split", "winner"],
+                                   statistics=[])
+
+    def add_unit(self, unit_id: int, stats: dict) -> list[dict]:
+        """Fold one unit's scan result in; returns the shard specs completed by it."""
+        self.unit_digests[unit_id] = stats["digest"]
+        self.games_read += stats["games_read"]
+        self.skipped.update(stats["skipped"])
+        self.partial.update(stats["partial"])
+        for k, v in stats["examples"].items():
+            self.examples.setdefault(k, v)
+        if not stats["candidates"]:
+            return []
+        t = pq.read_table(W.scan_path(self.out_dir / M.WORK_NAME, unit_id),
+                          columns=[f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
+                          + ["path", "rows"]).to_pydict()
+        ready: list[dict] = []
+        keep_rows: dict[str, list] = {f.name: [] for f in M.GAMES_SCHEMA}
+        for i, gid in enumerate(t["game_id"]):
+            where = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
+            if gid in self.seen:
+                self.skipped["duplicate"] += 1
+                self.examples.setdefault("duplicate", f"{where}: game_id {gid}")
+                if t["partial"][i]:
+                    self.partial[t["partial"][i]] -= 1
+                continue
+            self.seen.add(gid)
+            split = "test" if matches_test_from(t["path"][i], self.opts.test_from) else assign_split(gid, self.splits)
+            rows = int(t["rows"][i])
+            self.split_games[split] += 1
+            self.split_rows[split] += rows
+            for f in M.GAMES_SCHEMA.names:
+                keep_rows[f].append(split if f == "split" else rows if f == "positions" else t[f][i])
+            lo = 0
+            while lo < rows:
+                room = self.opts.shard_rows - self._cur_rows[split]
+                hi = min(rows, lo + room)
+                self._cur[split].append([unit_id, i, lo, hi])
+                self._cur_rows[split] += hi - lo
+                lo = hi
+                if self._cur_rows[split] == self.opts.shard_rows:
+                    ready.append(self._cut(split))
+        if keep_rows["game_id"]:
+            self.games.write(pa.Table.from_pydict(keep_rows, schema=M.GAMES_SCHEMA))
+        return ready
+
+    def _cut(self, split: str) -> dict:
+        pieces = self._cur[split]
+        index = self._next_index[split]
+        self._next_index[split] += 1
+        self._cur[split] = []
+        self._cur_rows[split] = 0
+        units = sorted({p[0] for p in pieces})
+        h = hashlib.blake2b(digest_size=16)
+        h.update(json.dumps([self.plan_key, split, index, pieces, [self.unit_digests[u] for u in units]]).encode())
+        return {"split": split, "index": index, "file": f"{split}/part-{index:05d}.parquet", "digest": h.hexdigest(),
+                "pieces": pieces}
+
+    def finish(self) -> list[dict]:
+        return [self._cut(n) for n in self.split_names if self._cur[n]]
+
+
+# --- executors -----------------------------------------------------------------------------------
+
+
+class _InlineExecutor:
+    """Runs submitted work at once in this process (``--workers 1``): same functions, no pickling."""
+
+    def submit(self, fn: Callable, *args) -> Future:
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+            f.set_exception(e)
+        return f
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+def _make_executor(workers: int):
+    if workers <= 1:
+        return _InlineExecutor()
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]) -> dict:
+    return {"options": asdict(opts), "encoder": encoder_desc, "sources": sources}
+
+
+def _prepare_out_dir(out: Path, resume: bool, record: dict) -> bool:
+    """Check/create the output folder. Returns True when a finished identical dataset is there."""
+    work = out / M.WORK_NAME
+    if out.exists() and not out.is_dir():
+        raise EncodeError("out_not_dir", f"--out {out} exists and is not a folder")
+    nonempty = out.is_dir() and any(out.iterdir())
+    if nonempty and not resume:
+        raise EncodeError("out_not_empty", f"output folder {out} is not empty: choose another --out, empty it, or "
+                          "pass --resume to finish an interrupted run with the same sources and options")
+    if nonempty and resume:
+        run_file = work / "run.json"
+        if run_file.is_file():
+            previous = json.loads(run_file.read_text())
+        elif (out / M.MANIFEST_NAME).is_file():
+            m = json.loads((out / M.MANIFEST_NAME).read_text())
+            previous = {"options": m.get("options"), "encoder": m.get("encoder"), "sources": m.get("sources")}
+            if previous == json.loads(json.dumps(record)):
+                return True
+        else:
+            raise EncodeError("out_not_resumable", f"{out} holds no interrupted gotk encode run (no "
+                              f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
+        if previous != json.loads(json.dumps(record)):
+            raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out} "
+                              f"(see {run_file if run_file.is_file() else out / M.MANIFEST_NAME}); "
+                              "rerun with the same ones or use a new --out")
+    work.mkdir(parents=True, exist_ok=True)
+    M.write_json_atomic(work / "run.json", record)
+    return False
+
+
+def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: EncodeOptions,
+                   workers: int | None = None, resume: bool = False, progress: bool = True,
+                   unit_size: int = DEFAULT_UNIT_SIZE) -> dict:
+    """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
+    :class:`EncodeError` for unusable options or output folders."""
+    t_start = time.perf_counter()
+    splits = opts.validate()
+    workers = max(1, int(workers or os.cpu_count() or 1))
+    from gotk.encoders import get_encoder
+
+    try:
+        encoder = get_encoder(opts.encoder, board_size=opts.board_size, **opts.encoder_options)
+    except (KeyError, ValueError, TypeError) as e:
+        raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
+    desc = encoder.describe()
+    out = Path(out_dir)
+    files, sources_skipped = expand_sources(sources)
+    missing = [s["path"] for s in sources_skipped if s["reason"] == "missing"]
+    if missing:
+        raise EncodeError("missing_source", f"no such file or folder: {', '.join(missing)}")
+    source_entries = [{"path": str(f), "name": f.name, "bytes": f.stat().st_size, "sha256": _file_digest(f)}
+                      for f in files if is_archive(f)]
+    loose = [f for f in files if not is_archive(f)]
+    if loose:
+        h = hashlib.sha256()
+        for f in loose:
+            h.update(f"{f}\0".encode() + hashlib.sha256(f.read_bytes()).digest())
+        source_entries.append({"path": "(loose .sgf files)", "name": "", "files": len(loose),
+                               "bytes": sum(f.stat().st_size for f in loose), "sha256": h.hexdigest()})
+    record = _options_record(opts, desc, source_entries)
+    if _prepare_out_dir(out, resume, record):
+        m = M.load_manifest(out)
+        m["run"] = {"already_complete": True}
+        return m
+    work = out / M.WORK_NAME
+    min_rank = parse_min_rank(opts.min_rank) if opts.min_rank else None
+    scan_opts = {"work_dir": str(work), "board_size": opts.board_size, "min_rank": min_rank,
+                 "no_handicap": opts.no_handicap, "include_passes": opts.include_passes,
+                 "skip_first": opts.skip_first, "drop_partial": opts.drop_partial}
+    enc_opts = {"encoder": opts.encoder, "encoder_options": opts.encoder_options, "board_size": opts.board_size,
+                "include_passes": opts.include_passes, "skip_first": opts.skip_first, "work_dir": str(work),
+                "out_dir": str(out), "row_group_rows": opts.row_group_rows, "zstd_level": S.ZSTD_LEVEL}
+    plan_key = json.dumps([asdict(opts), desc, S.SCHEMA_VERSION], sort_keys=True)
+    planner = _Planner(out, splits, opts, plan_key)
+    inputs_skipped: Counter = Counter()
+    read_s = [0.0]
+
+    def units() -> Iterator[W.ScanUnit]:
+        uid = 0
+        batch: list = []
+        for f in files:
+            t = time.perf_counter()
+            for item in iter_sources([f], opts.max_member_bytes):
+                if isinstance(item, Skip):
+                    inputs_skipped[item.reason] += 1
+                    planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
+                    continue
+                batch.append((str(f), item.archive, item.member, item.data))
+                if len(batch) >= unit_size:
+                    read_s[0] += time.perf_counter() - t
+                    yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+                    t = time.perf_counter()
+                    uid += 1
+                    batch = []
+            read_s[0] += time.perf_counter() - t
+            if batch and is_archive(f):
+                yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+                uid += 1
+                batch = []
+        if batch:
+            yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+
+    timing = Counter()
+    counts = Counter()
+    shard_results: list[tuple[dict, Future | dict]] = []
+    executor = _make_executor(workers)
+    executor.submit(int).result()  # start (fork) the workers now, before any progress-bar thread exists
+    bars = _Bars(progress)
+    try:
+        window: deque = deque()
+        it = units()
+        exhausted = False
+
+        def submit_shard(spec: dict) -> None:
+            bars.add_planned(sum(p[3] - p[2] for p in spec["pieces"]))
+            reused = W.reuse_shard(spec, enc_opts) if resume else None
+            if reused is not None:
+                counts["shards_reused"] += 1
+                bars.rows(reused["rows"])
+                shard_results.append((spec, reused))
+            else:
+                fut = executor.submit(W.encode_shard, spec, enc_opts)
+                fut.add_done_callback(lambda f: bars.rows(f.result()["rows"]) if not f.exception() else None)
+                shard_results.append((spec, fut))
+
+        while True:
+            while not exhausted and len(window) < 2 * workers:
+                unit = next(it, None)
+                if unit is None:
+                    exhausted = True
+                    break
+                stats = W.read_scan_stats(W.scan_path(work, unit.unit_id)) if resume else None
+                if stats is not None and stats.get("digest") == unit.digest:
+                    counts["units_reused"] += 1
+                    window.append((unit.unit_id, stats))
+                else:
+                    window.append((unit.unit_id, executor.submit(W.scan_unit, unit, scan_opts)))
+            if not window:
+                break
+            uid, item = window.popleft()
+            stats = item.result() if isinstance(item, Future) else item
+            counts["units"] += 1
+            for k, v in stats.get("timing", {}).items():
+                timing[k] += v
+            bars.games(stats["games_read"])
+            for spec in planner.add_unit(uid, stats):
+                submit_shard(spec)
+        for spec in planner.finish():
+            submit_shard(spec)
+        entries: dict[str, list[dict]] = {n: [] for n in planner.split_names}
+        for spec, res in shard_results:
+            r = res.result() if isinstance(res, Future) else res
+            for k, v in r.pop("timing", {}).items():
+                timing[k] += v
+            entries[spec["split"]].append(r)
+    except BaseException:
+        executor.shutdown(wait=False, cancel_futures=True)
+        planner.games.abort()
+        bars.close()
+        raise
+    executor.shutdown(wait=True)
+    bars.close()
+
+    # --- finish: stale files, games table, manifest, run report --------------------------------------
+    planned = {e["file"] for es in entries.values() for e in es}
+    for d in sorted(p for p in out.iterdir() if p.is_dir() and p.name != M.WORK_NAME):
+        for f in d.glob("part-*.parquet*"):
+            if f"{d.name}/{f.name}" not in planned:
+                f.unlink()
+    games_info = planner.games.close()
+    splits_out = {}
+    for name in planner.split_names:
+        es = entries[name]
+        splits_out[name] = {"games": planner.split_games[name], "rows": planner.split_rows[name],
+                            "bytes": sum(e["bytes"] for e in es), "shards": es}
+    total_rows = sum(s["rows"] for s in splits_out.values())
+    total_bytes = sum(s["bytes"] for s in splits_out.values())
+    partial = {k: v for k, v in sorted(planner.partial.items()) if v}
+    manifest = {
+        "format": M.FORMAT,
+        "schema_version": S.SCHEMA_VERSION,
+        "gotk_version": __version__,
+        "encoder": desc,
+        "options": asdict(opts),
+        "sources": source_entries,
+        "sources_skipped": sources_skipped,
+        "inputs_skipped": dict(sorted(inputs_skipped.items())),
+        "games": {
+            "read": planner.games_read,
+            "kept": len(planner.seen),
+            "partial": sum(partial.values()),
+            "partial_reasons": partial,
+            "skipped": dict(sorted(planner.skipped.items())),
+            "examples": dict(sorted(planner.examples.items())),
+        },
+        "games_file": {"file": M.GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
+                       "sha256": games_info["sha256"]},
+        "splits": splits_out,
+        "rows": total_rows,
+        "bytes": total_bytes,
+        "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
+        "row_group_rows": opts.row_group_rows,
+    }
+    M.write_json_atomic(out / M.MANIFEST_NAME, manifest)
+    wall = time.perf_counter() - t_start
+    run = {
+        "workers": workers, "unit_size": unit_size, "wall_s": round(wall, 4),
+        "positions_per_s": round(total_rows / wall, 1) if wall > 0 else 0.0,
+        "games_per_s": round(planner.games_read / wall, 1) if wall > 0 else 0.0,
+        "stage_s": {"archive_read_s": round(read_s[0], 4), **{k: round(v, 4) for k, v in sorted(timing.items())}},
+        "units": counts["units"], "units_reused": counts["units_reused"], "shards_reused": counts["shards_reused"],
+    }
+    M.write_json_atomic(out / M.RUN_REPORT_NAME, run)
+    shutil.rmtree(work, ignore_errors=True)
+    manifest["run"] = run
+    return manifest
+
+
+class _Bars:
+    """tqdm progress on stderr: games scanned, positions written (with rates)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        if enabled:
+            from tqdm import tqdm
+
+            self.g = tqdm(desc="games", unit=" games", position=0, dynamic_ncols=True, leave=True)
+            self.p = tqdm(desc="positions", unit=" pos", position=1, total=0, dynamic_ncols=True, leave=True,
+                          unit_scale=True)
+
+    def games(self, n: int) -> None:
+        if self.enabled:
+            self.g.update(n)
+
+    def add_planned(self, n: int) -> None:
+        if self.enabled:
+            self.p.total += n
+            self.p.refresh()
+
+    def rows(self, n: int) -> None:
+        if self.enabled:
+            self.p.update(n)
+
+    def close(self) -> None:
+        if self.enabled:
+            self.g.close()
+            self.p.close()

@@ -1,0 +1,94 @@
+"""The dataset folder's manifest (``manifest.json``) and games table (``games.parquet``).
+
+``manifest.json`` is written last (temp + rename): its presence means the dataset is complete. It
+holds no timestamps or run timings, so the same sources and options give the same bytes; timings
+go to ``run-report.json`` beside it, which is outside the determinism claim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+MANIFEST_NAME = "manifest.json"
+GAMES_NAME = "games.parquet"
+RUN_REPORT_NAME = "run-report.json"
+WORK_NAME = ".work"
+FORMAT = "gotk-shards"
+
+GAMES_SCHEMA = pa.schema([
+    pa.field("game_id", pa.string(), nullable=False),
+    pa.field("archive", pa.string()), pa.field("member", pa.string()),
+    pa.field("black", pa.string()), pa.field("white", pa.string()),
+    pa.field("black_rank", pa.string()), pa.field("white_rank", pa.string()),
+    pa.field("komi", pa.float64()), pa.field("handicap", pa.int32()),
+    pa.field("result", pa.string()), pa.field("winner", pa.string()),
+    pa.field("date", pa.string()), pa.field("rules", pa.string()),
+    pa.field("num_moves", pa.int32()), pa.field("positions", pa.int32()), pa.field("partial", pa.string()),
+    pa.field("split", pa.string(), nullable=False),
+])
+GAMES_ROW_GROUP_ROWS = 65536
+
+
+def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
+    """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic) via
+    ``path.tmp`` + rename."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def load_manifest(folder: str | os.PathLike) -> dict:
+    """The manifest of a dataset folder; ValueError with a clear message if there is none."""
+    path = Path(folder) / MANIFEST_NAME
+    if not path.is_file():
+        hint = " (an unfinished run: rerun gotk encode with --resume)" if (Path(folder) / WORK_NAME).exists() else ""
+        raise ValueError(f"{folder} is not a gotk dataset: no {MANIFEST_NAME}{hint}")
+    m = json.loads(path.read_text())
+    if m.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a gotk shards manifest")
+    if m.get("schema_version") != 1:
+        raise ValueError(f"{path} has schema_version {m.get('schema_version')}; this gotk reads version 1")
+    return m
+
+
+def summary_lines(m: dict) -> list[str]:
+    """A human summary of a manifest (what ``gotk inspect`` prints)."""
+    enc = m["encoder"]
+    g = m["games"]
+    lines = [
+        f"gotk dataset (schema v{m['schema_version']}, gotk {m['gotk_version']})",
+        f"encoder   {enc['name']} v{enc['version']}  planes {enc['num_planes']}  shape {tuple(enc['shape'])}  "
+        f"dtype {enc['dtype']}",
+        f"sources   {len(m['sources'])} files" + (f" ({len(m['sources_skipped'])} skipped)"
+                                                  if m.get("sources_skipped") else ""),
+        f"games     read {g['read']:,}  kept {g['kept']:,}  partial {g['partial']:,}  "
+        f"skipped {sum(g['skipped'].values()):,}",
+        "",
+        f"{'split':<10} {'games':>9} {'rows':>12} {'shards':>7} {'bytes':>14} {'bytes/pos':>10}",
+    ]
+    for name, s in m["splits"].items():
+        bpp = s["bytes"] / s["rows"] if s["rows"] else 0.0
+        lines.append(f"{name:<10} {s['games']:>9,} {s['rows']:>12,} {len(s['shards']):>7} {s['bytes']:>14,} "
+                     f"{bpp:>10.1f}")
+    lines.append(f"{'total':<10} {g['kept']:>9,} {m['rows']:>12,} "
+                 f"{sum(len(s['shards']) for s in m['splits'].values()):>7} {m['bytes']:>14,} "
+                 f"{m['bytes_per_position']:>10.1f}")
+    if g["skipped"]:
+        lines += ["", "skipped games by reason:"]
+        ex = g.get("examples", {})
+        for reason, n in g["skipped"].items():
+            lines.append(f"  {reason:<20} {n:>8,}   e.g. {ex.get(reason, '')}")
+    if g.get("partial_reasons"):
+        lines += ["", "partial games (positions before the bad move kept) by reason:"]
+        for reason, n in g["partial_reasons"].items():
+            lines.append(f"  {reason:<20} {n:>8,}")
+    if m.get("inputs_skipped"):
+        lines += ["", "inputs skipped (not games) by reason:"]
+        for reason, n in m["inputs_skipped"].items():
+            lines.append(f"  {reason:<20} {n:>8,}")
+    return lines

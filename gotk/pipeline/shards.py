@@ -1,0 +1,173 @@
+"""The shard format (schema version 1): one Parquet row per position, see ``docs/shards.md``.
+
+Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features``
+fixed_size_binary, ``label`` int16, ``value`` int8. Bit encoders store ``np.packbits`` of the
+C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes. The schema
+metadata key ``gotk`` holds ``{"schema_version", "encoder" (Encoder.describe()), "features"}`` as
+JSON, so a shard alone is self-describing. zstd compression, fixed row groups of
+:data:`ROW_GROUP_ROWS` rows, statistics and dictionary only on the small columns.
+
+:class:`ShardWriter` writes one file atomically (``.tmp`` + rename) and cuts row groups at fixed row
+counts whatever the batch sizes fed to it, so the bytes depend only on the rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA_VERSION = 1
+ROW_GROUP_ROWS = 8192
+ZSTD_LEVEL = 1
+METADATA_KEY = b"gotk"
+SMALL_COLUMNS = ["game_id", "move_number", "to_play", "label", "value"]
+
+
+def features_nbytes(encoder_desc: dict) -> int:
+    """Bytes per row of the ``features`` column for an encoder description."""
+    c, h, w = encoder_desc["shape"]
+    n = int(c) * int(h) * int(w)
+    return n if encoder_desc["dtype"] == "int8" else (n + 7) // 8
+
+
+def shard_metadata(encoder_desc: dict) -> dict:
+    """The JSON object stored under the ``gotk`` schema metadata key."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "encoder": encoder_desc,
+        "features": {
+            "encoding": "int8" if encoder_desc["dtype"] == "int8" else "packbits_big",
+            "bytes_per_row": features_nbytes(encoder_desc),
+            "order": "C (plane, row, col)",
+        },
+    }
+
+
+def shard_schema(encoder_desc: dict) -> pa.Schema:
+    """The Arrow schema of a shard, with its ``gotk`` metadata."""
+    meta = json.dumps(shard_metadata(encoder_desc), sort_keys=True, separators=(",", ":"))
+    return pa.schema(
+        [
+            pa.field("game_id", pa.string(), nullable=False),
+            pa.field("move_number", pa.int32(), nullable=False),
+            pa.field("to_play", pa.int8(), nullable=False),
+            pa.field("features", pa.binary(features_nbytes(encoder_desc)), nullable=False),
+            pa.field("label", pa.int16(), nullable=False),
+            pa.field("value", pa.int8(), nullable=False),
+        ],
+        metadata={METADATA_KEY: meta.encode()},
+    )
+
+
+def pack_features(features: np.ndarray, dtype: str) -> np.ndarray:
+    """(N, C, H, W) planes → (N, bytes_per_row) uint8: packbits (big bit order) for ``bit``
+    encoders, the raw bytes for ``int8``."""
+    n = features.shape[0]
+    flat = np.ascontiguousarray(features).reshape(n, int(np.prod(features.shape[1:])))
+    if dtype == "int8":
+        return flat.view(np.uint8)
+    return np.packbits(flat, axis=1, bitorder="big")
+
+
+def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: np.ndarray,
+               to_play: np.ndarray, packed: np.ndarray, labels: np.ndarray, values: np.ndarray) -> pa.Table:
+    """One Arrow table of shard rows from column arrays (``packed`` is (N, bytes_per_row) uint8;
+    ``game_ids`` a list of strings or a pyarrow string array)."""
+    n = int(packed.shape[0])
+    width = schema.field("features").type.byte_width
+    if packed.shape[1] != width:
+        raise ValueError(f"features are {packed.shape[1]} bytes per row, the schema says {width}")
+    feats = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(width), n, [None, pa.py_buffer(np.ascontiguousarray(packed, dtype=np.uint8))])
+    return pa.Table.from_arrays(
+        [
+            game_ids if isinstance(game_ids, pa.Array) else pa.array(game_ids, type=pa.string()),
+            pa.array(np.asarray(move_numbers, dtype=np.int32)),
+            pa.array(np.asarray(to_play, dtype=np.int8)),
+            feats,
+            pa.array(np.asarray(labels, dtype=np.int16)),
+            pa.array(np.asarray(values, dtype=np.int8)),
+        ],
+        schema=schema,
+    )
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ShardWriter:
+    """Write one shard file: feed tables with :meth:`write`, then :meth:`close` (→ rows, sha256,
+    bytes). Row groups are exactly ``row_group_rows`` rows (the last may be shorter). The file is
+    written to ``path + '.tmp'`` and renamed on close; :meth:`abort` removes the temp file."""
+
+    def __init__(self, path: str | os.PathLike, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS,
+                 zstd_level: int = ZSTD_LEVEL, dictionary: list[str] | None = None,
+                 statistics: list[str] | None = None) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.schema = schema
+        self.row_group_rows = row_group_rows
+        self.rows = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = pq.ParquetWriter(
+            self.tmp, schema, compression="zstd", compression_level=zstd_level,
+            use_dictionary=["game_id"] if dictionary is None else dictionary,
+            write_statistics=SMALL_COLUMNS if statistics is None else statistics,
+        )
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= self.row_group_rows:
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        if not self._pending:
+            return
+        table = pa.concat_tables(self._pending).combine_chunks() if len(self._pending) > 1 else self._pending[0]
+        start = 0
+        while table.num_rows - start >= self.row_group_rows or (final and start < table.num_rows):
+            size = min(self.row_group_rows, table.num_rows - start)
+            self._writer.write_table(table.slice(start, size), row_group_size=size)
+            start += size
+        rest = table.slice(start)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        self.rows += start
+
+    def close(self) -> dict:
+        """Finish the file; returns ``{"rows", "sha256", "bytes"}``."""
+        self._flush(final=True)
+        self._writer.close()
+        os.replace(self.tmp, self.path)
+        return {"rows": self.rows, "sha256": sha256_file(self.path), "bytes": self.path.stat().st_size}
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+def read_shard_metadata(path: str | os.PathLike) -> dict:
+    """The ``gotk`` metadata object of a shard file (reads only the footer)."""
+    schema = pq.read_schema(path)
+    raw = (schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        raise ValueError(f"{path} has no gotk metadata: not a gotk shard")
+    return json.loads(raw)

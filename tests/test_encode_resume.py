@@ -1,0 +1,86 @@
+"""``gotk encode --resume``: a run killed with SIGKILL mid-way finishes with the same bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gotk.pipeline.sources import SgfSource, iter_sources
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "run-report.json"}
+
+
+def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "gotk", "encode", str(src), "-e", "sevenplane", "-o", str(out), "--no-progress",
+            "--workers", "2", "--unit-size", "8", "--shard-rows", "2000", "--split", "train=0.8,val=0.1,test=0.1",
+            *extra]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, sample_archive) -> Path:
+    d = tmp_path_factory.mktemp("resume-src")
+    items = [s for s in iter_sources([sample_archive]) if isinstance(s, SgfSource)][:160]
+    with zipfile.ZipFile(d / "slice.zip", "w") as zf:
+        for s in items:
+            zf.writestr(s.member, s.data)
+    return d / "slice.zip"
+
+
+def test_sigkill_then_resume_is_byte_identical(tmp_path, source):
+    from gotk.pipeline.encode import EncodeOptions, encode_dataset
+
+    ref = tmp_path / "ref"  # uninterrupted, in this process, one worker
+    encode_dataset([source], ref, EncodeOptions(encoder="sevenplane", shard_rows=2000,
+                                                split="train=0.8,val=0.1,test=0.1"), workers=1, progress=False)
+    expected = _files(ref)
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(_cmd(source, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    scans = out / ".work" / "scan"
+    shards = out / ".work" / "shards"
+    try:
+        # kill once some scan units AND at least one shard are finished, before the run completes
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len(list(scans.glob("*.parquet"))) >= 3 and list(shards.glob("*.json")):
+                break
+            time.sleep(0.005)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole process group: parent and pool workers
+        proc.wait(timeout=30)
+    if proc.returncode == 0:
+        pytest.fail("the run finished before it could be killed; make the slice larger")
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "manifest.json").exists()
+
+    # without --resume the folder is refused
+    again = subprocess.run(_cmd(source, out), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "--resume" in again.stderr
+    # with other options --resume is refused
+    other = subprocess.run(_cmd(source, out, "--resume", "--skip-first", "3"), capture_output=True, text=True,
+                           timeout=300)
+    assert other.returncode == 2 and "differ" in other.stderr
+
+    res = subprocess.run(_cmd(source, out, "--resume", "--json"), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    run = json.loads(res.stdout)["run"]
+    assert run["units_reused"] >= 3 and run["shards_reused"] >= 1
+    assert _files(out) == expected
+
+    # resuming a finished dataset is a no-op
+    res = subprocess.run(_cmd(source, out, "--resume", "--json"), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and json.loads(res.stdout)["run"] == {"already_complete": True}
+    assert _files(out) == expected
