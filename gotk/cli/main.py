@@ -29,7 +29,12 @@ def _root(
 
 
 # command modules register themselves on ``app`` when imported
+from gotk.cli import download as _download  # noqa: E402,F401
+from gotk.cli import encode as _encode  # noqa: E402,F401
+from gotk.cli import encoders as _encoders  # noqa: E402,F401
+from gotk.cli import play as _play  # noqa: E402,F401
 from gotk.cli import replay as _replay  # noqa: E402,F401
+from gotk.cli import train as _train  # noqa: E402,F401
 
 
 def main() -> None:

@@ -1,0 +1,143 @@
+"""``gotk gtp`` (a GTP v2 engine on stdin/stdout) and ``gotk match`` (agent vs any GTP engine)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+
+from gotk.cli.main import app
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
+                pass_threshold: float = 1e-3, resign: bool = True, resign_threshold: float = -0.95,
+                resign_moves: int = 3, threads: int | None = 1):
+    """A player from ``--agent`` (a ``.gotk`` file, or ``random`` / None for the random player)."""
+    from gotk.models.players import PolicyPlayer, RandomPlayer
+
+    if agent is None or agent == "random":
+        return RandomPlayer(seed=seed)
+    import torch
+
+    from gotk.errors import GotkError
+    from gotk.models.agent import load_agent
+
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        loaded = load_agent(agent)
+    except GotkError as e:
+        _fail(str(e))
+    if not getattr(loaded, "has_policy", True):
+        _fail(f"{agent}: the agent has no policy head, it cannot choose moves")
+    return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,
+                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed)
+
+
+_TEMP = typer.Option(0.0, help="0 plays the most probable sensible move; >0 samples from p^(1/T).")
+_PASS = typer.Option(1e-3, "--pass-threshold", help="Pass when no sensible move has at least this policy probability.")
+_RESIGN = typer.Option(True, "--resign/--no-resign", help="Allow resignation (only agents with a value head resign).")
+_RES_T = typer.Option(-0.95, "--resign-threshold", help="Resign when the value (mover's view, -1..1) stays below this.")
+_RES_K = typer.Option(3, "--resign-moves", help="... for this many consecutive own moves.")
+_THREADS = typer.Option(1, help="torch CPU threads for inference (0: torch's default).")
+
+
+@app.command("gtp")
+def gtp_cmd(
+    agent: Path = typer.Option(None, "--agent", help="Agent package (agent.gotk) to play with."),
+    random: bool = typer.Option(False, "--random", help="Play random sensible moves instead (a test opponent)."),
+    seed: int = typer.Option(None, help="Seed of the random player / temperature sampling."),
+    size: int = typer.Option(None, help="Initial board size (default: the agent's, else 19)."),
+    komi: float = typer.Option(7.5, help="Initial komi."),
+    temperature: float = _TEMP,
+    pass_threshold: float = _PASS,
+    resign: bool = _RESIGN,
+    resign_threshold: float = _RES_T,
+    resign_moves: int = _RES_K,
+    threads: int = _THREADS,
+) -> None:
+    """Run a GTP version 2 engine on stdin/stdout (see docs/gtp.md for the commands and rules)."""
+    from gotk.models.gtp import GtpEngine
+
+    if (agent is None) == (not random):
+        _fail("give exactly one of --agent FILE or --random")
+    player = make_player(None if random else str(agent), seed, temperature, pass_threshold, resign,
+                         resign_threshold, resign_moves, threads)
+    fixed = getattr(player, "board_size", None)
+    if size is not None and fixed and size != fixed:
+        _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
+    if size is not None and not 2 <= size <= 25:
+        _fail("--size must be 2..25")
+    GtpEngine(player, name=player.name, size=size, komi=komi).serve_stdio()
+
+
+@app.command("match")
+def match_cmd(
+    opponent: str = typer.Option(..., "--opponent", help='GTP engine command line, e.g. "/usr/games/gnugo --mode '
+                                 'gtp --level 10" or "python -m gotk gtp --random".'),
+    agent: str = typer.Option(..., "--agent", help="Agent package (agent.gotk), or 'random' (the random player)."),
+    games: int = typer.Option(2, help="Games to play (colours alternate, the agent is black first)."),
+    size: int = typer.Option(None, help="Board size (default: the agent's, else 19)."),
+    komi: float = typer.Option(7.5),
+    max_moves: int = typer.Option(None, "--max-moves", help="Stop and score a game after this many moves "
+                                  "[2 × size²]."),
+    timeout: float = typer.Option(60.0, help="Seconds the opponent may take per command."),
+    sgf_out: Path = typer.Option(None, "--sgf-out", help="Folder for one SGF record per game."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the live table goes to stderr)."),
+    seed: int = typer.Option(None, help="Seed of the random player / temperature sampling."),
+    temperature: float = _TEMP,
+    pass_threshold: float = _PASS,
+    resign: bool = _RESIGN,
+    resign_threshold: float = _RES_T,
+    resign_moves: int = _RES_K,
+    threads: int = _THREADS,
+) -> None:
+    """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
+    from gotk.models.match import Match, MatchConfig, summarize
+
+    argv = shlex.split(opponent)
+    if not argv:
+        _fail("--opponent is empty")
+    if games < 1:
+        _fail("--games must be >= 1")
+    if max_moves is not None and max_moves < 1:
+        _fail("--max-moves must be >= 1")
+    player = make_player(agent, seed, temperature, pass_threshold, resign, resign_threshold, resign_moves, threads)
+    fixed = getattr(player, "board_size", None)
+    size = size or fixed or 19
+    if fixed and size != fixed:
+        _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
+    if not 2 <= size <= 25:
+        _fail("--size must be 2..25")
+
+    def emit(line: str) -> None:
+        typer.echo(line, err=as_json)
+
+    emit(f"{'game':>4}  {'agent':<5}  {'result':<8}  {'moves':>5}  {'reason':<22}  {'sec':>6}  sgf")
+
+    def on_game(r) -> None:
+        emit(f"{r.game:>4}  {r.agent_colour:<5}  {r.result:<8}  {r.moves:>5}  {r.reason:<22}  {r.seconds:>6.1f}  "
+             f"{r.sgf or '-'}")
+
+    cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=timeout, sgf_out=sgf_out)
+    match = Match(player, argv, cfg, on_game=on_game)
+    results = match.run()
+    s = summarize(results)
+    if as_json:
+        out = s.as_dict()
+        out.update(agent=player.name, opponent=match.opponent_name, size=size, komi=komi,
+                   per_game=[r.as_dict() for r in results])
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        typer.echo(f"{player.name} vs {match.opponent_name}: {s.wins} wins, {s.losses} losses"
+                   + (f", {s.draws} draws" if s.draws else "") + (f", {s.void} void" if s.void else "")
+                   + f" of {s.games}; win rate {s.win_rate:.3f} (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f})")
+    sys.stdout.flush()

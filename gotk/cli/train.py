@@ -1,0 +1,129 @@
+"""``gotk train`` (shards → network → agent package) and ``gotk eval`` (agent × data → accuracy report)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from gotk.cli.main import app
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command("train")
+def train_cmd(
+    data: Path = typer.Option(..., "--data", help="Dataset folder made by `gotk encode` (manifest.json + splits)."),
+    out: Path = typer.Option(..., "--out", help="Run folder: config.json, metrics.jsonl, curves.png, "
+                             "checkpoint.pt, agent.gotk."),
+    model: str = typer.Option(None, "--model", help="small | medium | large | alphago | alphago_value | resnet "
+                              "(default: resnet)."),
+    head: str = typer.Option(None, "--head", help="policy | value | both (default: the model's default)."),
+    epochs: int = typer.Option(None, help="Passes over the train split (default: 1)."),
+    max_steps: int = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps in total."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Positions per step (default: 256)."),
+    optimizer: str = typer.Option(None, help="sgd | adagrad | adadelta | adam | adamw (default: sgd)."),
+    lr: float = typer.Option(None, help="Base learning rate (default: sgd 0.05, adagrad 0.01, adadelta 1.0, "
+                             "adam(w) 1e-3)."),
+    momentum: float = typer.Option(None, help="SGD momentum (Nesterov) (default: 0.9)."),
+    weight_decay: float = typer.Option(None, "--weight-decay", help="Weight decay (default: 1e-4)."),
+    schedule: str = typer.Option(None, help="cosine | step | none (default: cosine)."),
+    schedule_steps: int = typer.Option(None, "--schedule-steps",
+                                       help="Horizon of the schedule (default: --max-steps, else epochs × batches)."),
+    warmup_steps: int = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default: 0)."),
+    amp: bool = typer.Option(None, "--amp/--no-amp", help="Mixed precision (bf16, or fp16 + GradScaler) "
+                             "(default: on with CUDA)."),
+    device: str = typer.Option(None, help="auto | cpu | cuda (default: auto)."),
+    workers: int = typer.Option(None, help="DataLoader worker processes (default: 0)."),
+    threads: int = typer.Option(None, help="torch CPU threads (default: torch's default); 1 is often fastest on a busy "
+                                "machine."),
+    seed: int = typer.Option(None, help="Seed of initialisation, shuffling and symmetries (default: 0)."),
+    filters: int = typer.Option(None, help="Conv filters (alphago, alphago_value, resnet)."),
+    blocks: int = typer.Option(None, help="Residual blocks (resnet)."),
+    symmetries: str = typer.Option(None, help="random | none: random board symmetry per position (default: random)."),
+    positions_per_game: int = typer.Option(None, "--positions-per-game",
+                                           help="Positions drawn per game per epoch (default: 8 with a value head, "
+                                           "else all)."),
+    value_weight: float = typer.Option(None, "--value-weight", help="Weight of the value loss with --head both "
+                                       "(default: 1.0)."),
+    patience: int = typer.Option(None, help="Stop after this many epochs without a better validation score."),
+    log_every: int = typer.Option(None, "--log-every", help="Log training metrics every N steps (default: 50)."),
+    checkpoint_every: int = typer.Option(None, "--checkpoint-every", help="Checkpoint every N steps (default: 1000)."),
+    max_val_positions: int = typer.Option(None, "--max-val-positions", help="Cap on validation positions."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint "
+                                "(settings from its config.json; options given here override)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+) -> None:
+    """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk)."""
+    from gotk.models.train import TrainConfig, train
+
+    given = {k: v for k, v in dict(
+        model=model, head=head, epochs=epochs, max_steps=max_steps, batch_size=batch_size, optimizer=optimizer,
+        lr=lr, momentum=momentum, weight_decay=weight_decay, schedule=schedule, schedule_steps=schedule_steps,
+        warmup_steps=warmup_steps, amp=amp, device=device, workers=workers, threads=threads, seed=seed,
+        symmetries=symmetries,
+        positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
+        checkpoint_every=checkpoint_every, max_val_positions=max_val_positions,
+    ).items() if v is not None}
+    hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
+    base: dict = {}
+    cfg_file = out / "config.json"
+    if resume and cfg_file.is_file():
+        base = json.loads(cfg_file.read_text()).get("config", {})
+    base.update(data=str(data), out=str(out), progress=progress, **given)
+    if hp:
+        base["hparams"] = {**base.get("hparams", {}), **hp}
+    try:
+        cfg = TrainConfig.from_dict(base)
+        result = train(cfg, resume=resume)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        _fail(str(e))
+        return
+    val = result.get("val") or {}
+    bits = [f"steps {result['step']}", f"epochs {result['epoch']}", f"{result['seconds']:.1f}s"]
+    for key in ("top1", "top5", "value_mse"):
+        if val.get(key) is not None:
+            bits.append(f"val {key} {val[key]:.4f}")
+    typer.echo("; ".join(bits))
+    typer.echo(f"agent: {out / 'agent.gotk'}")
+
+
+@app.command("eval")
+def eval_cmd(
+    agent: Path = typer.Option(..., "--agent", help="Agent package (agent.gotk) written by `gotk train`."),
+    data: list[Path] = typer.Option(..., "--data", help="A dataset folder (manifest.json) or SGF files, folders "
+                                    "or archives (encoded on the fly with the agent's encoder); repeatable."),
+    split: str = typer.Option("test", help="Split of a dataset folder to evaluate."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    max_positions: int = typer.Option(None, "--max-positions", help="Evaluate at most this many positions."),
+    batch_size: int = typer.Option(512, "--batch-size"),
+    device: str = typer.Option("auto", help="auto | cpu | cuda."),
+    threads: int = typer.Option(None, help="torch CPU threads (default: torch's default)."),
+    amp: bool = typer.Option(False, "--amp", help="bf16 autocast for the forward passes (faster, not bit-exact)."),
+) -> None:
+    """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against two baselines."""
+    from gotk.models.agent import AgentError, load_agent
+    from gotk.models.evaluate import evaluate, format_report
+    from gotk.models.train import resolve_device
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    try:
+        ag = load_agent(agent, device=resolve_device(device))
+        ag.amp = amp
+        if len(data) > 1 and any((p / "manifest.json").is_file() for p in data):
+            raise ValueError("give one dataset folder, or SGF files/folders/archives, not both")
+        report = evaluate(ag, data if len(data) > 1 else data[0], split=split, max_positions=max_positions,
+                          batch_size=batch_size, progress=not as_json)
+    except (AgentError, ValueError, FileNotFoundError) as e:
+        _fail(str(e))
+        return
+    if report["positions"] == 0:
+        _fail("no positions to evaluate (empty split or no readable games)")
+    typer.echo(json.dumps(report, indent=2) if as_json else format_report(report))

@@ -1,0 +1,282 @@
+"""Move-prediction and value metrics, game-phase breakdowns and baselines (``gotk eval``).
+
+Metrics over rows: ``top1``/``top5`` (the played move is the most probable / among the five most
+probable, pass included), ``nll`` (mean negative log-likelihood of the played move, nats), and with a
+value head ``value_mse`` and ``value_sign_accuracy`` over rows whose value target is non-zero (rows
+of drawn, void or unknown-result games carry 0 and are left out of value metrics and value loss).
+
+Phases use the 1-based move number (``move_number + 1``): ``opening`` 1–50, ``middle`` 51–150,
+``endgame`` 151+. Baselines on the same rows: ``frequency`` always answers the most frequent labels
+of the evaluated rows (its top-5 is the five most frequent); ``random`` picks uniformly among the empty
+points, so its expected top-1 is the mean of ``1 / empty points`` over rows whose move is not a pass
+(top-5: ``min(5, empty) / empty``). Empty points are counted from the features (the ``stone_empty``
+plane, or points with no stone/liberty plane set).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+PHASES: tuple[tuple[str, int, int | None], ...] = (("1-50", 1, 50), ("51-150", 51, 150), ("151+", 151, None))
+
+
+def phase_index(move_number: np.ndarray) -> np.ndarray:
+    """0-based move numbers → phase index (0, 1, 2) by the 1-based move number."""
+    m = np.asarray(move_number) + 1
+    return np.where(m <= 50, 0, np.where(m <= 150, 1, 2))
+
+
+def empty_points(features: np.ndarray, encoder: dict) -> np.ndarray | None:
+    """Number of empty board points of each row of ``features`` (N, C, H, W), from the planes named in
+    the encoder description; None when the planes say nothing about stones."""
+    names = list(encoder.get("plane_names") or [])
+    f = np.asarray(features)
+    if "stone_empty" in names:
+        return f[:, names.index("stone_empty")].reshape(len(f), -1).astype(bool).sum(axis=1)
+    idx = [i for i, n in enumerate(names) if "liberties" in n or "stone" in n]
+    if not idx:
+        return None
+    occupied = (f[:, idx] != 0).any(axis=1).reshape(len(f), -1)
+    return occupied.shape[1] - occupied.sum(axis=1)
+
+
+class Metrics:
+    """Running sums of policy/value metrics, overall and by phase (all-reducible across processes)."""
+
+    # per phase: rows, top1, top5, nll, value rows, value sq err, value sign ok, rnd top1, rnd top5, rnd rows
+    _FIELDS = ("rows", "top1", "top5", "nll", "vrows", "vse", "vsign", "rnd1", "rnd5", "rndrows")
+
+    def __init__(self, num_moves: int) -> None:
+        self.num_moves = num_moves
+        self.sums = np.zeros((len(PHASES), len(self._FIELDS)), dtype=np.float64)
+        self.label_counts = np.zeros(num_moves, dtype=np.int64)
+        self.has_policy = False
+        self.has_value = False
+        self.has_random = True
+
+    def _add(self, phase: np.ndarray, field: str, values: np.ndarray) -> None:
+        j = self._FIELDS.index(field)
+        self.sums[:, j] += np.bincount(phase, weights=np.asarray(values, dtype=np.float64), minlength=len(PHASES))
+
+    def update(self, labels: np.ndarray, move_numbers: np.ndarray, logp: np.ndarray | None = None,
+               values: np.ndarray | None = None, value_targets: np.ndarray | None = None,
+               empty: np.ndarray | None = None) -> None:
+        """Add a batch: ``logp`` (B, M) log-probabilities, ``values`` (B,) predictions in [-1, 1]."""
+        labels = np.asarray(labels, dtype=np.int64)
+        phase = phase_index(move_numbers)
+        self._add(phase, "rows", np.ones(len(labels)))
+        self.label_counts += np.bincount(labels, minlength=self.num_moves)[: self.num_moves]
+        if logp is not None:
+            self.has_policy = True
+            picked = logp[np.arange(len(labels)), labels]
+            k = min(5, logp.shape[1])
+            top5 = np.argpartition(-logp, k - 1, axis=1)[:, :k]
+            self._add(phase, "top1", np.argmax(logp, axis=1) == labels)
+            self._add(phase, "top5", (top5 == labels[:, None]).any(axis=1))
+            self._add(phase, "nll", -picked)
+        if values is not None and value_targets is not None:
+            self.has_value = True
+            t = np.asarray(value_targets, dtype=np.float64)
+            known = t != 0
+            v = np.asarray(values, dtype=np.float64)
+            self._add(phase, "vrows", known)
+            self._add(phase, "vse", np.where(known, (v - t) ** 2, 0.0))
+            self._add(phase, "vsign", known & (np.sign(v) == np.sign(t)))
+        if empty is None:
+            self.has_random = False
+        else:
+            e = np.maximum(np.asarray(empty, dtype=np.float64), 1.0)
+            not_pass = labels != self.num_moves - 1
+            self._add(phase, "rnd1", np.where(not_pass, 1.0 / e, 0.0))
+            self._add(phase, "rnd5", np.where(not_pass, np.minimum(5.0, e) / e, 0.0))
+            self._add(phase, "rndrows", np.ones(len(labels)))
+
+    def all_reduce(self) -> None:
+        """Sum over the processes of a ``torch.distributed`` group (no-op when not distributed)."""
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            t = torch.from_numpy(np.concatenate([self.sums.ravel(), self.label_counts.astype(np.float64)]))
+            if torch.distributed.get_backend() == "nccl":  # NCCL reduces CUDA tensors only
+                t = t.cuda()
+            torch.distributed.all_reduce(t)
+            a = t.cpu().numpy()
+            self.sums = a[: self.sums.size].reshape(self.sums.shape)
+            self.label_counts = a[self.sums.size:].astype(np.int64)
+
+    @property
+    def rows(self) -> int:
+        return int(self.sums[:, 0].sum())
+
+    def _summary(self, s: np.ndarray) -> dict:
+        f = dict(zip(self._FIELDS, s, strict=True))
+        rows = f["rows"]
+        out: dict = {"positions": int(rows)}
+        if self.has_policy:
+            out.update(top1=_ratio(f["top1"], rows), top5=_ratio(f["top5"], rows), nll=_ratio(f["nll"], rows))
+        if self.has_value:
+            out.update(value_positions=int(f["vrows"]), value_mse=_ratio(f["vse"], f["vrows"]),
+                       value_sign_accuracy=_ratio(f["vsign"], f["vrows"]))
+        return out
+
+    def summary(self) -> dict:
+        """Overall metrics, ``by_phase`` and ``baselines`` as one JSON-able dict."""
+        out = self._summary(self.sums.sum(axis=0))
+        out["by_phase"] = {name: self._summary(self.sums[i]) for i, (name, _, _) in enumerate(PHASES)}
+        rows = self.rows
+        counts = np.sort(self.label_counts)[::-1]
+        freq = {"top1": _ratio(counts[:1].sum(), rows), "top5": _ratio(counts[:5].sum(), rows),
+                "label": int(np.argmax(self.label_counts)) if rows else None}
+        out["baselines"] = {"frequency": freq}
+        if self.has_random:
+            tot = self.sums.sum(axis=0)
+            j1, j5, jr = (self._FIELDS.index(k) for k in ("rnd1", "rnd5", "rndrows"))
+            out["baselines"]["random"] = {"top1": _ratio(tot[j1], tot[jr]), "top5": _ratio(tot[j5], tot[jr])}
+        return out
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return float(a) / float(b) if b else None
+
+
+# --- evaluation inputs ---------------------------------------------------------------------------
+
+
+def is_shard_dir(path: str | os.PathLike) -> bool:
+    return (Path(path) / "manifest.json").is_file()
+
+
+def shard_batches(path: str | os.PathLike, split: str, batch_size: int) -> tuple[dict, Iterator[dict]]:
+    """``(encoder description, batches)`` of a shard folder's split, in file order, unaugmented."""
+    from gotk.datasets.loader import ShardDataset
+
+    ds = ShardDataset(path, split=split, batch_size=batch_size, shuffle=False, symmetries="none")
+
+    def gen() -> Iterator[dict]:
+        for b in ds:
+            yield {k: (v.numpy() if isinstance(v, torch.Tensor) else v) for k, v in b.items()}
+
+    return ds.encoder, gen()
+
+
+def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
+                stats: dict | None = None) -> Iterator[dict]:
+    """Encode SGF files/folders/archives on the fly with ``encoder``; batches shaped like the loader's
+    (``features``, ``label``, ``value``, ``move_number``). ``stats`` counts games read/skipped."""
+    from gotk.errors import GotkError
+    from gotk.pipeline.sources import Skip, iter_sources
+    from gotk.sgftools.reader import read_sgf
+
+    stats = stats if stats is not None else {}
+    buf: list[tuple[np.ndarray, ...]] = []
+    held = 0
+
+    def flush() -> dict:
+        parts = list(zip(*buf, strict=True))
+        return {"features": np.concatenate(parts[0]), "label": np.concatenate(parts[1]).astype(np.int64),
+                "value": np.concatenate(parts[2]).astype(np.float32),
+                "move_number": np.concatenate(parts[3]).astype(np.int32)}
+
+    for src in iter_sources(paths):
+        if isinstance(src, Skip):
+            stats["skipped"] = stats.get("skipped", 0) + 1
+            continue
+        try:
+            records = read_sgf(src.data, src.archive, src.member)
+        except GotkError:  # an unreadable SGF is counted and skipped, as the pipeline does
+            stats["skipped"] = stats.get("skipped", 0) + 1
+            continue
+        for rec in records:
+            if rec.size != encoder.board_size:
+                stats["skipped"] = stats.get("skipped", 0) + 1
+                continue
+            enc = encoder.encode_game(rec)
+            stats["games"] = stats.get("games", 0) + 1
+            if len(enc) == 0:
+                continue
+            colors = np.where(enc.to_play > 0, 1, 2)
+            value = np.array([rec.result.value_for(int(c)) for c in colors], dtype=np.int8)
+            buf.append((enc.features, enc.labels, value, enc.move_numbers))
+            held += len(enc)
+            if held >= batch_size:
+                yield flush()
+                buf, held = [], 0
+    if buf:
+        yield flush()
+
+
+def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
+             batch_size: int = 512, progress: bool = False) -> dict:
+    """Evaluate ``agent`` on a shard folder's ``split`` or on SGF files/folders/archives."""
+    from gotk.models.agent import AgentError
+
+    t0 = time.perf_counter()
+    paths = [data] if isinstance(data, str | os.PathLike) else list(data)
+    stats: dict = {}
+    if len(paths) == 1 and is_shard_dir(paths[0]):
+        desc, batches = shard_batches(paths[0], split, batch_size)
+        mine = agent.encoder.describe()
+        for key in ("name", "version", "shape", "options"):
+            if key in desc and desc[key] != mine.get(key):
+                raise AgentError(f"the data was encoded with {desc.get('name')} {key}={desc[key]!r}, the agent "
+                                 f"uses {mine.get(key)!r}: re-encode the data with the agent's encoder or "
+                                 "pass SGF files instead")
+        source = {"kind": "shards", "path": str(paths[0]), "split": split}
+    else:
+        desc = agent.encoder.describe()
+        batches = sgf_batches(paths, agent.encoder, batch_size, stats)
+        source = {"kind": "sgf", "paths": [str(p) for p in paths]}
+    metrics = Metrics(agent.num_moves)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=max_positions, unit="pos", desc="eval", leave=False, disable=None)
+    for b in batches:
+        n = len(b["label"])
+        if max_positions is not None:
+            n = min(n, max_positions - metrics.rows)
+            if n <= 0:
+                break
+        feats = b["features"][:n]
+        logp, val = agent.predict(feats)
+        metrics.update(b["label"][:n], b["move_number"][:n], logp, val,
+                       b["value"][:n] if val is not None else None, empty_points(feats, desc))
+        if bar is not None:
+            bar.update(n)
+    if bar is not None:
+        bar.close()
+    out = metrics.summary()
+    out["source"] = source
+    if stats:
+        out["source"].update(stats)
+    out["agent"] = {"model": agent.meta.get("model"), "encoder": desc.get("name")}
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def format_report(r: dict) -> str:
+    """A short text table of an :func:`evaluate` result."""
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:6.2f}%"
+
+    lines = [f"positions {r['positions']:,}"]
+    if "top1" in r:
+        lines.append(f"top-1 {pct(r['top1'])}   top-5 {pct(r['top5'])}   nll {r['nll']:.4f}")
+    if "value_mse" in r:
+        mse = r["value_mse"]
+        lines.append(f"value mse {'n/a' if mse is None else f'{mse:.4f}'}   "
+                     f"sign accuracy {pct(r['value_sign_accuracy'])}")
+    lines.append("by phase (1-based move number):")
+    for name, p in r["by_phase"].items():
+        extra = f"  top-1 {pct(p.get('top1'))}  top-5 {pct(p.get('top5'))}" if "top1" in p else ""
+        if "value_mse" in p and p["value_mse"] is not None:
+            extra += f"  value mse {p['value_mse']:.4f}"
+        lines.append(f"  {name:<8} {p['positions']:>9,}{extra}")
+    for name, b in r["baselines"].items():
+        lines.append(f"baseline {name:<10} top-1 {pct(b['top1'])}   top-5 {pct(b['top5'])}")
+    return "\n".join(lines)

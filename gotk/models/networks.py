@@ -1,0 +1,226 @@
+"""Policy/value networks in torch. Every model maps ``(B, C, H, W)`` planes to a pair
+``(policy_logits (B, H*W+1) | None, value (B,) in [-1, 1] | None)``; the last policy index is pass.
+
+Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
+
+* ``small``, ``medium``, ``large``: the convolutional networks of *Deep Learning and the Game of Go*
+  (``dlgo/networks/{small,medium,large}.py``). The book pads with ``ZeroPadding2D`` then applies a
+  ``valid`` convolution, which is the same as a ``same``-padded convolution, so we use ``padding=k//2``.
+  The trunk ends in the book's ``Flatten → Dense(512|1024) → ReLU``; the policy head is a dense layer
+  over board points **plus pass** (the book has no pass class), the value head a dense layer + tanh.
+* ``alphago``: the AlphaGo SL policy network (Silver et al. 2016): a 5×5 conv, eleven 3×3 convs
+  (``filters``, default 192, ReLU), then a 1×1 conv with one filter giving one logit per point.
+  The pass logit (not in the paper or the book) comes from a linear layer over the globally
+  average-pooled trunk features. (The book's ``alphago.py`` loop builds one 3×3 conv fewer; we follow
+  the paper's 13 layers.) Its value head, used with ``head="value"|"both"``, is the book's value net
+  tail: one more 3×3 conv, a 1×1 conv to one plane (ReLU), ``Dense(256) → ReLU → Dense(1) → tanh``.
+* ``alphago_value``: the same network with ``head="value"`` by default (the book's value network).
+* ``resnet``: a pre-activation-free residual tower (AlphaGo Zero style): 3×3 stem, ``blocks`` residual
+  blocks of two 3×3 convs with batch norm, ``filters`` channels; fully convolutional policy head (a
+  1×1 conv gives one logit per point, a linear layer over the average-pooled trunk the pass logit:
+  it learns far faster than AlphaGo Zero's dense policy head on small budgets); value head 1×1 conv
+  (1 filter) → BN → ReLU → linear 256 → ReLU → linear 1 → tanh.
+
+Inputs may be uint8/int8; models cast to the dtype of their weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+HEADS = ("policy", "value", "both")
+
+
+def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
+    return nn.Conv2d(cin, cout, k, padding=k // 2)
+
+
+class GoNet(nn.Module):
+    """Base: holds board geometry and which heads exist; subclasses implement ``trunk_and_heads``."""
+
+    def __init__(self, num_planes: int, board_size: int, head: str) -> None:
+        super().__init__()
+        if head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, not {head!r}")
+        if num_planes < 1:
+            raise ValueError(f"num_planes must be >= 1, not {num_planes}")
+        self.num_planes = num_planes
+        self.board_size = board_size
+        self.head = head
+        self.num_points = board_size * board_size
+        self.num_moves = self.num_points + 1
+
+    @property
+    def has_policy(self) -> bool:
+        return self.head in ("policy", "both")
+
+    @property
+    def has_value(self) -> bool:
+        return self.head in ("value", "both")
+
+    def _prep(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4 or x.shape[1] != self.num_planes or x.shape[2] != self.board_size:
+            raise ValueError(f"expected (B, {self.num_planes}, {self.board_size}, {self.board_size}) input, "
+                             f"got {tuple(x.shape)}")
+        return x.to(next(self.parameters()).dtype)
+
+
+class DlgoConvNet(GoNet):
+    """The book's ``small``/``medium``/``large`` trunks: conv layers, Flatten, Dense, ReLU."""
+
+    def __init__(self, num_planes: int, board_size: int, head: str, layers: list[tuple[int, int]],
+                 dense: int) -> None:
+        super().__init__(num_planes, board_size, head)
+        mods: list[nn.Module] = []
+        cin = num_planes
+        for cout, k in layers:
+            mods += [_conv(cin, cout, k), nn.ReLU(inplace=True)]
+            cin = cout
+        mods += [nn.Flatten(), nn.Linear(cin * self.num_points, dense), nn.ReLU(inplace=True)]
+        self.trunk = nn.Sequential(*mods)
+        self.policy_fc = nn.Linear(dense, self.num_moves) if self.has_policy else None
+        self.value_fc = nn.Linear(dense, 1) if self.has_value else None
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        h = self.trunk(self._prep(x))
+        p = self.policy_fc(h) if self.policy_fc is not None else None
+        v = torch.tanh(self.value_fc(h)).squeeze(-1) if self.value_fc is not None else None
+        return p, v
+
+
+# layer lists (filters, kernel) read from dlgo/networks/*.py, and the width of their dense layer
+DLGO_LAYERS: dict[str, tuple[list[tuple[int, int]], int]] = {
+    "small": ([(48, 7), (32, 5), (32, 5), (32, 5)], 512),
+    "medium": ([(64, 5), (64, 5), (64, 3), (64, 3), (64, 3)], 512),
+    "large": ([(64, 7), (64, 5), (64, 5), (48, 5), (48, 5), (32, 5), (32, 5)], 1024),
+}
+
+
+class AlphaGoNet(GoNet):
+    """AlphaGo SL policy network (5×5 conv + 11 3×3 convs + 1×1 head) with a pass logit; optional
+    value head in the shape of the book's AlphaGo value network."""
+
+    def __init__(self, num_planes: int, board_size: int, head: str = "policy", filters: int = 192,
+                 first_kernel: int = 5, kernel: int = 3, layers: int = 12) -> None:
+        super().__init__(num_planes, board_size, head)
+        mods: list[nn.Module] = [_conv(num_planes, filters, first_kernel), nn.ReLU(inplace=True)]
+        for _ in range(layers - 1):
+            mods += [_conv(filters, filters, kernel), nn.ReLU(inplace=True)]
+        self.trunk = nn.Sequential(*mods)
+        if self.has_policy:
+            self.policy_conv = nn.Conv2d(filters, 1, 1)
+            self.pass_fc = nn.Linear(filters, 1)
+        if self.has_value:
+            self.value_tail = nn.Sequential(
+                _conv(filters, filters, kernel), nn.ReLU(inplace=True),
+                nn.Conv2d(filters, 1, 1), nn.ReLU(inplace=True), nn.Flatten(),
+                nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
+            )
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        h = self.trunk(self._prep(x))
+        p = v = None
+        if self.has_policy:
+            board = self.policy_conv(h).flatten(1)
+            p = torch.cat([board, self.pass_fc(h.mean(dim=(2, 3)))], dim=1)
+        if self.has_value:
+            v = torch.tanh(self.value_tail(h)).squeeze(-1)
+        return p, v
+
+
+class ResBlock(nn.Module):
+    def __init__(self, filters: int) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(filters)
+        self.c2 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(filters)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.b1(self.c1(x)))
+        return torch.relu(x + self.b2(self.c2(y)))
+
+
+class ResNet(GoNet):
+    """Residual tower with batch norm; convolutional policy head (board + pass), AlphaGo Zero value head."""
+
+    def __init__(self, num_planes: int, board_size: int, head: str = "policy", blocks: int = 6,
+                 filters: int = 64) -> None:
+        super().__init__(num_planes, board_size, head)
+        self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(filters), nn.ReLU(inplace=True))
+        self.blocks = nn.Sequential(*(ResBlock(filters) for _ in range(blocks)))
+        if self.has_policy:
+            self.policy_conv = nn.Conv2d(filters, 1, 1)
+            self.pass_fc = nn.Linear(filters, 1)
+        if self.has_value:
+            self.value_head = nn.Sequential(
+                nn.Conv2d(filters, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(inplace=True), nn.Flatten(),
+                nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
+            )
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        h = self.blocks(self.stem(self._prep(x)))
+        p = None
+        if self.has_policy:
+            p = torch.cat([self.policy_conv(h).flatten(1), self.pass_fc(h.mean(dim=(2, 3)))], dim=1)
+        v = torch.tanh(self.value_head(h)).squeeze(-1) if self.has_value else None
+        return p, v
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registered model: its builder, default head and tunable hyper-parameters with defaults."""
+
+    build: Callable[..., GoNet]
+    default_head: str
+    hparams: dict = field(default_factory=dict)
+    doc: str = ""
+
+
+def _dlgo(name: str) -> Callable[..., GoNet]:
+    layers, dense = DLGO_LAYERS[name]
+    return lambda num_planes, board_size, head: DlgoConvNet(num_planes, board_size, head, layers, dense)
+
+
+MODELS: dict[str, ModelSpec] = {
+    "small": ModelSpec(_dlgo("small"), "policy", {}, "book small net: 4 convs (7,5,5,5), dense 512"),
+    "medium": ModelSpec(_dlgo("medium"), "policy", {}, "book medium net: 5 convs (5,5,3,3,3), dense 512"),
+    "large": ModelSpec(_dlgo("large"), "policy", {}, "book large net: 7 convs (7,5,5,5,5,5,5), dense 1024"),
+    "alphago": ModelSpec(AlphaGoNet, "policy", {"filters": 192}, "AlphaGo SL policy net, 13 layers"),
+    "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)"),
+    "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm"),
+}
+
+
+def model_hparams(name: str, **given) -> dict:
+    """The full hyper-parameter dict of model ``name``: defaults updated by ``given`` (``None`` values
+    ignored). Raises ``ValueError`` for an unknown model or a hyper-parameter it does not take."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+    spec = MODELS[name]
+    out = dict(spec.hparams)
+    for k, v in given.items():
+        if v is None:
+            continue
+        if k not in spec.hparams:
+            raise ValueError(f"model {name!r} takes no --{k} (its hyper-parameters: {list(spec.hparams) or 'none'})")
+        if int(v) < 1:
+            raise ValueError(f"--{k} must be >= 1")
+        out[k] = int(v)
+    return out
+
+
+def build_model(name: str, num_planes: int, board_size: int = 19, head: str | None = None, **hparams) -> GoNet:
+    """Build model ``name`` for ``num_planes`` input planes on a ``board_size`` board."""
+    hp = model_hparams(name, **hparams)
+    spec = MODELS[name]
+    return spec.build(num_planes=num_planes, board_size=board_size, head=head or spec.default_head, **hp)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,163 @@
+"""Move choice for playing agents: a trained network's policy (:class:`PolicyPlayer`) or uniform random
+sensible moves (:class:`RandomPlayer`), with the same eye, pass and resignation rules.
+
+A *sensible* move is a legal board move that does not fill one of the mover's own eyes. The eye is the
+one of the alphago encoder's sensibleness plane (:mod:`gotk.encoders.alphago`, plane 5): an empty point
+whose on-board neighbours are all the mover's stones and whose on-board diagonals hold at most one
+opponent stone in the centre, none on the edge or in a corner.
+
+Pass rule (both players), checked in this order:
+
+1. no sensible move is left → pass;
+2. the opponent has just passed and passing now wins on area score (:meth:`GameState.score_area`, every
+   stone counted alive, komi included, from the mover's side) → pass, ending the game as a win;
+3. (:class:`PolicyPlayer` only) no sensible move has policy probability ≥ ``pass_threshold``
+   (the network puts its weight on passing) → pass.
+
+Resignation (:class:`PolicyPlayer` only, and only when the agent has a value head): resign when the
+value of the position for the mover has been below ``resign_threshold`` at ``resign_moves``
+consecutive own moves. ``resign_threshold=None`` turns it off.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from gotk.game.state import EMPTY, GameState
+
+RESIGN = -1  # what ``choose`` returns to resign
+
+
+class Player(Protocol):
+    """Anything that picks a move: a flat index (pass = ``size*size``) or :data:`RESIGN`."""
+
+    name: str
+
+    def choose(self, state: GameState) -> int: ...
+
+    def reset(self) -> None: ...
+
+
+def own_eye_mask(state: GameState, color: int) -> np.ndarray:
+    """Boolean mask over the ``size*size`` points: empty points that are ``color``'s own eyes."""
+    board = state.board
+    padded = np.append(board, np.int8(-1))  # index -1 (table padding) reads the off-board sentinel
+    nb = padded[state.nbr]
+    on_board = nb >= 0
+    all_own = np.all((nb == color) | ~on_board, axis=1)
+    n_nbrs = on_board.sum(axis=1)
+    opp_diag = (padded[state.diag] == 3 - color).sum(axis=1)
+    ok_diag = np.where(n_nbrs < 4, opp_diag == 0, opp_diag <= 1)
+    return (board == EMPTY) & all_own & ok_diag
+
+
+def sensible_moves(state: GameState, color: int | None = None) -> np.ndarray:
+    """Legal board moves (no pass) of ``color`` (default: the player to move) that fill no own eye."""
+    color = state.to_play if color is None else color
+    legal = state.legal_moves(color)
+    legal = legal[legal != state.pass_point]
+    if legal.size == 0:
+        return legal
+    return legal[~own_eye_mask(state, color)[legal]]
+
+
+def passing_wins(state: GameState) -> bool:
+    """True when the opponent has just passed and a pass now ends the game as a win for the mover
+    on area score (every stone alive, komi included)."""
+    if state.passes < 1:
+        return False
+    score = state.score_area()  # black's view
+    return score > 0 if state.to_play == 1 else score < 0
+
+
+class RandomPlayer:
+    """Uniformly random sensible moves; passes by rules 1 and 2 of the module docstring."""
+
+    def __init__(self, seed: int | None = None, name: str = "gotk-random") -> None:
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.name = name
+        self.has_value = False
+
+    def reset(self) -> None:
+        """Nothing to forget between games (the random stream continues)."""
+
+    def policy(self, state: GameState) -> np.ndarray:
+        """Uniform probabilities over the sensible moves (all on pass when there is none)."""
+        probs = np.zeros(state.size * state.size + 1, dtype=np.float64)
+        moves = sensible_moves(state)
+        if moves.size:
+            probs[moves] = 1.0 / moves.size
+        else:
+            probs[state.pass_point] = 1.0
+        return probs
+
+    def choose(self, state: GameState) -> int:
+        moves = sensible_moves(state)
+        if moves.size == 0 or passing_wins(state):
+            return state.pass_point
+        return int(moves[self.rng.integers(moves.size)])
+
+
+class PolicyPlayer:
+    """Plays an agent's policy (``agent.policy(state)``: probabilities over ``size*size+1`` moves) over
+    its sensible moves: the most probable at ``temperature`` 0, else sampled from ``p ** (1/T)``."""
+
+    def __init__(self, agent, temperature: float = 0.0, pass_threshold: float = 1e-3,
+                 resign_threshold: float | None = -0.95, resign_moves: int = 3, seed: int | None = None,
+                 name: str | None = None) -> None:
+        if temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        self.agent = agent
+        self.temperature = float(temperature)
+        self.pass_threshold = float(pass_threshold)
+        self.resign_threshold = resign_threshold
+        self.resign_moves = max(1, int(resign_moves))
+        self.rng = np.random.default_rng(seed)
+        self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}"
+        self.has_value = bool(getattr(agent, "has_value", False))
+        self.low_value_streak = 0
+        self.last_value: float | None = None
+
+    @property
+    def board_size(self) -> int | None:
+        return getattr(self.agent, "board_size", None)
+
+    def reset(self) -> None:
+        """Forget the resignation streak (call at the start of each game)."""
+        self.low_value_streak = 0
+        self.last_value = None
+
+    def policy(self, state: GameState) -> np.ndarray:
+        return self.agent.policy(state)
+
+    def value(self, state: GameState) -> float:
+        return float(self.agent.value(state))
+
+    def _should_resign(self, state: GameState) -> bool:
+        if self.resign_threshold is None or not self.has_value:
+            return False
+        self.last_value = self.value(state)
+        self.low_value_streak = self.low_value_streak + 1 if self.last_value < self.resign_threshold else 0
+        return self.low_value_streak >= self.resign_moves
+
+    def choose(self, state: GameState) -> int:
+        if self._should_resign(state):
+            return RESIGN
+        moves = sensible_moves(state)
+        if moves.size == 0 or passing_wins(state):
+            return state.pass_point
+        probs = np.asarray(self.agent.policy(state), dtype=np.float64)[moves]
+        if not np.isfinite(probs).all() or probs.max() < self.pass_threshold:
+            return state.pass_point
+        if self.temperature == 0:
+            return int(moves[int(np.argmax(probs))])
+        with np.errstate(divide="ignore"):
+            logits = np.where(probs > 0, np.log(probs) / self.temperature, -np.inf)
+        w = np.exp(logits - logits.max())
+        return int(moves[self.rng.choice(moves.size, p=w / w.sum())])
+
+
+__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "passing_wins", "sensible_moves"]

@@ -1,0 +1,622 @@
+"""Training loop behind ``gotk train``: streaming shards → a policy and/or value network → an agent.
+
+A run directory holds ``config.json`` (everything needed to reproduce the run), ``metrics.jsonl``
+(one JSON object per logged step, per epoch and per validation), ``curves.png``, ``checkpoint.pt``
+(model, optimizer, AMP scaler, RNG states, loader position, counters: ``--resume`` continues exactly)
+and ``agent.gotk`` (the best model by validation, or the last one without a ``val`` split).
+
+Learning-rate schedules are pure functions of the step (``cosine``: linear warm-up then cosine decay
+to 0 over the horizon; ``step``: ×0.1 at 1/3 and 2/3 of the horizon; ``none``). The horizon is
+``--schedule-steps`` when given, else ``--max-steps``, else ``epochs × batches per epoch``.
+
+When the value head is trained, at most ``positions_per_game`` positions (default 8) of each game
+are drawn per epoch, so long games do not dominate and the value net does not memorise outcomes;
+policy-only runs use every position. Rows with value 0 (draw, void or unknown result) are left out of
+the value loss.
+
+Written for one process; under ``torch.distributed`` (torchrun) each rank reads its share of the
+shards, the model is wrapped in DDP, validation sums are all-reduced and only rank 0 writes files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gotk import __version__
+from gotk.models.evaluate import Metrics
+from gotk.models.networks import HEADS, MODELS, build_model, count_parameters, model_hparams
+
+OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
+SCHEDULES = ("cosine", "step", "none")
+DEFAULT_LR = {"sgd": 0.05, "adagrad": 0.01, "adadelta": 1.0, "adam": 1e-3, "adamw": 1e-3}
+DEFAULT_POSITIONS_PER_GAME = 8
+CHECKPOINT = "checkpoint.pt"
+AGENT = "agent.gotk"
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+
+def dist_info() -> tuple[int, int]:
+    """``(rank, world_size)``; ``(0, 1)`` outside ``torch.distributed``."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def is_main_process() -> bool:
+    """True on the process that writes files (rank 0, or the only process)."""
+    return dist_info()[0] == 0
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a run (stored in ``config.json``)."""
+
+    data: str
+    out: str
+    model: str = "resnet"
+    head: str | None = None  # None: the model's default head
+    hparams: dict = field(default_factory=dict)
+    epochs: int = 1
+    max_steps: int | None = None
+    batch_size: int = 256
+    optimizer: str = "sgd"
+    lr: float | None = None  # None: DEFAULT_LR[optimizer]
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"
+    schedule_steps: int | None = None
+    warmup_steps: int = 0
+    amp: bool | None = None  # None: on with CUDA, off on CPU
+    device: str = "auto"
+    workers: int = 0
+    threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
+    seed: int = 0
+    symmetries: str = "random"
+    shuffle_buffer: int = 16384
+    positions_per_game: int | None = None  # None: 8 when the value head is trained, else all
+    value_weight: float = 1.0
+    log_every: int = 50
+    checkpoint_every: int = 1000
+    patience: int | None = None
+    val_split: str = "val"
+    max_val_positions: int | None = None
+    train_split: str = "train"
+    progress: bool = True
+
+    def resolved(self) -> TrainConfig:
+        """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""
+        c = dataclasses.replace(self, hparams=dict(self.hparams))
+        if c.model not in MODELS:
+            raise ValueError(f"unknown model {c.model!r}; choose from {', '.join(MODELS)}")
+        c.hparams = model_hparams(c.model, **c.hparams)
+        c.head = c.head or MODELS[c.model].default_head
+        if c.head not in HEADS:
+            raise ValueError(f"--head must be one of {', '.join(HEADS)}")
+        if c.optimizer not in OPTIMIZERS:
+            raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+        if c.schedule not in SCHEDULES:
+            raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}")
+        if c.device not in ("auto", "cpu", "cuda") and not c.device.startswith("cuda:"):
+            raise ValueError("--device must be auto, cpu or cuda")
+        c.lr = DEFAULT_LR[c.optimizer] if c.lr is None else float(c.lr)
+        if c.positions_per_game is None and c.head in ("value", "both"):
+            c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
+        for name in ("epochs", "batch_size", "log_every", "checkpoint_every"):
+            if getattr(c, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if c.max_steps is not None and c.max_steps < 1:
+            raise ValueError("--max-steps must be >= 1")
+        if c.workers < 0:
+            raise ValueError("--workers must be >= 0")
+        return c
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda asked for, but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def amp_dtype(device: torch.device) -> torch.dtype:
+    """bf16 where supported (CUDA Ampere+, CPU), else fp16 (which needs a GradScaler)."""
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
+def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
+    wd = cfg.weight_decay
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd, nesterov=cfg.momentum > 0)
+    if cfg.optimizer == "adagrad":
+        return torch.optim.Adagrad(params, lr=cfg.lr, weight_decay=wd)
+    if cfg.optimizer == "adadelta":
+        return torch.optim.Adadelta(params, lr=cfg.lr, weight_decay=wd)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=wd)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=wd)
+
+
+def lr_factor(schedule: str, step: int, horizon: int, warmup: int = 0) -> float:
+    """Multiplier of the base learning rate for the update number ``step`` (0-based)."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "none" or horizon <= 0:
+        return 1.0
+    if schedule == "step":
+        return 0.1 ** min(2, int(3 * step / horizon))
+    t = min(1.0, (step - warmup) / max(1, horizon - warmup))
+    return 0.5 * (1.0 + math.cos(math.pi * t))
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- training ------------------------------------------------------------------------------------
+
+
+def _rng_state() -> dict:
+    np_state = np.random.get_state()
+    st = {
+        "torch": torch.get_rng_state(),
+        "numpy": {"key": torch.from_numpy(np_state[1].astype(np.int64)), "pos": int(np_state[2]),
+                  "has_gauss": int(np_state[3]), "cached": float(np_state[4])},
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        st["cuda"] = torch.cuda.get_rng_state_all()
+    return st
+
+
+def _set_rng_state(st: dict) -> None:
+    torch.set_rng_state(st["torch"])
+    n = st["numpy"]
+    np.random.set_state(("MT19937", n["key"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
+    py = st["python"]
+    random.setstate((py[0], tuple(py[1]), py[2]))
+    if "cuda" in st and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(st["cuda"])
+
+
+def _to_jsonable(d: dict) -> dict:
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.items()}
+
+
+class Trainer:
+    """One training run; ``Trainer(cfg, resume=...).run()`` returns the final summary dict."""
+
+    def __init__(self, cfg: TrainConfig, resume: bool = False) -> None:
+        from gotk.datasets.loader import ShardDataset
+
+        self.cfg = cfg = cfg.resolved()
+        self.out = Path(cfg.out)
+        self.rank, self.world = dist_info()
+        self.main = self.rank == 0
+        ckpt_path = self.out / CHECKPOINT
+        if resume and not ckpt_path.is_file():
+            raise FileNotFoundError(f"--resume: no {CHECKPOINT} in {self.out}")
+        if not resume and ckpt_path.exists():
+            raise FileExistsError(f"{self.out} already holds a run ({CHECKPOINT}); pass --resume to continue it "
+                                  "or choose another --out")
+        manifest = Path(cfg.data) / "manifest.json"
+        if not manifest.is_file():
+            raise FileNotFoundError(f"{cfg.data} is not a gotk dataset folder (no manifest.json); "
+                                    "make one with `gotk encode`")
+        self.manifest_sha256 = sha256_file(manifest)
+        self.manifest = json.loads(manifest.read_text())
+        self.device = resolve_device(cfg.device)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.amp = cfg.amp if cfg.amp is not None else self.device.type == "cuda"
+        self.amp_dtype = amp_dtype(self.device)
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+
+        dist_kw = {"rank": self.rank, "world_size": self.world} if self.world > 1 else {}
+        self.train_ds = ShardDataset(
+            cfg.data, split=cfg.train_split, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed,
+            symmetries=cfg.symmetries, shuffle_buffer=cfg.shuffle_buffer, drop_last=False,
+            max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers), **dist_kw,
+        )
+        self.encoder = self.train_ds.encoder
+        splits = self.manifest.get("splits") or {}
+        self.val_ds = None
+        if cfg.val_split and cfg.val_split in splits and cfg.val_split != cfg.train_split:
+            self.val_ds = ShardDataset(cfg.data, split=cfg.val_split, batch_size=max(cfg.batch_size, 256),
+                                       shuffle=False, symmetries="none", **dist_kw)
+        c, h, w = (int(x) for x in self.encoder["shape"])
+        if h != w:
+            raise ValueError(f"square boards only, the data is {h}x{w}")
+        self.board_size = h
+        self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams).to(self.device)
+        self.net = self.model
+        if self.world > 1:
+            self.net = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.optimizer = make_optimizer(cfg, self.model.parameters())
+        use_scaler = self.amp and self.device.type == "cuda" and self.amp_dtype == torch.float16
+        self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
+        self.horizon = cfg.schedule_steps or cfg.max_steps or cfg.epochs * self.batches_per_epoch()
+        # counters
+        self.step = 0
+        self.epoch = 0
+        self.loader_state: dict | None = None
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+        self.bad_epochs = 0
+        self.last_val: dict | None = None
+        # running sums (see _summarise) of the current logging window and epoch; checkpointed so that a
+        # resumed run logs exactly what an uninterrupted one does
+        self.window = torch.zeros(8, dtype=torch.float64, device=self.device)
+        self.epoch_sums = torch.zeros(8, dtype=torch.float64, device=self.device)
+        if resume:
+            self._load_checkpoint(ckpt_path)
+        if self.main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self._write_config()
+            self._trim_metrics()
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+
+    def batches_per_epoch(self) -> int:
+        """Steps of the current epoch: this rank's batch count, or under DDP the least over ranks (every
+        rank stops there so that all take the same number of steps)."""
+        if self.world > 1:
+            return max(1, min(self.train_ds.rank_batch_counts(max(1, self.cfg.workers))))
+        return max(1, len(self.train_ds))
+
+    def _write_config(self) -> None:
+        d = {
+            "gotk_version": __version__,
+            "torch_version": torch.__version__,
+            "python": sys.version.split()[0],
+            "config": self.cfg.to_dict(),
+            "data": {"path": str(Path(self.cfg.data).resolve()), "manifest_sha256": self.manifest_sha256,
+                     "encoder": self.encoder, "train_rows": int(self.train_ds.num_rows),
+                     "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
+            "model": {"name": self.cfg.model, "head": self.cfg.head, "hparams": self.cfg.hparams,
+                      "parameters": count_parameters(self.model)},
+            "device": str(self.device), "amp": self.amp,
+            "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
+            "world_size": self.world, "schedule_horizon_steps": self.horizon,
+            "command": sys.argv if sys.argv and "gotk" in os.path.basename(sys.argv[0]) else None,
+        }
+        _atomic_write(self.out / "config.json", json.dumps(d, indent=2))
+
+    def _trim_metrics(self) -> None:
+        """On resume, drop metrics logged after the checkpoint (they will be logged again)."""
+        p = self.out / "metrics.jsonl"
+        if not p.exists():
+            return
+        keep = []
+        for line in p.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec.get("step", 0) <= self.step:
+                keep.append(line)
+        _atomic_write(p, "".join(x + "\n" for x in keep))
+
+    def log(self, record: dict) -> None:
+        if self.main:
+            with open(self.out / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(_to_jsonable(record)) + "\n")
+
+    def save_checkpoint(self) -> None:
+        if not self.main:
+            return
+        state = {
+            "format": "gotk-train-checkpoint", "version": 1,
+            "config": self.cfg.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "rng": _rng_state(),
+            "loader": self.loader_state,
+            "step": self.step, "epoch": self.epoch,
+            "best": self.best, "best_epoch": self.best_epoch, "bad_epochs": self.bad_epochs,
+            "last_val": json.dumps(self.last_val),
+            "window": self.window.cpu(), "epoch_sums": self.epoch_sums.cpu(),
+        }
+        tmp = self.out / (CHECKPOINT + ".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, self.out / CHECKPOINT)
+
+    def _load_checkpoint(self, path: Path) -> None:
+        st = torch.load(path, map_location="cpu", weights_only=True)
+        saved = TrainConfig.from_dict(st["config"]).resolved()
+        for key in ("model", "head", "hparams", "batch_size", "optimizer", "seed", "symmetries",
+                    "positions_per_game", "train_split"):
+            if getattr(saved, key) != getattr(self.cfg, key):
+                raise ValueError(f"--resume: {key} is {getattr(self.cfg, key)!r} but the checkpoint was trained "
+                                 f"with {getattr(saved, key)!r}")
+        self.model.load_state_dict(st["model"])
+        self.optimizer.load_state_dict(st["optimizer"])
+        self.scaler.load_state_dict(st["scaler"])
+        _set_rng_state(st["rng"])
+        self.loader_state = st["loader"]
+        self.step, self.epoch = int(st["step"]), int(st["epoch"])
+        self.best, self.best_epoch, self.bad_epochs = st["best"], st["best_epoch"], int(st["bad_epochs"])
+        self.last_val = json.loads(st["last_val"])
+        self.window = st["window"].to(self.device)
+        self.epoch_sums = st["epoch_sums"].to(self.device)
+
+    # --- steps ----------------------------------------------------------------------------------
+
+    def _autocast(self):
+        if not self.amp:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    def _losses(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """Total loss and the per-batch stats tensor [rows, policy loss sum, top1, top5, value se, value rows]."""
+        dev = self.device
+        x = batch["features"].to(dev, non_blocking=True)
+        y = batch["label"].to(dev, non_blocking=True).long()
+        with self._autocast():
+            p, v = self.net(x)
+        stats = torch.zeros(6, device=dev)
+        stats[0] = y.shape[0]
+        loss = torch.zeros((), device=dev)
+        if p is not None:
+            p = p.float()
+            ce = F.cross_entropy(p, y)
+            loss = loss + ce
+            with torch.no_grad():
+                top5 = p.topk(min(5, p.shape[1]), dim=1).indices
+                stats[1] = ce.detach() * y.shape[0]
+                stats[2] = (top5[:, 0] == y).sum()
+                stats[3] = (top5 == y[:, None]).any(dim=1).sum()
+        if v is not None:
+            t = batch["value"].to(dev, non_blocking=True).float()
+            known = (t != 0).float()
+            se = (v.float() - t) ** 2 * known
+            nk = known.sum()
+            loss = loss + self.cfg.value_weight * se.sum() / nk.clamp(min=1.0)
+            stats[4] = se.sum().detach()
+            stats[5] = nk
+        return loss, stats
+
+    def train_step(self, batch: dict) -> torch.Tensor:
+        cfg = self.cfg
+        lr = cfg.lr * lr_factor(cfg.schedule, self.step, self.horizon, cfg.warmup_steps)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        self.net.train()
+        loss, stats = self._losses(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.step += 1
+        return torch.cat([stats, loss.detach().reshape(1), torch.ones(1, device=self.device)])
+
+    @torch.no_grad()
+    def validate(self) -> dict | None:
+        """Metrics on the validation split (policy: top1/top5/nll; value: mse/sign accuracy)."""
+        if self.val_ds is None:
+            return None
+        self.net.eval()
+        m = Metrics(self.model.num_moves)
+        limit = self.cfg.max_val_positions
+        for b in self.val_ds:
+            x = b["features"]
+            if limit is not None:
+                room = limit // self.world - m.rows
+                if room <= 0:
+                    break
+                x = x[:room]
+            n = x.shape[0]
+            with self._autocast():
+                p, v = self.model(x.to(self.device))
+            logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
+            m.update(b["label"][:n].numpy(), b["move_number"][:n].numpy(), logp,
+                     v.float().cpu().numpy() if v is not None else None, b["value"][:n].numpy(), None)
+        m.all_reduce()
+        m.has_policy, m.has_value = self.model.has_policy, self.model.has_value  # a rank may have had no rows
+        s = m.summary()
+        s.pop("baselines", None)
+        return s
+
+    def _score(self, val: dict) -> float | None:
+        """Higher is better: val top-1 for policy models, minus value MSE for value-only models."""
+        if val.get("top1") is not None:
+            return val["top1"]
+        if val.get("value_mse") is not None:
+            return -val["value_mse"]
+        return None
+
+    def save_agent(self, metrics: dict) -> None:
+        if not self.main:
+            return
+        from gotk.models.agent import save_agent
+
+        save_agent(self.out / AGENT, self.model, self.cfg.model, self.cfg.hparams, self.encoder,
+                   self.manifest_sha256, metrics,
+                   extra={"training": {"step": self.step, "epoch": self.epoch, "run": str(self.out.resolve())}})
+
+    def end_of_epoch(self, train_summary: dict, partial: bool = False) -> bool:
+        """Validate, log, keep the best agent; True when early stopping says stop. ``partial``: the run
+        stopped mid-epoch (``--max-steps``); its record says so."""
+        val = self.validate()
+        self.last_val = val
+        rec = {"kind": "epoch", "epoch": self.epoch, "step": self.step, **({"partial": True} if partial else {}),
+               **{f"train_{k}": v for k, v in train_summary.items()}}
+        if val is not None:
+            rec.update({f"val_{k}": v for k, v in val.items() if k != "by_phase"})
+        self.log(rec)
+        stop = False
+        score = self._score(val) if val is not None else None
+        metrics = {"step": self.step, "epoch": self.epoch, **train_summary,
+                   **({f"val_{k}": v for k, v in val.items() if k != "by_phase"} if val else {})}
+        if score is None:
+            self.save_agent(metrics)
+        elif self.best is None or score > self.best:
+            self.best, self.best_epoch, self.bad_epochs = score, self.epoch, 0
+            self.save_agent(metrics)
+        else:
+            self.bad_epochs += 1
+            if self.cfg.patience is not None and self.bad_epochs > self.cfg.patience:
+                stop = True
+        if self.main:
+            plot_curves(self.out)
+        return stop
+
+    def run(self) -> dict:
+        from torch.utils.data import DataLoader
+
+        cfg = self.cfg
+        t_start = time.perf_counter()
+        bar = None
+        if self.main and cfg.progress:
+            from tqdm import tqdm
+
+            total = cfg.max_steps or self.horizon
+            bar = tqdm(total=total, initial=min(self.step, total), unit="step", desc="train", dynamic_ncols=True,
+                       disable=None)
+        stop = cfg.max_steps is not None and self.step >= cfg.max_steps
+        while not stop and self.epoch < cfg.epochs:
+            self.train_ds.set_epoch(self.epoch)
+            done = 0
+            if self.loader_state is not None:  # resuming mid-epoch
+                self.train_ds.load_state_dict(self.loader_state)
+                done = int(self.loader_state["batches_done"])
+            else:
+                self.epoch_sums.zero_()
+            limit = self.batches_per_epoch() if self.world > 1 else None
+            loader = DataLoader(self.train_ds, batch_size=None, num_workers=cfg.workers,
+                                pin_memory=self.device.type == "cuda")
+            t0 = time.perf_counter()
+            hit_max = False
+            for batch in loader:
+                if limit is not None and done >= limit:
+                    break
+                s = self.train_step(batch)
+                done += 1
+                self.window += s
+                self.epoch_sums += s
+                self.loader_state = self.train_ds.state_dict(done)
+                if self.step % cfg.log_every == 0:
+                    now = time.perf_counter()
+                    rec = {"kind": "step", "step": self.step, "epoch": self.epoch,
+                           **_summarise(self.window.tolist(), now - t0), "lr": self.optimizer.param_groups[0]["lr"]}
+                    self.log(rec)
+                    if bar is not None:
+                        bar.set_postfix({k: f"{rec[k]:.3f}" for k in ("loss", "top1", "value_mse") if k in rec})
+                    self.window.zero_()
+                    t0 = now
+                if bar is not None:
+                    bar.update(1)
+                if cfg.max_steps is not None and self.step >= cfg.max_steps:
+                    hit_max = True
+                    break
+                if self.step % cfg.checkpoint_every == 0:
+                    self.save_checkpoint()
+            if not hit_max:  # the loader ran dry: the epoch is complete
+                self.epoch += 1
+                self.loader_state = None
+            summary = _summarise(self.epoch_sums.tolist(), None)
+            stop = self.end_of_epoch(summary, partial=hit_max) or hit_max
+            self.save_checkpoint()
+        if bar is not None:
+            bar.close()
+        result = {"step": self.step, "epoch": self.epoch, "best_epoch": self.best_epoch,
+                  "val": self.last_val, "seconds": round(time.perf_counter() - t_start, 2),
+                  "out": str(self.out)}
+        return result
+
+
+def _summarise(s: list[float], seconds: float | None) -> dict:
+    """Window/epoch sums ``[rows, policy loss, top1, top5, value se, value rows, loss, steps]`` → means."""
+    rows, ploss, top1, top5, vse, vrows, loss_sum, steps = s
+    out: dict = {"positions": int(rows), "loss": loss_sum / steps if steps else None}
+    if rows and (ploss or top1 or top5):
+        out.update(policy_loss=ploss / rows, top1=top1 / rows, top5=top5 / rows)
+    if vrows:
+        out["value_mse"] = vse / vrows
+    if seconds:
+        out["samples_per_s"] = rows / seconds
+    return out
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def plot_curves(run_dir: str | os.PathLike) -> Path | None:
+    """Draw ``curves.png`` (loss, top-1, value MSE by step; validation per epoch) from ``metrics.jsonl``."""
+    run_dir = Path(run_dir)
+    p = run_dir / "metrics.jsonl"
+    if not p.exists():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    recs = [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+    steps = [r for r in recs if r.get("kind") == "step"]
+    epochs = [r for r in recs if r.get("kind") == "epoch"]
+    panels = [("loss", "loss"), ("top1", "top-1 accuracy"), ("value_mse", "value MSE")]
+    panels = [(k, t) for k, t in panels if any(k in r for r in steps) or any(f"val_{k}" in r for r in epochs)]
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 3.6), squeeze=False)
+    for ax, (key, title) in zip(axes[0], panels, strict=False):
+        xs = [r["step"] for r in steps if key in r]
+        if xs:
+            ax.plot(xs, [r[key] for r in steps if key in r], label="train", lw=1)
+        ve = [r for r in epochs if f"val_{key}" in r and r[f"val_{key}"] is not None]
+        if ve:
+            ax.plot([r["step"] for r in ve], [r[f"val_{key}"] for r in ve], "o-", label="val")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    out = run_dir / "curves.png"
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out
+
+
+def train(cfg: TrainConfig, resume: bool = False) -> dict:
+    """Run (or ``resume``) training as configured; returns a summary dict. torch's thread count is
+    restored afterwards when ``cfg.threads`` changed it."""
+    threads = torch.get_num_threads()
+    try:
+        return Trainer(cfg, resume=resume).run()
+    finally:
+        torch.set_num_threads(threads)

@@ -1,0 +1,134 @@
+"""``gotk eval``: report keys and consistency, SGF input, baselines, metric arithmetic, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_train_cli import invoke, sample_dataset, trained_run
+
+from gotk.models.evaluate import Metrics, empty_points, phase_index
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return sample_dataset(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def agent_path(tmp_path_factory) -> Path:
+    return trained_run(tmp_path_factory) / "agent.gotk"
+
+
+def _eval(*args: str) -> dict:
+    res = invoke(["eval", *args, "--json", "--device", "cpu", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_eval_json_on_shards(agent_path: Path, dataset: Path) -> None:
+    r = _eval("--agent", str(agent_path), "--data", str(dataset), "--split", "val")
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    assert r["positions"] == manifest["splits"]["val"]["rows"]
+    for key in ("top1", "top5", "nll", "by_phase", "baselines", "value_mse", "value_sign_accuracy"):
+        assert key in r, key
+    assert 0 < r["top1"] <= r["top5"] <= 1
+    assert r["nll"] > 0
+    assert 0 <= r["value_mse"] <= 4 and 0 <= r["value_sign_accuracy"] <= 1
+    assert list(r["by_phase"]) == ["1-50", "51-150", "151+"]
+    assert sum(p["positions"] for p in r["by_phase"].values()) == r["positions"]
+    # the overall top-1 is the position-weighted mean of the phases'
+    weighted = sum(p["top1"] * p["positions"] for p in r["by_phase"].values()) / r["positions"]
+    assert weighted == pytest.approx(r["top1"])
+    for name in ("frequency", "random"):
+        b = r["baselines"][name]
+        assert 0 < b["top1"] <= b["top5"] < 0.1
+    capped = _eval("--agent", str(agent_path), "--data", str(dataset), "--split", "val", "--max-positions", "1000")
+    assert capped["positions"] == 1000
+
+
+def test_eval_on_sgf_archive(agent_path: Path) -> None:
+    from gotk.data import TRAIN_ARCHIVE
+
+    r = _eval("--agent", str(agent_path), "--data", str(TRAIN_ARCHIVE), "--max-positions", "1500")
+    assert r["positions"] == 1500
+    assert r["source"]["kind"] == "sgf" and r["source"]["games"] >= 5
+    assert 0 < r["top1"] <= r["top5"]
+    assert r["top1"] > r["baselines"]["frequency"]["top1"]
+    assert "value_mse" in r
+
+
+def test_text_report(agent_path: Path, dataset: Path) -> None:
+    res = invoke(["eval", "--agent", str(agent_path), "--data", str(dataset), "--max-positions", "300",
+                  "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert "top-1" in res.output and "baseline frequency" in res.output and "151+" in res.output
+
+
+def test_refusals(agent_path: Path, dataset: Path, tmp_path: Path) -> None:
+    from gotk.encoders import get_encoder
+    from gotk.models import build_model, save_agent
+
+    enc = get_encoder("simple", 19)
+    other = save_agent(tmp_path / "simple.gotk", build_model("resnet", enc.num_planes, 19, blocks=1, filters=4),
+                       "resnet", {"blocks": 1, "filters": 4}, enc.describe())
+    res = invoke(["eval", "--agent", str(other), "--data", str(dataset), "--device", "cpu"])
+    assert res.exit_code == 2 and "encoded with sevenplane" in res.output
+    bad = tmp_path / "bad.gotk"
+    bad.write_bytes(agent_path.read_bytes()[:-100])
+    res = invoke(["eval", "--agent", str(bad), "--data", str(dataset), "--device", "cpu"])
+    assert res.exit_code == 2 and "bad_agent" in res.output
+    res = invoke(["eval", "--agent", str(agent_path), "--data", str(dataset), "--split", "nope", "--device", "cpu"])
+    assert res.exit_code == 2 and "nope" in res.output
+
+
+def test_metrics_arithmetic() -> None:
+    m = Metrics(num_moves=10)  # a 3x3 board: 9 points + pass
+    logp = np.log(np.array([
+        [0.5, 0.2, 0.1, 0.05, 0.05, 0.04, 0.03, 0.02, 0.01, 0.0001],  # label 0: top-1
+        [0.5, 0.2, 0.1, 0.05, 0.05, 0.04, 0.03, 0.02, 0.01, 0.0001],  # label 4: top-5, not top-1
+        [0.5, 0.2, 0.1, 0.05, 0.05, 0.04, 0.03, 0.02, 0.01, 0.0001],  # label 9 (pass): neither
+    ]))
+    labels = np.array([0, 4, 9])
+    m.update(labels, np.array([0, 60, 200]), logp, np.array([0.5, -0.5, 0.0]), np.array([1.0, 1.0, 0.0]),
+             empty=np.array([9, 4, 2]))
+    r = m.summary()
+    assert r["positions"] == 3
+    assert r["top1"] == pytest.approx(1 / 3) and r["top5"] == pytest.approx(2 / 3)
+    assert r["nll"] == pytest.approx(-(logp[0, 0] + logp[1, 4] + logp[2, 9]) / 3)
+    # value metrics skip the row with target 0 (unknown result)
+    assert r["value_positions"] == 2
+    assert r["value_mse"] == pytest.approx((0.25 + 2.25) / 2)
+    assert r["value_sign_accuracy"] == pytest.approx(0.5)
+    assert [p["positions"] for p in r["by_phase"].values()] == [1, 1, 1]
+    assert r["baselines"]["frequency"]["top1"] == pytest.approx(1 / 3)
+    # random: 1/empty for moves that are not a pass; the pass row counts 0
+    assert r["baselines"]["random"]["top1"] == pytest.approx((1 / 9 + 1 / 4) / 3)
+    assert r["baselines"]["random"]["top5"] == pytest.approx((5 / 9 + 1) / 3)
+    assert list(phase_index(np.array([0, 49, 50, 149, 150, 400]))) == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("encoder", ["sevenplane", "simple", "oneplane", "alphago"])
+def test_empty_points_match_the_board(encoder: str) -> None:
+    """Empty points counted from the planes equal those of the replayed board."""
+    from gotk.data import HELDOUT_ARCHIVE
+    from gotk.encoders import get_encoder
+    from gotk.game.state import GameState
+    from gotk.pipeline.sources import SgfSource, iter_sources
+    from gotk.sgftools.reader import read_sgf
+
+    enc = get_encoder(encoder, 19)
+    src = next(s for s in iter_sources([HELDOUT_ARCHIVE]) if isinstance(s, SgfSource))
+    rec = read_sgf(src.data, src.archive, src.member)[0]
+    state = GameState.new(19)
+    state.setup(rec.setup_black, rec.setup_white)
+    feats, expected = [], []
+    for color, point in rec.moves[:80]:
+        state.to_play = color
+        feats.append(enc.encode(state))
+        expected.append(int((state.board == 0).sum()))
+        state.play(point)
+    got = empty_points(np.stack(feats), enc.describe())
+    assert list(got) == expected

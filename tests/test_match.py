@@ -1,0 +1,246 @@
+"""``gotk match``: real games against ``gotk gtp --random`` and GNU Go as subprocesses, SGF records,
+faulty opponents (scripted GTP engines run as real subprocesses) and the summary statistics."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sgfmill import sgf
+
+from gotk.game.state import GameState
+from gotk.models.match import GtpClient, Match, MatchConfig, OpponentTimeout, parse_score, summarize, wilson_interval
+from gotk.models.players import RandomPlayer
+from gotk.sgftools import coords
+
+REPO = Path(__file__).resolve().parents[1]
+GNUGO = Path("/usr/games/gnugo")
+RANDOM_ENGINE = [sys.executable, "-m", "gotk", "gtp", "--random", "--seed", "5"]
+
+
+def check_sgf(path: Path, moves: int, result: str, size: int = 9, komi: float = 7.5) -> None:
+    """The record parses, carries the header fields, and its moves replay legally."""
+    game = sgf.Sgf_game.from_bytes(path.read_bytes())
+    root = game.get_root()
+    assert game.get_size() == size and game.get_komi() == komi
+    assert root.get("RE") == result and root.get("RU") == "Chinese"
+    assert root.get("PB") and root.get("PW") and root.get("DT")
+    state = GameState(size, komi=komi)
+    seq = game.get_main_sequence()[1:]
+    assert len(seq) == moves
+    for node in seq:
+        colour, move = node.get_move()
+        state.play(coords.from_sgfmill(move, size), 1 if colour == "b" else 2)
+
+
+def test_wilson_and_summary() -> None:
+    lo, hi = wilson_interval(5, 10)
+    assert abs(lo - 0.2366) < 1e-4 and abs(hi - 0.7634) < 1e-4
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    lo, hi = wilson_interval(10, 10)
+    assert abs(lo - 0.7225) < 1e-4 and hi == 1.0
+
+
+def test_parse_score() -> None:
+    assert parse_score("B+3.5") == ("B", "B+3.5")
+    assert parse_score("w+12") == ("W", "W+12")
+    assert parse_score("W+Resign") == ("W", "W+R")
+    assert parse_score("0") == (None, "0")
+    assert parse_score("") is None and parse_score("hello") is None
+
+
+def test_gtp_client_timeout_kills_a_silent_engine(tmp_path: Path) -> None:
+    script = tmp_path / "silent.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    c = GtpClient([sys.executable, str(script)], timeout=0.5)
+    with pytest.raises(OpponentTimeout):
+        c.send("name")
+    assert c.proc.poll() is not None
+
+
+def test_match_against_random_subprocess(tmp_path: Path) -> None:
+    cfg = MatchConfig(size=9, komi=7.5, games=2, max_moves=400, timeout=30, sgf_out=tmp_path / "sgf")
+    seen = []
+    m = Match(RandomPlayer(seed=1), RANDOM_ENGINE, cfg, on_game=seen.append)
+    results = m.run()
+    assert [r.agent_colour for r in results] == ["B", "W"] and seen == results
+    assert m.opponent_name.startswith("gotk-random")
+    for r in results:
+        assert r.reason == "two_passes" and r.score_source == "opponent"
+        assert r.result[:2] in ("B+", "W+") and r.winner == r.result[0]
+        check_sgf(Path(r.sgf), r.moves, r.result)
+    s = summarize(results)
+    assert s.wins + s.losses == 2 and s.ci95[0] <= s.win_rate <= s.ci95[1]
+
+
+def test_cli_match_json_with_agent_file(tmp_path: Path) -> None:
+    """``gotk match --agent FILE --json`` end to end, the opponent being ``gotk gtp --agent FILE``."""
+    from test_gtp import make_agent_file
+
+    agent = make_agent_file(tmp_path / "agent.gotk", size=9, head="policy")
+    out = tmp_path / "games"
+    opponent = shlex.join([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent), "--temperature", "1", "--seed",
+                           "3"])  # the gtp CLI with an agent
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", str(agent), "--opponent", opponent, "--games", "2",
+           "--size", "9", "--max-moves", "40", "--sgf-out", str(out), "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["games"] == 2 and d["wins"] + d["losses"] + d["draws"] == 2
+    assert d["agent"] == "gotk-resnet" and d["opponent"].startswith("gotk-resnet")
+    assert 0 <= d["ci95"][0] <= d["win_rate"] <= d["ci95"][1] <= 1
+    assert [g["agent_colour"] for g in d["per_game"]] == ["B", "W"]
+    for g in d["per_game"]:
+        assert g["reason"] in ("max_moves", "two_passes") and g["moves"] <= 40
+        check_sgf(Path(g["sgf"]), g["moves"], g["result"])
+    assert "game" in proc.stderr and "max_moves" in proc.stderr  # the live table goes to stderr with --json
+
+
+@pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
+def test_match_against_gnugo(tmp_path: Path) -> None:
+    cfg = MatchConfig(size=9, komi=7.5, games=2, max_moves=30, timeout=60, sgf_out=tmp_path)
+    m = Match(RandomPlayer(seed=2), [str(GNUGO), "--mode", "gtp", "--level", "1"], cfg)
+    results = m.run()
+    assert m.opponent_name.startswith("GNU Go")
+    for r in results:
+        assert r.reason in ("max_moves", "two_passes", "opponent_resigned"), r
+        if r.reason != "opponent_resigned":
+            assert r.score_source == "opponent"
+        check_sgf(Path(r.sgf), r.moves, r.result)
+        root = sgf.Sgf_game.from_bytes(Path(r.sgf).read_bytes()).get_root()
+        assert "GNU Go" in root.get("PW" if r.agent_colour == "B" else "PB")
+
+
+@pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
+def test_cli_match_gnugo_table(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--opponent", f"{GNUGO} --mode gtp --level 1",
+           "--games", "1", "--size", "9", "--max-moves", "10"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().split("\n")
+    assert lines[0].split()[:5] == ["game", "agent", "result", "moves", "reason"]
+    assert "GNU Go" in lines[-1] and "win rate" in lines[-1] and "95% CI" in lines[-1]
+
+
+FAKE_ENGINE = textwrap.dedent('''
+    """A scripted GTP engine: MODE ok | illegal | crash | hang | garbage | slowscore; counts its starts in STARTS."""
+    import sys, time
+    mode, starts = sys.argv[1], sys.argv[2]
+    with open(starts, "a") as f:
+        f.write("x")
+    genmoves = 0
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "quit":
+            print("=\\n", flush=True)
+            break
+        if cmd[0] == "name":
+            print("= fake-" + mode + "\\n", flush=True)
+        elif cmd[0] == "genmove":
+            genmoves += 1
+            if mode == "illegal":
+                print("= C3\\n", flush=True)  # legal once, then occupied
+            elif mode == "crash" and genmoves == 3:
+                sys.stdout.write("= D")
+                sys.stdout.flush()
+                sys.exit(3)
+            elif mode == "hang" and genmoves == 2:
+                time.sleep(60)
+            elif mode == "garbage":
+                print("= xyzzy\\n", flush=True)
+            else:
+                print("= " + "ABCDEFGHJ"[genmoves % 9] + str(1 + genmoves // 9) + "\\n", flush=True)
+        elif cmd[0] == "final_score":
+            if mode == "slowscore":
+                time.sleep(60)
+            print("? cannot score\\n", flush=True)
+        else:
+            print("=\\n", flush=True)
+''')
+
+
+@pytest.mark.parametrize("mode, reason", [("illegal", "opponent_illegal_move"), ("crash", "opponent_crashed"),
+                                          ("hang", "opponent_timeout"), ("garbage", "opponent_illegal_move")])
+def test_faulty_opponent_forfeits_the_game_not_the_match(tmp_path: Path, mode: str, reason: str) -> None:
+    script = tmp_path / "fake_gtp.py"
+    script.write_text(FAKE_ENGINE)
+    starts = tmp_path / "starts"
+    cfg = MatchConfig(size=9, games=2, max_moves=60, timeout=1.0, sgf_out=tmp_path / "sgf")
+    results = Match(RandomPlayer(seed=0), [sys.executable, str(script), mode, str(starts)], cfg).run()
+    assert [r.reason for r in results] == [reason, reason]
+    for r in results:
+        assert r.winner == r.agent_colour and r.result == f"{r.agent_colour}+F" and r.detail
+        check_sgf(Path(r.sgf), r.moves, r.result)
+    assert starts.read_text() == "xx"  # restarted for the second game
+    s = summarize(results)
+    assert (s.wins, s.losses) == (2, 0)
+
+
+def test_opponent_that_cannot_start(tmp_path: Path) -> None:
+    cfg = MatchConfig(size=9, games=2, max_moves=10, timeout=5)
+    results = Match(RandomPlayer(seed=0), [str(tmp_path / "no-such-engine")], cfg).run()
+    assert [r.reason for r in results] == ["opponent_crashed", "opponent_crashed"]
+
+
+def test_scoring_falls_back_to_our_area_score(tmp_path: Path) -> None:
+    """The fake engine refuses ``final_score``: the game is scored by gotk at max moves."""
+    script = tmp_path / "fake_gtp.py"
+    script.write_text(FAKE_ENGINE)
+    cfg = MatchConfig(size=9, games=1, max_moves=6, timeout=5)
+    (r,) = Match(RandomPlayer(seed=0), [sys.executable, str(script), "ok", str(tmp_path / "s")], cfg).run()
+    assert r.reason == "max_moves" and r.moves == 6 and r.score_source == "gotk" and "refused" in r.detail
+    state = GameState(9, komi=7.5)
+    for colour, point in r.move_list:
+        state.play(point, colour)
+    score = state.score_area()
+    assert r.result == (f"B+{score:g}" if score > 0 else f"W+{-score:g}")
+
+
+def test_agent_resignation_ends_the_game(tmp_path: Path) -> None:
+    from test_gtp import make_agent_file
+
+    from gotk.models import load_agent
+    from gotk.models.players import PolicyPlayer
+
+    agent = load_agent(make_agent_file(tmp_path / "agent.gotk", size=9, head="both"))
+    script = tmp_path / "fake_gtp.py"
+    script.write_text(FAKE_ENGINE)
+    player = PolicyPlayer(agent, resign_threshold=1.01, resign_moves=2)  # the value is always below 1.01
+    cfg = MatchConfig(size=9, games=2, max_moves=50, timeout=5, sgf_out=tmp_path / "sgf")
+    results = Match(player, [sys.executable, str(script), "ok", str(tmp_path / "s")], cfg).run()
+    assert [(r.reason, r.result) for r in results] == [("agent_resigned", "W+R"), ("agent_resigned", "B+R")]
+    assert [r.moves for r in results] == [2, 3]  # resigns at its second move, each game (the streak resets)
+    check_sgf(Path(results[0].sgf), 2, "W+R")
+
+
+def test_cli_errors_are_clean(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gotk.cli.main import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["gtp"])
+    assert r.exit_code == 2 and "exactly one of --agent" in r.output
+    r = runner.invoke(app, ["match", "--agent", str(tmp_path / "missing.gotk"), "--opponent", "x"])
+    assert r.exit_code == 2 and "bad_agent" in r.output
+    r = runner.invoke(app, ["match", "--agent", "random", "--opponent", "  "])
+    assert r.exit_code == 2 and "empty" in r.output
+
+
+def test_final_score_timeout_falls_back_without_forfeit(tmp_path: Path) -> None:
+    script = tmp_path / "fake_gtp.py"
+    script.write_text(FAKE_ENGINE)
+    starts = tmp_path / "starts"
+    cfg = MatchConfig(size=9, games=2, max_moves=4, timeout=1.0)
+    results = Match(RandomPlayer(seed=0), [sys.executable, str(script), "slowscore", str(starts)], cfg).run()
+    for r in results:
+        assert r.reason == "max_moves" and r.score_source == "gotk" and "opponent_timeout" in r.detail
+        assert r.result[1] == "+" and r.result[2:] not in ("F", "R")
+    assert starts.read_text() == "xx"  # the killed engine was restarted for game 2
