@@ -57,13 +57,19 @@ def encode_cmd(
     unit_size: int = typer.Option(128, "--unit-size", help="SGF members per scan work unit (does not change the "
                                   "output)."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted run into the same --out."),
+    executor: str = typer.Option("local", "--executor", help="Where work units run: local (process pool) or dask "
+                                 "(dask.distributed; pip install 'gotk[dask]'). Does not change the output."),
+    scheduler: str = typer.Option(None, "--scheduler", help="With --executor dask: a running scheduler "
+                                  "(tcp://HOST:PORT) instead of a LocalCluster of --workers processes; --out must be "
+                                  "a shared path, the same on every worker."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest (plus the run report) as JSON."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress on stderr."),
 ) -> None:
     """Replay and encode SGF games into Parquet shards: split by game, deduplicated, deterministic.
 
-    Exit code: 0 on success; 1 when no game was kept; 2 for bad options or an output folder that is
-    not empty (without --resume) or holds a different run.
+    Exit code: 0 on success; 1 when no game was kept; 2 for bad options (including --executor dask
+    without dask installed) or an output folder that is not empty (without --resume) or holds a
+    different run.
     """
     from gotk.pipeline.encode import EncodeError, EncodeOptions, encode_dataset
     from gotk.pipeline.manifest import summary_lines
@@ -76,7 +82,7 @@ def encode_cmd(
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
         m = encode_dataset(targets, out, opts, workers=workers or None, resume=resume, progress=progress,
-                           unit_size=max(1, unit_size))
+                           unit_size=max(1, unit_size), executor=executor, scheduler=scheduler)
     except EncodeError as e:
         _fail(str(e), e.exit_code)
     run = m.get("run", {})
@@ -89,6 +95,7 @@ def encode_cmd(
             typer.echo(f"\n{out}: already complete (same sources and options); nothing to do")
         elif run:
             typer.echo(f"\n{run['wall_s']:.1f} s, {run['positions_per_s']:,.0f} positions/s, {run['workers']} workers"
+                       + (f" ({run['executor']})" if run.get("executor", "local") != "local" else "")
                        + (f", reused {run['units_reused']} scan units and {run['shards_reused']} shards"
                           if run["units_reused"] or run["shards_reused"] else ""))
     if m["games"]["kept"] == 0:

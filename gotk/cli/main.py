@@ -29,6 +29,7 @@ def _root(
 
 
 # command modules register themselves on ``app`` when imported
+from gotk.cli import demo as _demo  # noqa: E402,F401
 from gotk.cli import download as _download  # noqa: E402,F401
 from gotk.cli import encode as _encode  # noqa: E402,F401
 from gotk.cli import encoders as _encoders  # noqa: E402,F401

@@ -1,6 +1,7 @@
 """``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
 
-Design (one pool, two kinds of work unit, both in :mod:`gotk.pipeline.workers`):
+Design (one executor — a local process pool or Dask, see :mod:`gotk.pipeline.executors` — and two
+kinds of work unit, both in :mod:`gotk.pipeline.workers`):
 
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
@@ -30,8 +31,8 @@ import os
 import shutil
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,7 @@ import pyarrow.parquet as pq
 
 from gotk import __version__
 from gotk.errors import GotkError
+from gotk.pipeline import executors as X
 from gotk.pipeline import manifest as M
 from gotk.pipeline import shards as S
 from gotk.pipeline import workers as W
@@ -232,33 +234,6 @@ class _Planner:
         return [self._cut(n) for n in self.split_names if self._cur[n]]
 
 
-# --- executors -----------------------------------------------------------------------------------
-
-
-class _InlineExecutor:
-    """Runs submitted work at once in this process (``--workers 1``): same functions, no pickling."""
-
-    def submit(self, fn: Callable, *args) -> Future:
-        f: Future = Future()
-        try:
-            f.set_result(fn(*args))
-        except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
-            f.set_exception(e)
-        return f
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        pass
-
-
-def _make_executor(workers: int):
-    if workers <= 1:
-        return _InlineExecutor()
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-
-
 # --- the run -------------------------------------------------------------------------------------
 
 
@@ -298,12 +273,20 @@ def _prepare_out_dir(out: Path, resume: bool, record: dict) -> bool:
 
 def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: EncodeOptions,
                    workers: int | None = None, resume: bool = False, progress: bool = True,
-                   unit_size: int = DEFAULT_UNIT_SIZE) -> dict:
+                   unit_size: int = DEFAULT_UNIT_SIZE, executor: str | X.Executor = "local",
+                   scheduler: str | None = None) -> dict:
     """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
-    :class:`EncodeError` for unusable options or output folders."""
+    :class:`EncodeError` for unusable options or output folders. ``executor``: ``"local"``,
+    ``"dask"`` (``scheduler``: ``tcp://HOST:PORT``, or None for a LocalCluster), or an
+    :class:`~gotk.pipeline.executors.Executor` instance (shut down when the run ends); worker
+    options get absolute paths, so remote workers need the output at the same path."""
     t_start = time.perf_counter()
     splits = opts.validate()
-    workers = max(1, int(workers or os.cpu_count() or 1))
+    if isinstance(executor, str):
+        try:
+            X.require(executor, scheduler)
+        except X.ExecutorError as e:
+            raise EncodeError(e.reason, e.message) from e
     from gotk.encoders import get_encoder
 
     try:
@@ -332,12 +315,12 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
         return m
     work = out / M.WORK_NAME
     min_rank = parse_min_rank(opts.min_rank) if opts.min_rank else None
-    scan_opts = {"work_dir": str(work), "board_size": opts.board_size, "min_rank": min_rank,
+    scan_opts = {"work_dir": str(work.absolute()), "board_size": opts.board_size, "min_rank": min_rank,
                  "no_handicap": opts.no_handicap, "include_passes": opts.include_passes,
                  "skip_first": opts.skip_first, "drop_partial": opts.drop_partial}
     enc_opts = {"encoder": opts.encoder, "encoder_options": opts.encoder_options, "board_size": opts.board_size,
-                "include_passes": opts.include_passes, "skip_first": opts.skip_first, "work_dir": str(work),
-                "out_dir": str(out), "row_group_rows": opts.row_group_rows, "zstd_level": S.ZSTD_LEVEL}
+                "include_passes": opts.include_passes, "skip_first": opts.skip_first, "work_dir": str(work.absolute()),
+                "out_dir": str(out.absolute()), "row_group_rows": opts.row_group_rows, "zstd_level": S.ZSTD_LEVEL}
     plan_key = json.dumps([asdict(opts), desc, S.SCHEMA_VERSION], sort_keys=True)
     planner = _Planner(out, splits, opts, plan_key)
     inputs_skipped: Counter = Counter()
@@ -371,8 +354,17 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     timing = Counter()
     counts = Counter()
     shard_results: list[tuple[dict, Future | dict]] = []
-    executor = _make_executor(workers)
-    executor.submit(int).result()  # start (fork) the workers now, before any progress-bar thread exists
+    if isinstance(executor, str):
+        try:
+            executor = X.make_executor(executor, workers, scheduler)
+        except X.ExecutorError as e:
+            raise EncodeError(e.reason, e.message) from e
+    workers = executor.workers
+    try:
+        executor.start()  # start (fork) the workers now, before any progress-bar thread exists
+    except BaseException:
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
     bars = _Bars(progress)
     try:
         window: deque = deque()
@@ -472,6 +464,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     M.write_json_atomic(out / M.MANIFEST_NAME, manifest)
     wall = time.perf_counter() - t_start
     run = {
+        "executor": getattr(executor, "name", type(executor).__name__),
         "workers": workers, "unit_size": unit_size, "wall_s": round(wall, 4),
         "positions_per_s": round(total_rows / wall, 1) if wall > 0 else 0.0,
         "games_per_s": round(planner.games_read / wall, 1) if wall > 0 else 0.0,

@@ -1,0 +1,208 @@
+"""``gotk encode --executor dask``: a real dask.distributed cluster gives the same bytes as the local
+executor, survives a worker killed mid-task, resumes an interrupted run; a clear error without dask."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from gotk.pipeline import workers as W
+from gotk.pipeline.encode import EncodeOptions, encode_dataset
+from gotk.pipeline.executors import DaskExecutor, dask_available
+from gotk.pipeline.sources import SgfSource, iter_sources
+
+needs_dask = pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed "
+                                "(pip install 'gotk[dask]')")
+OPTS = {"encoder": "sevenplane", "shard_rows": 2000, "split": "train=0.8,val=0.1,test=0.1"}
+UNIT = 8
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "run-report.json"}
+
+
+def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "gotk", "encode", str(src), "-e", OPTS["encoder"], "-o", str(out), "--no-progress",
+            "--unit-size", str(UNIT), "--shard-rows", str(OPTS["shard_rows"]), "--split", OPTS["split"], *extra]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, sample_archive) -> Path:
+    """The first 200 real games of the built-in held-out archive, as a zip."""
+    d = tmp_path_factory.mktemp("dask-src")
+    items = [s for s in iter_sources([sample_archive]) if isinstance(s, SgfSource)][:200]
+    with zipfile.ZipFile(d / "slice.zip", "w") as zf:
+        for s in items:
+            zf.writestr(s.member, s.data)
+    return d / "slice.zip"
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory, source) -> dict[str, bytes]:
+    """Every output file of the local executor (2 worker processes)."""
+    out = tmp_path_factory.mktemp("dask-ref") / "ref"
+    encode_dataset([source], out, EncodeOptions(**OPTS), workers=2, progress=False, unit_size=UNIT)
+    files = _files(out)
+    assert {"manifest.json", "games.parquet", "train/part-00001.parquet", "val/part-00000.parquet"} <= set(files)
+    return files
+
+
+@needs_dask
+def test_local_cluster_is_byte_identical(tmp_path, source, expected):
+    out = tmp_path / "dask"
+    res = subprocess.run(_cmd(source, out, "--executor", "dask", "--workers", "2", "--json"), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["run"]["workers"] == 2
+    assert _files(out) == expected
+
+
+@needs_dask
+def test_external_scheduler_is_byte_identical(tmp_path, source, expected):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        out = tmp_path / "remote"
+        res = subprocess.run(_cmd(source, out, "--executor", "dask", "--scheduler", cluster.scheduler_address,
+                                  "--json"), capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["run"]["workers"] == 2  # the cluster's threads, not this machine's cores
+    assert _files(out) == expected
+
+
+# --- a worker killed mid-task -------------------------------------------------------------------------
+
+
+def _kill_first_run(marker_dir: str, fn, *args):
+    """Run a work unit, except that the first run of scan unit 2 kills its worker process before
+    writing anything, and the first run of shard ``train/part-00000`` kills it after writing the
+    shard and its done-record (so the result never reaches the scheduler). Markers hold the pid."""
+    tag = None
+    if fn is W.scan_unit and args[0].unit_id == 2:
+        tag = "scan-00002"
+    elif fn is W.encode_shard and args[0]["file"] == "train/part-00000.parquet":
+        tag = "shard-train-00000"
+    marker = Path(marker_dir) / tag if tag else None
+    if marker is not None and not marker.exists() and tag.startswith("scan"):
+        marker.write_text(str(os.getpid()))
+        os._exit(17)
+    result = fn(*args)
+    if marker is not None and not marker.exists():
+        marker.write_text(str(os.getpid()))
+        os._exit(17)
+    return result
+
+
+class _KillingDask(DaskExecutor):
+    """A LocalCluster executor whose units run under :func:`_kill_first_run`."""
+
+    def __init__(self, marker_dir: Path, workers: int) -> None:
+        super().__init__(workers)
+        self.marker_dir = str(marker_dir)
+
+    def submit(self, fn, *args):
+        return super().submit(_kill_first_run, self.marker_dir, fn, *args)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@needs_dask
+def test_killed_worker_is_retried_without_loss_or_duplicates(tmp_path, source, expected):
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    try:
+        markers = tmp_path / "markers"
+        markers.mkdir()
+        out = tmp_path / "killed"
+        m = encode_dataset([source], out, EncodeOptions(**OPTS), progress=False, unit_size=UNIT,
+                           executor=_KillingDask(markers, workers=2))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    pids = {p.name: int(p.read_text()) for p in markers.iterdir()}
+    assert set(pids) == {"scan-00002", "shard-train-00000"}  # both kills happened ...
+    for pid in pids.values():
+        assert pid != os.getpid() and not _alive(pid)  # ... in worker processes that are gone
+    assert m["run"]["workers"] == 2
+    assert _files(out) == expected
+
+
+# --- resume after an interrupted dask run ----------------------------------------------------------------
+
+
+@needs_dask
+def test_sigkill_dask_run_then_resume_is_byte_identical(tmp_path, source, expected):
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen(_cmd(source, out, "--executor", "dask", "--workers", "2"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    scans, shards = out / ".work" / "scan", out / ".work" / "shards"
+    deadline = time.monotonic() + 120
+    try:  # kill the client and its cluster once some scan units and a shard are finished
+        while time.monotonic() < deadline and proc.poll() is None:
+            if len(list(scans.glob("*.parquet"))) >= 3 and list(shards.glob("*.json")):
+                break
+            time.sleep(0.005)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    if proc.returncode == 0:
+        pytest.fail("the run finished before it could be killed; make the slice larger")
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "manifest.json").exists()
+
+    res = subprocess.run(_cmd(source, out, "--executor", "dask", "--workers", "2", "--resume", "--json"),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    run = json.loads(res.stdout)["run"]
+    assert run["units_reused"] >= 3 and run["shards_reused"] >= 1
+    assert _files(out) == expected
+
+
+# --- without dask ---------------------------------------------------------------------------------------
+
+_NO_DASK = """
+import sys
+sys.modules["dask"] = sys.modules["distributed"] = None  # import dask / distributed now raise ImportError
+sys.argv = ["gotk", *sys.argv[1:]]
+from gotk.cli.main import main
+main()
+"""
+
+
+def test_missing_dask_exits_2_with_install_hint(tmp_path, source):
+    out = tmp_path / "never"
+    cmd = [sys.executable, "-c", _NO_DASK, *_cmd(source, out, "--executor", "dask")[3:]]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "pip install 'gotk[dask]'" in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()  # refused before touching the output folder
+
+
+def test_bad_executor_options_exit_2(tmp_path, source):
+    from typer.testing import CliRunner
+
+    from gotk.cli.main import app
+
+    runner = CliRunner()
+    for extra in (["--executor", "spark"], ["--scheduler", "tcp://127.0.0.1:8786"]):
+        res = runner.invoke(app, ["encode", str(source), "-e", "sevenplane", "-o", str(tmp_path / "x"),
+                                  "--no-progress", *extra])
+        assert res.exit_code == 2, res.output
+        assert ("spark" in res.output) if extra[0] == "--executor" else ("--executor dask" in res.output)
+    assert not (tmp_path / "x").exists()
