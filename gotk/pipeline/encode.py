@@ -266,6 +266,8 @@ def _prepare_out_dir(out: Path, resume: bool, record: dict) -> bool:
             raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out} "
                               f"(see {run_file if run_file.is_file() else out / M.MANIFEST_NAME}); "
                               "rerun with the same ones or use a new --out")
+        for leftover in out.rglob("*.tmp"):  # temp files of the killed run: never part of the output
+            leftover.unlink()
     work.mkdir(parents=True, exist_ok=True)
     M.write_json_atomic(work / "run.json", record)
     return False

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from gotk.pipeline.atomic import write_text_atomic
+
 MANIFEST_NAME = "manifest.json"
 GAMES_NAME = "games.parquet"
 RUN_REPORT_NAME = "run-report.json"
@@ -37,9 +39,7 @@ def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
     """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic) via
     ``path.tmp`` + rename."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
 def load_manifest(folder: str | os.PathLike) -> dict:

@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gotk.pipeline.atomic import temp_path
+
 SCHEMA_VERSION = 1
 ROW_GROUP_ROWS = 8192
 ZSTD_LEVEL = 1
@@ -115,7 +117,7 @@ class ShardWriter:
                  zstd_level: int = ZSTD_LEVEL, dictionary: list[str] | None = None,
                  statistics: list[str] | None = None) -> None:
         self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.tmp = temp_path(self.path)
         self.schema = schema
         self.row_group_rows = row_group_rows
         self.rows = 0

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from gotk.errors import GotkError
 from gotk.pipeline import shards as S
+from gotk.pipeline.atomic import temp_path, write_text_atomic
 from gotk.pipeline.gameid import game_id
 from gotk.pipeline.splits import passes_min_rank
 from gotk.sgftools.record import GameRecord, Result
@@ -196,7 +197,7 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
     out_path = scan_path(options["work_dir"], unit.unit_id)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
+    tmp = temp_path(out_path)
     pq.write_table(table, tmp, compression="zstd", compression_level=1)
     os.replace(tmp, out_path)
     total = time.perf_counter() - t0
@@ -320,9 +321,7 @@ def encode_shard(spec: dict, options: dict) -> dict:
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
     done = shard_done_path(options["work_dir"], spec["split"], spec["index"])
     done.parent.mkdir(parents=True, exist_ok=True)
-    tmp = done.with_name(done.name + ".tmp")
-    tmp.write_text(json.dumps({"digest": spec["digest"], **entry}, sort_keys=True))
-    os.replace(tmp, done)
+    write_text_atomic(done, json.dumps({"digest": spec["digest"], **entry}, sort_keys=True))
     total = time.perf_counter() - t0
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
                                 "shard_write_s": t_write, "shard_rest_s": total - t_encode - t_write}}

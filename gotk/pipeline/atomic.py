@@ -1,0 +1,27 @@
+"""Atomic file writes: a uniquely named temp file beside the target, then ``os.replace``.
+
+The temp name carries the process id and a random tag, so two processes writing the same target at
+once (a task Dask runs twice, say) never share a temp file; the last rename wins with the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+
+def temp_path(path: str | os.PathLike) -> Path:
+    """A fresh temp path in the same folder as ``path`` (so the final rename stays atomic)."""
+    p = Path(path)
+    return p.with_name(f"{p.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    tmp = temp_path(path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
