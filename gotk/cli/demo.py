@@ -58,6 +58,7 @@ def demo_cmd(
     out: Path = typer.Option(Path("gotk-demo"), "--out", "-o", help="Folder for everything the demo makes."),
     encoder: str = typer.Option("sevenplane", "--encoder", "-e", help="Encoder for the dataset."),
     steps: int = typer.Option(600, help="Training steps (batch 128; a few minutes on 2 CPU cores)."),
+    eval_positions: int = typer.Option(20000, help="Held-out positions to evaluate (0: all)."),
     games: int = typer.Option(2, help="Games of the closing match against the random engine."),
     threads: int = typer.Option(0, help="torch CPU threads for training (0: torch's default)."),
 ) -> None:
@@ -95,7 +96,10 @@ def demo_cmd(
         train_args += ["--threads", str(threads)]
     _run(train_args, log)
     agent = run / "agent.gotk"
-    _run(["eval", "--agent", str(agent), "--data", str(dataset), "--split", "test"], log)
+    eval_args = ["eval", "--agent", str(agent), "--data", str(dataset), "--split", "test"]
+    if eval_positions:
+        eval_args += ["--max-positions", str(eval_positions)]
+    _run(eval_args, log)
     if games > 0:
         _run(["match", "--agent", str(agent), "--opponent", f"{python} -m gotk gtp --random --seed 7",
               "--games", str(games), "--sgf-out", str(games_dir)], log)
