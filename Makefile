@@ -1,0 +1,36 @@
+# The README's two commands: `make demo` (main job on the built-in sample) and `make test`.
+# Everything installs into ./.venv; torch's CPU build is installed first when torch is absent,
+# so pip never pulls the multi-GB CUDA build as a dependency.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.gotk-installed
+
+.PHONY: setup demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "torch==2.13.0"
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/gotk demo
+
+test: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: setup
+	$(BIN)/ruff check gotk tests bench
+
+bench: setup
+	$(BIN)/python -m pip install -q --no-deps dlgo==0.2
+	$(BIN)/python bench/replay.py
+	$(BIN)/python bench/encoders.py
+	$(BIN)/python bench/encode.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info out
