@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -57,9 +58,13 @@ def train_cmd(
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint "
                                 "(settings from its config.json; options given here override)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
+    dist_timeout: float = typer.Option(None, "--dist-timeout", help="Under torchrun: seconds a collective waits "
+                                       "for the other ranks before the run fails (default: 300)."),
 ) -> None:
-    """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk)."""
-    from gotk.models.train import TrainConfig, train
+    """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
+
+    Several processes: `torchrun --nproc_per_node N -m gotk train ...` (DDP; see docs/scaling.md)."""
+    from gotk.models.train import TrainConfig, launched_distributed, train
 
     given = {k: v for k, v in dict(
         model=model, head=head, epochs=epochs, max_steps=max_steps, batch_size=batch_size, optimizer=optimizer,
@@ -67,7 +72,7 @@ def train_cmd(
         warmup_steps=warmup_steps, amp=amp, device=device, workers=workers, threads=threads, seed=seed,
         symmetries=symmetries,
         positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
-        checkpoint_every=checkpoint_every, max_val_positions=max_val_positions,
+        checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
     ).items() if v is not None}
     hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
     base: dict = {}
@@ -83,6 +88,15 @@ def train_cmd(
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         _fail(str(e))
         return
+    except RuntimeError as e:  # under torchrun: a collective failed (a rank died, or --dist-timeout passed)
+        if not launched_distributed():
+            raise
+        rank = os.environ.get("RANK", "?")
+        typer.echo(f"error: rank {rank}: distributed training failed (another rank died or a collective timed "
+                   f"out): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", err=True)
+        raise typer.Exit(1) from None
+    if launched_distributed() and os.environ.get("RANK", "0") != "0":
+        return  # the summary is printed once, by rank 0
     val = result.get("val") or {}
     bits = [f"steps {result['step']}", f"epochs {result['epoch']}", f"{result['seconds']:.1f}s"]
     for key in ("top1", "top5", "value_mse"):

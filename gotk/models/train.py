@@ -14,13 +14,20 @@ are drawn per epoch, so long games do not dominate and the value net does not me
 policy-only runs use every position. Rows with value 0 (draw, void or unknown result) are left out of
 the value loss.
 
-Written for one process; under ``torch.distributed`` (torchrun) each rank reads its share of the
-shards, the model is wrapped in DDP, validation sums are all-reduced and only rank 0 writes files.
+Distributed (``torchrun --nproc_per_node N -m gotk train ...``, see ``docs/scaling.md``): the process
+group is set up from torchrun's environment (gloo on CPU, NCCL on CUDA, ``dist_timeout`` seconds before a
+stuck collective fails), the model is wrapped in DDP and each rank reads its share of the row groups.
+Every rank takes the same number of steps per epoch, the largest per-rank batch count: a rank whose rows
+are used up takes *empty* steps (a zero-weight forward/backward that only joins the gradient all-reduce),
+so every row is still used exactly once per epoch. Losses are weighted by rows, so one step's gradient is
+the mean over all the rows of all ranks. Logged metrics and validation are summed over ranks; only rank 0
+writes files; the checkpoint holds every rank's loader position, RNG states and metric sums.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import json
 import math
@@ -46,6 +53,10 @@ DEFAULT_LR = {"sgd": 0.05, "adagrad": 0.01, "adadelta": 1.0, "adam": 1e-3, "adam
 DEFAULT_POSITIONS_PER_GAME = 8
 CHECKPOINT = "checkpoint.pt"
 AGENT = "agent.gotk"
+DEFAULT_DIST_TIMEOUT = 300.0
+# failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
+# responding instead (sleeps), so that the others hit --dist-timeout
+KILL_ENV = "GOTK_DEBUG_KILL_RANK_AT_STEP"
 
 
 # --- processes -----------------------------------------------------------------------------------
@@ -61,6 +72,45 @@ def dist_info() -> tuple[int, int]:
 def is_main_process() -> bool:
     """True on the process that writes files (rank 0, or the only process)."""
     return dist_info()[0] == 0
+
+
+def launched_distributed() -> bool:
+    """True when started by torchrun (or another launcher setting ``WORLD_SIZE``) with more than one process."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def init_distributed(device: str = "auto", timeout: float = DEFAULT_DIST_TIMEOUT) -> bool:
+    """Join the process group described by torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+    ``MASTER_ADDR``, ``MASTER_PORT``): NCCL when the run uses CUDA (each process on ``cuda:LOCAL_RANK``),
+    else gloo. A collective that waits longer than ``timeout`` seconds (a dead or stuck rank) raises instead
+    of hanging. Returns True when it created the group (the caller then destroys it)."""
+    dist = torch.distributed
+    if not launched_distributed() or (dist.is_available() and dist.is_initialized()):
+        return False
+    if not dist.is_available():
+        raise RuntimeError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
+    cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+    if cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=timeout))
+    return True
+
+
+def _debug_kill_step() -> tuple[int, bool] | None:
+    """``(step, hang)`` when ``GOTK_DEBUG_KILL_RANK_AT_STEP=RANK:STEP[:hang]`` names this rank, else None."""
+    spec = os.environ.get(KILL_ENV)
+    if not spec:
+        return None
+    rank, step, *mode = spec.split(":")
+    return (int(step), mode == ["hang"]) if int(rank) == dist_info()[0] else None
+
+
+def _debug_kill(rank: int, step: int, hang: bool) -> None:
+    print(f"gotk: {KILL_ENV}: rank {rank} {'hangs' if hang else 'exits'} after step {step}", file=sys.stderr,
+          flush=True)
+    if hang:
+        time.sleep(24 * 3600)
+    os._exit(13)
 
 
 # --- configuration -------------------------------------------------------------------------------
@@ -101,6 +151,7 @@ class TrainConfig:
     max_val_positions: int | None = None
     train_split: str = "train"
     progress: bool = True
+    dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
 
     def resolved(self) -> TrainConfig:
         """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""
@@ -127,6 +178,8 @@ class TrainConfig:
             raise ValueError("--max-steps must be >= 1")
         if c.workers < 0:
             raise ValueError("--workers must be >= 0")
+        if c.dist_timeout <= 0:
+            raise ValueError("--dist-timeout must be > 0")
         return c
 
     def to_dict(self) -> dict:
@@ -139,10 +192,13 @@ class TrainConfig:
 
 
 def resolve_device(name: str) -> torch.device:
+    """``auto``/``cpu``/``cuda``/``cuda:N``; under torchrun, ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK``."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("--device cuda asked for, but torch sees no CUDA device")
+    if name == "cuda" and launched_distributed():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     return torch.device(name)
 
 
@@ -290,11 +346,19 @@ class Trainer:
     # --- bookkeeping ----------------------------------------------------------------------------
 
     def batches_per_epoch(self) -> int:
-        """Steps of the current epoch: this rank's batch count, or under DDP the least over ranks (every
-        rank stops there so that all take the same number of steps)."""
+        """Steps of the current epoch: this rank's batch count, or under DDP the largest over ranks (ranks
+        with fewer batches take empty steps until then, so all take the same number of steps)."""
         if self.world > 1:
-            return max(1, min(self.train_ds.rank_batch_counts(max(1, self.cfg.workers))))
+            return max(1, max(self.train_ds.rank_batch_counts(max(1, self.cfg.workers))))
         return max(1, len(self.train_ds))
+
+    def _all_reduce(self, t: torch.Tensor) -> torch.Tensor:
+        """Sum of ``t`` over ranks (a copy; ``t`` itself outside DDP)."""
+        if self.world == 1:
+            return t
+        t = t.clone()
+        torch.distributed.all_reduce(t)
+        return t
 
     def _write_config(self) -> None:
         d = {
@@ -334,7 +398,16 @@ class Trainer:
             with open(self.out / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(_to_jsonable(record)) + "\n")
 
+    def _rank_state(self) -> dict:
+        return {"rng": _rng_state(), "loader": self.loader_state, "window": self.window.cpu(),
+                "epoch_sums": self.epoch_sums.cpu()}
+
     def save_checkpoint(self) -> None:
+        """Rank 0 writes the checkpoint; under DDP every rank must call this (it gathers per-rank state)."""
+        ranks = None
+        if self.world > 1:
+            ranks = [None] * self.world
+            torch.distributed.all_gather_object(ranks, self._rank_state())
         if not self.main:
             return
         state = {
@@ -349,7 +422,10 @@ class Trainer:
             "best": self.best, "best_epoch": self.best_epoch, "bad_epochs": self.bad_epochs,
             "last_val": json.dumps(self.last_val),
             "window": self.window.cpu(), "epoch_sums": self.epoch_sums.cpu(),
+            "world_size": self.world,
         }
+        if ranks is not None:
+            state["ranks"] = ranks
         tmp = self.out / (CHECKPOINT + ".tmp")
         torch.save(state, tmp)
         os.replace(tmp, self.out / CHECKPOINT)
@@ -365,13 +441,24 @@ class Trainer:
         self.model.load_state_dict(st["model"])
         self.optimizer.load_state_dict(st["optimizer"])
         self.scaler.load_state_dict(st["scaler"])
-        _set_rng_state(st["rng"])
-        self.loader_state = st["loader"]
         self.step, self.epoch = int(st["step"]), int(st["epoch"])
         self.best, self.best_epoch, self.bad_epochs = st["best"], st["best_epoch"], int(st["bad_epochs"])
         self.last_val = json.loads(st["last_val"])
-        self.window = st["window"].to(self.device)
-        self.epoch_sums = st["epoch_sums"].to(self.device)
+        ranks = st.get("ranks") or [{k: st[k] for k in ("rng", "loader", "window", "epoch_sums")}]
+        if len(ranks) == self.world:
+            mine = ranks[self.rank]
+        elif any(r["loader"] is not None for r in ranks):
+            raise ValueError(f"--resume: the checkpoint was taken mid-epoch by {len(ranks)} process(es); resume it "
+                             f"with the same number of processes (now {self.world}), or from an epoch boundary")
+        else:  # another world size at an epoch boundary: rank 0 carries the (summed) metric sums
+            zero = torch.zeros_like(ranks[0]["window"])
+            mine = {"rng": ranks[0]["rng"], "loader": None,
+                    "window": sum((r["window"] for r in ranks), zero) if self.main else zero,
+                    "epoch_sums": sum((r["epoch_sums"] for r in ranks), zero) if self.main else zero}
+        _set_rng_state(mine["rng"])
+        self.loader_state = mine["loader"]
+        self.window = mine["window"].to(self.device)
+        self.epoch_sums = mine["epoch_sums"].to(self.device)
 
     # --- steps ----------------------------------------------------------------------------------
 
@@ -380,8 +467,11 @@ class Trainer:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
-    def _losses(self, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """Total loss and the per-batch stats tensor [rows, policy loss sum, top1, top5, value se, value rows]."""
+    def _losses(self, batch: dict, share: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Total loss and the per-batch stats tensor [rows, policy loss sum, top1, top5, value se, value rows].
+
+        ``share`` (DDP): ``[rows, value rows]`` of this step summed over ranks; the loss that is
+        back-propagated is then scaled so that DDP's gradient average is the mean over all those rows."""
         dev = self.device
         x = batch["features"].to(dev, non_blocking=True)
         y = batch["label"].to(dev, non_blocking=True).long()
@@ -390,10 +480,13 @@ class Trainer:
         stats = torch.zeros(6, device=dev)
         stats[0] = y.shape[0]
         loss = torch.zeros((), device=dev)
+        scaled = torch.zeros((), device=dev)
         if p is not None:
             p = p.float()
             ce = F.cross_entropy(p, y)
             loss = loss + ce
+            if share is not None:
+                scaled = scaled + ce * (self.world * y.shape[0] / share[0].clamp(min=1.0))
             with torch.no_grad():
                 top5 = p.topk(min(5, p.shape[1]), dim=1).indices
                 stats[1] = ce.detach() * y.shape[0]
@@ -405,23 +498,54 @@ class Trainer:
             se = (v.float() - t) ** 2 * known
             nk = known.sum()
             loss = loss + self.cfg.value_weight * se.sum() / nk.clamp(min=1.0)
+            if share is not None:
+                scaled = scaled + self.cfg.value_weight * self.world * se.sum() / share[1].clamp(min=1.0)
             stats[4] = se.sum().detach()
             stats[5] = nk
+        if share is not None:
+            return scaled, loss.detach(), stats
         return loss, stats
 
-    def train_step(self, batch: dict) -> torch.Tensor:
+    def _empty_batch(self) -> dict:
+        """One all-zero row, for the empty steps of a rank whose share of the epoch is used up."""
+        c, h, w = (int(x) for x in self.encoder["shape"])
+        dtype = torch.int8 if self.encoder.get("dtype") == "int8" else torch.uint8
+        return {"features": torch.zeros(1, c, h, w, dtype=dtype), "label": torch.zeros(1, dtype=torch.int64),
+                "value": torch.zeros(1, dtype=torch.float32)}
+
+    def train_step(self, batch: dict | None) -> torch.Tensor:
+        """One optimizer step on ``batch``; the stats ``[rows, policy loss sum, top1, top5, value se, value rows,
+        loss, 1]``. Under DDP ``batch=None`` is an empty step: this rank joins the step with zero weight
+        (eval mode, so batch-norm statistics are not touched) and its stats are all zero."""
         cfg = self.cfg
         lr = cfg.lr * lr_factor(cfg.schedule, self.step, self.horizon, cfg.warmup_steps)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
-        self.net.train()
-        loss, stats = self._losses(batch)
+        empty = batch is None
+        if self.world == 1:
+            self.net.train()
+            loss, stats = self._losses(batch)
+            report = loss.detach()
+        else:
+            self.net.train(not empty)
+            if empty:
+                batch = self._empty_batch()
+            share = torch.zeros(2, dtype=torch.float64, device=self.device)
+            if not empty:
+                share[0] = batch["label"].shape[0]
+                share[1] = (batch["value"] != 0).sum() if self.model.has_value else 0
+            torch.distributed.all_reduce(share)
+            loss, report, stats = self._losses(batch, share.float())
+            if empty:
+                loss, stats = loss * 0.0, stats * 0.0
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.step += 1
-        return torch.cat([stats, loss.detach().reshape(1), torch.ones(1, device=self.device)])
+        if empty:
+            return torch.zeros(8, device=self.device)
+        return torch.cat([stats, report.reshape(1), torch.ones(1, device=self.device)])
 
     @torch.no_grad()
     def validate(self) -> dict | None:
@@ -430,11 +554,11 @@ class Trainer:
             return None
         self.net.eval()
         m = Metrics(self.model.num_moves)
-        limit = self.cfg.max_val_positions
+        limit = self._val_quota()
         for b in self.val_ds:
             x = b["features"]
             if limit is not None:
-                room = limit // self.world - m.rows
+                room = limit - m.rows
                 if room <= 0:
                     break
                 x = x[:room]
@@ -449,6 +573,17 @@ class Trainer:
         s = m.summary()
         s.pop("baselines", None)
         return s
+
+    def _val_quota(self) -> int | None:
+        """This rank's share of ``max_val_positions``: ranks fill it in rank order, so the total is
+        ``min(max_val_positions, validation rows)`` whatever the world size."""
+        limit = self.cfg.max_val_positions
+        if limit is None or self.world == 1:
+            return limit
+        idx = self.val_ds.index
+        rows = [sum(rg.rows for rg in idx.slot_row_groups(0, 0, False, r, self.world, 0, 1))
+                for r in range(self.world)]
+        return max(0, min(rows[self.rank], limit - sum(rows[:self.rank])))
 
     def _score(self, val: dict) -> float | None:
         """Higher is better: val top-1 for policy models, minus value MSE for value-only models."""
@@ -506,32 +641,42 @@ class Trainer:
             total = cfg.max_steps or self.horizon
             bar = tqdm(total=total, initial=min(self.step, total), unit="step", desc="train", dynamic_ncols=True,
                        disable=None)
+        kill_at = _debug_kill_step()
         stop = cfg.max_steps is not None and self.step >= cfg.max_steps
         while not stop and self.epoch < cfg.epochs:
             self.train_ds.set_epoch(self.epoch)
-            done = 0
+            done = 0  # batches of this rank's share consumed this epoch
             if self.loader_state is not None:  # resuming mid-epoch
                 self.train_ds.load_state_dict(self.loader_state)
                 done = int(self.loader_state["batches_done"])
             else:
                 self.epoch_sums.zero_()
-            limit = self.batches_per_epoch() if self.world > 1 else None
+            # DDP: every rank takes `steps` steps this epoch (the largest share); `taken` counts them
+            steps = self.batches_per_epoch() if self.world > 1 else None
+            taken = int(self.loader_state.get("steps_taken", done)) if self.loader_state is not None else 0
             loader = DataLoader(self.train_ds, batch_size=None, num_workers=cfg.workers,
                                 pin_memory=self.device.type == "cuda")
+            batches = iter(loader)
             t0 = time.perf_counter()
             hit_max = False
-            for batch in loader:
-                if limit is not None and done >= limit:
-                    break
+            while steps is None or taken < steps:
+                batch = next(batches, None)
+                if batch is None and steps is None:
+                    break  # one process: the loader ran dry
                 s = self.train_step(batch)
-                done += 1
+                taken += 1
+                if batch is not None:
+                    done += 1
                 self.window += s
                 self.epoch_sums += s
-                self.loader_state = self.train_ds.state_dict(done)
+                self.loader_state = {**self.train_ds.state_dict(done), "steps_taken": taken}
+                if kill_at is not None and self.step >= kill_at[0]:
+                    _debug_kill(self.rank, self.step, kill_at[1])
                 if self.step % cfg.log_every == 0:
                     now = time.perf_counter()
                     rec = {"kind": "step", "step": self.step, "epoch": self.epoch,
-                           **_summarise(self.window.tolist(), now - t0), "lr": self.optimizer.param_groups[0]["lr"]}
+                           **_summarise(self._all_reduce(self.window).tolist(), now - t0),
+                           "lr": self.optimizer.param_groups[0]["lr"]}
                     self.log(rec)
                     if bar is not None:
                         bar.set_postfix({k: f"{rec[k]:.3f}" for k in ("loss", "top1", "value_mse") if k in rec})
@@ -544,10 +689,13 @@ class Trainer:
                     break
                 if self.step % cfg.checkpoint_every == 0:
                     self.save_checkpoint()
+            if steps is not None and not hit_max and next(batches, None) is not None:
+                raise RuntimeError(f"rank {self.rank}: more batches than the {steps} steps planned for epoch "
+                                   f"{self.epoch} (loader batch counts out of sync)")
             if not hit_max:  # the loader ran dry: the epoch is complete
                 self.epoch += 1
                 self.loader_state = None
-            summary = _summarise(self.epoch_sums.tolist(), None)
+            summary = _summarise(self._all_reduce(self.epoch_sums).tolist(), None)
             stop = self.end_of_epoch(summary, partial=hit_max) or hit_max
             self.save_checkpoint()
         if bar is not None:
@@ -613,10 +761,19 @@ def plot_curves(run_dir: str | os.PathLike) -> Path | None:
 
 
 def train(cfg: TrainConfig, resume: bool = False) -> dict:
-    """Run (or ``resume``) training as configured; returns a summary dict. torch's thread count is
-    restored afterwards when ``cfg.threads`` changed it."""
+    """Run (or ``resume``) training as configured; returns a summary dict. Under torchrun (``WORLD_SIZE`` > 1)
+    the process group is created here (:func:`init_distributed`) and destroyed at the end. torch's thread
+    count is restored afterwards when ``cfg.threads`` changed it."""
     threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    created = init_distributed(cfg.device, cfg.dist_timeout)
     try:
-        return Trainer(cfg, resume=resume).run()
+        result = Trainer(cfg, resume=resume).run()
+        if created:
+            torch.distributed.barrier()  # no rank leaves while another still needs it
+        return result
     finally:
+        if created:
+            torch.distributed.destroy_process_group()
         torch.set_num_threads(threads)
