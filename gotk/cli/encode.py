@@ -13,12 +13,12 @@ from gotk.cli.main import app
 from gotk.data import sample_archives
 
 
-def _encoder_options(items: list[str] | None) -> dict:
+def _encoder_options(items: list[str] | None, flag: str = "--encoder-option") -> dict:
     out: dict = {}
     for item in items or []:
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
-            raise typer.BadParameter(f"--encoder-option {item!r}: expected KEY=VALUE", param_hint="--encoder-option")
+            raise typer.BadParameter(f"{flag} {item!r}: expected KEY=VALUE", param_hint=flag)
         try:
             value = json.loads(raw.lower() if raw.lower() in ("true", "false") else raw)
         except ValueError:
@@ -37,7 +37,8 @@ def encode_cmd(
     sources: list[Path] = typer.Argument(None, help="Archives (zip, tar.gz, tar.bz2), folders, .sgf files or a "
                                          "download folder (default: the built-in sample)."),
     encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder name (oneplane, sevenplane, simple, alphago)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output folder (must be empty unless --resume)."),
+    out: str = typer.Option(..., "--out", "-o", help="Output folder (must be empty unless --resume): a path or an "
+                            "fsspec URL, e.g. s3://bucket/prefix (pip install 'gotk[s3]'; see docs/dask.md)."),
     workers: int = typer.Option(0, "--workers", "-j", help="Worker processes (0: all cores)."),
     split: str = typer.Option("train=0.9,val=0.05,test=0.05", help="Split fractions by game, e.g. train=0.9,val=0.1 "
                               "or test=1."),
@@ -61,7 +62,10 @@ def encode_cmd(
                                  "(dask.distributed; pip install 'gotk[dask]'). Does not change the output."),
     scheduler: str = typer.Option(None, "--scheduler", help="With --executor dask: a running scheduler "
                                   "(tcp://HOST:PORT) instead of a LocalCluster of --workers processes; --out must be "
-                                  "a shared path, the same on every worker."),
+                                  "a shared path, the same on every worker, or a URL they all reach."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "--out, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable; values "
+                                             "parsed as JSON when they can be)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest (plus the run report) as JSON."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress on stderr."),
 ) -> None:
@@ -69,7 +73,7 @@ def encode_cmd(
 
     Exit code: 0 on success; 1 when no game was kept; 2 for bad options (including --executor dask
     without dask installed) or an output folder that is not empty (without --resume) or holds a
-    different run.
+    different run, or a URL --out that cannot be used (package, bucket or credentials missing).
     """
     from gotk.pipeline.encode import EncodeError, EncodeOptions, encode_dataset
     from gotk.pipeline.manifest import summary_lines
@@ -82,7 +86,8 @@ def encode_cmd(
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
         m = encode_dataset(targets, out, opts, workers=workers or None, resume=resume, progress=progress,
-                           unit_size=max(1, unit_size), executor=executor, scheduler=scheduler)
+                           unit_size=max(1, unit_size), executor=executor, scheduler=scheduler,
+                           storage_options=_encoder_options(storage_option, "--storage-option"))
     except EncodeError as e:
         _fail(str(e), e.exit_code)
     run = m.get("run", {})
@@ -105,16 +110,21 @@ def encode_cmd(
 
 @app.command("inspect")
 def inspect_cmd(
-    folder: Path = typer.Argument(..., help="A folder written by gotk encode."),
+    folder: str = typer.Argument(..., help="A folder written by gotk encode (or its fsspec URL, e.g. s3://b/ds)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "(repeatable)."),
 ) -> None:
     """Summarise an encoded dataset: rows per split, games, skip reasons, bytes per position."""
     from gotk.pipeline.manifest import load_manifest, summary_lines
+    from gotk.pipeline.storage import StorageError
 
     try:
-        m = load_manifest(folder)
-    except ValueError as e:
+        m = load_manifest(folder, _encoder_options(storage_option, "--storage-option"))
+    except (ValueError, OSError) as e:
         _fail(str(e), 2)
+    except StorageError as e:
+        _fail(e.message, 2)
     if as_json:
         typer.echo(json.dumps(m, indent=2))
         return

@@ -21,14 +21,17 @@ Every byte of the output depends only on the sources and options — not on ``--
 unit size or scheduling. ``--resume`` reuses every scan file whose input digest matches and every
 shard whose plan digest matches (all writes are temp + rename, so a killed run leaves only whole
 files or ``.tmp`` leftovers).
+
+``out_dir`` may be an fsspec URL (``s3://bucket/prefix``, …): every output file then goes through
+:mod:`gotk.pipeline.storage` (one object PUT per file on object stores), with the same bytes.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
-import shutil
 import time
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
@@ -37,7 +40,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gotk import __version__
 from gotk.errors import GotkError
@@ -47,6 +49,7 @@ from gotk.pipeline import shards as S
 from gotk.pipeline import workers as W
 from gotk.pipeline.sources import Skip, is_archive, iter_sources
 from gotk.pipeline.splits import DEFAULT_SPLIT, assign_split, matches_test_from, parse_min_rank, parse_split
+from gotk.pipeline.storage import Storage, StorageError, is_url, join
 from gotk.sgftools.reader import MAX_SGF_BYTES
 
 DEFAULT_SHARD_ROWS = 65536
@@ -151,8 +154,10 @@ def _file_digest(path: Path) -> str:
 class _Planner:
     """Consumes scan results in unit order: dedupe, splits, games table, shard specs."""
 
-    def __init__(self, out_dir: Path, splits: list[tuple[str, float]], opts: EncodeOptions, plan_key: str) -> None:
+    def __init__(self, out_dir: Path | str, splits: list[tuple[str, float]], opts: EncodeOptions, plan_key: str,
+                 storage: Storage | None = None) -> None:
         self.out_dir = out_dir
+        self.storage = storage if storage is not None else Storage.for_url(out_dir)
         self.splits = splits
         self.opts = opts
         self.plan_key = plan_key
@@ -171,9 +176,9 @@ class _Planner:
         self._cur: dict[str, list] = {n: [] for n in names}  # pieces of the shard being filled
         self._cur_rows: Counter = Counter()
         self._next_index: Counter = Counter()
-        self.games = S.ShardWriter(out_dir / M.GAMES_NAME, M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
+        self.games = S.ShardWriter(join(out_dir, M.GAMES_NAME), M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
                                    dictionary=["archive", "black_rank", "white_rank", "rules", "split", "winner"],
-                                   statistics=[])
+                                   statistics=[], storage=self.storage)
 
     def add_unit(self, unit_id: int, stats: dict) -> list[dict]:
         """Fold one unit's scan result in; returns the shard specs completed by it."""
@@ -185,8 +190,8 @@ class _Planner:
             self.examples.setdefault(k, v)
         if not stats["candidates"]:
             return []
-        t = pq.read_table(W.scan_path(self.out_dir / M.WORK_NAME, unit_id),
-                          columns=[f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
+        t = self.storage.read_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id),
+                                    columns=[f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
                           + ["path", "rows"]).to_pydict()
         ready: list[dict] = []
         keep_rows: dict[str, list] = {f.name: [] for f in M.GAMES_SCHEMA}
@@ -241,21 +246,24 @@ def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]
     return {"options": asdict(opts), "encoder": encoder_desc, "sources": sources}
 
 
-def _prepare_out_dir(out: Path, resume: bool, record: dict) -> bool:
+def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None) -> bool:
     """Check/create the output folder. Returns True when a finished identical dataset is there."""
-    work = out / M.WORK_NAME
-    if out.exists() and not out.is_dir():
+    st = st if st is not None else Storage.for_url(out)
+    work = join(out, M.WORK_NAME)
+    if st.exists(out) and not st.isdir(out):
         raise EncodeError("out_not_dir", f"--out {out} exists and is not a folder")
-    nonempty = out.is_dir() and any(out.iterdir())
+    nonempty = st.isdir(out) and bool(st.listdir(out))
     if nonempty and not resume:
         raise EncodeError("out_not_empty", f"output folder {out} is not empty: choose another --out, empty it, or "
                           "pass --resume to finish an interrupted run with the same sources and options")
     if nonempty and resume:
-        run_file = work / "run.json"
-        if run_file.is_file():
-            previous = json.loads(run_file.read_text())
-        elif (out / M.MANIFEST_NAME).is_file():
-            m = json.loads((out / M.MANIFEST_NAME).read_text())
+        run_file = join(work, "run.json")
+        manifest_file = join(out, M.MANIFEST_NAME)
+        run_file_found = st.isfile(run_file)
+        if run_file_found:
+            previous = json.loads(st.read_text(run_file))
+        elif st.isfile(manifest_file):
+            m = json.loads(st.read_text(manifest_file))
             previous = {"options": m.get("options"), "encoder": m.get("encoder"), "sources": m.get("sources")}
             if previous == json.loads(json.dumps(record)):
                 return True
@@ -264,24 +272,27 @@ def _prepare_out_dir(out: Path, resume: bool, record: dict) -> bool:
                               f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
         if previous != json.loads(json.dumps(record)):
             raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out} "
-                              f"(see {run_file if run_file.is_file() else out / M.MANIFEST_NAME}); "
+                              f"(see {run_file if run_file_found else manifest_file}); "
                               "rerun with the same ones or use a new --out")
-        for leftover in out.rglob("*.tmp"):  # temp files of the killed run: never part of the output
-            leftover.unlink()
-    work.mkdir(parents=True, exist_ok=True)
-    M.write_json_atomic(work / "run.json", record)
+        for leftover in st.find(out):  # temp files of the killed run: never part of the output
+            if str(leftover).endswith(".tmp"):
+                st.rm(leftover)
+    st.makedirs(work)
+    M.write_json_atomic(join(work, "run.json"), record, st)
     return False
 
 
 def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: EncodeOptions,
                    workers: int | None = None, resume: bool = False, progress: bool = True,
                    unit_size: int = DEFAULT_UNIT_SIZE, executor: str | X.Executor = "local",
-                   scheduler: str | None = None) -> dict:
+                   scheduler: str | None = None, storage_options: dict | None = None) -> dict:
     """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
     :class:`EncodeError` for unusable options or output folders. ``executor``: ``"local"``,
     ``"dask"`` (``scheduler``: ``tcp://HOST:PORT``, or None for a LocalCluster), or an
     :class:`~gotk.pipeline.executors.Executor` instance (shut down when the run ends); worker
-    options get absolute paths, so remote workers need the output at the same path."""
+    options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
+    be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
+    :mod:`gotk.pipeline.storage`)."""
     t_start = time.perf_counter()
     splits = opts.validate()
     if isinstance(executor, str):
@@ -289,6 +300,11 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
             X.require(executor, scheduler)
         except X.ExecutorError as e:
             raise EncodeError(e.reason, e.message) from e
+    try:
+        st = Storage.for_url(out_dir, storage_options)
+        st.check(out_dir)
+    except StorageError as e:
+        raise EncodeError(e.reason, e.message) from e
     from gotk.encoders import get_encoder
 
     try:
@@ -296,7 +312,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     except (KeyError, ValueError, TypeError) as e:
         raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
     desc = encoder.describe()
-    out = Path(out_dir)
+    out: Path | str = str(out_dir).rstrip("/") if is_url(out_dir) else Path(out_dir)
     files, sources_skipped = expand_sources(sources)
     missing = [s["path"] for s in sources_skipped if s["reason"] == "missing"]
     if missing:
@@ -311,20 +327,23 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
         source_entries.append({"path": "(loose .sgf files)", "name": "", "files": len(loose),
                                "bytes": sum(f.stat().st_size for f in loose), "sha256": h.hexdigest()})
     record = _options_record(opts, desc, source_entries)
-    if _prepare_out_dir(out, resume, record):
-        m = M.load_manifest(out)
+    if _prepare_out_dir(out, resume, record, st):
+        m = M.load_manifest(out, st.storage_options)
         m["run"] = {"already_complete": True}
         return m
-    work = out / M.WORK_NAME
+    work = join(out, M.WORK_NAME)
+    abs_work, abs_out = (str(work), str(out)) if not st.is_local else (str(work.absolute()), str(out.absolute()))
     min_rank = parse_min_rank(opts.min_rank) if opts.min_rank else None
-    scan_opts = {"work_dir": str(work.absolute()), "board_size": opts.board_size, "min_rank": min_rank,
+    scan_opts = {"work_dir": abs_work, "board_size": opts.board_size, "min_rank": min_rank,
                  "no_handicap": opts.no_handicap, "include_passes": opts.include_passes,
                  "skip_first": opts.skip_first, "drop_partial": opts.drop_partial}
     enc_opts = {"encoder": opts.encoder, "encoder_options": opts.encoder_options, "board_size": opts.board_size,
-                "include_passes": opts.include_passes, "skip_first": opts.skip_first, "work_dir": str(work.absolute()),
-                "out_dir": str(out.absolute()), "row_group_rows": opts.row_group_rows, "zstd_level": S.ZSTD_LEVEL}
+                "include_passes": opts.include_passes, "skip_first": opts.skip_first, "work_dir": abs_work,
+                "out_dir": abs_out, "row_group_rows": opts.row_group_rows, "zstd_level": S.ZSTD_LEVEL}
     plan_key = json.dumps([asdict(opts), desc, S.SCHEMA_VERSION], sort_keys=True)
-    planner = _Planner(out, splits, opts, plan_key)
+    if not st.is_local:
+        scan_opts["storage_options"] = enc_opts["storage_options"] = st.storage_options
+    planner = _Planner(out, splits, opts, plan_key, st)
     inputs_skipped: Counter = Counter()
     read_s = [0.0]
 
@@ -391,7 +410,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
                 if unit is None:
                     exhausted = True
                     break
-                stats = W.read_scan_stats(W.scan_path(work, unit.unit_id)) if resume else None
+                stats = W.read_scan_stats(W.scan_path(work, unit.unit_id), st) if resume else None
                 if stats is not None and stats.get("digest") == unit.digest:
                     counts["units_reused"] += 1
                     window.append((unit.unit_id, stats))
@@ -425,10 +444,11 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
 
     # --- finish: stale files, games table, manifest, run report --------------------------------------
     planned = {e["file"] for es in entries.values() for e in es}
-    for d in sorted(p for p in out.iterdir() if p.is_dir() and p.name != M.WORK_NAME):
-        for f in d.glob("part-*.parquet*"):
-            if f"{d.name}/{f.name}" not in planned:
-                f.unlink()
+    for d, is_dir in st.listdir(out):
+        if is_dir and d != M.WORK_NAME:
+            for f, _ in st.listdir(join(out, d)):
+                if fnmatch.fnmatchcase(f, "part-*.parquet*") and f"{d}/{f}" not in planned:
+                    st.rm(join(out, d, f))
     games_info = planner.games.close()
     splits_out = {}
     for name in planner.split_names:
@@ -463,7 +483,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
         "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
         "row_group_rows": opts.row_group_rows,
     }
-    M.write_json_atomic(out / M.MANIFEST_NAME, manifest)
+    M.write_json_atomic(join(out, M.MANIFEST_NAME), manifest, st)
     wall = time.perf_counter() - t_start
     run = {
         "executor": getattr(executor, "name", type(executor).__name__),
@@ -473,8 +493,8 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
         "stage_s": {"archive_read_s": round(read_s[0], 4), **{k: round(v, 4) for k, v in sorted(timing.items())}},
         "units": counts["units"], "units_reused": counts["units_reused"], "shards_reused": counts["shards_reused"],
     }
-    M.write_json_atomic(out / M.RUN_REPORT_NAME, run)
-    shutil.rmtree(work, ignore_errors=True)
+    M.write_json_atomic(join(out, M.RUN_REPORT_NAME), run, st)
+    st.rm_tree(work)
     manifest["run"] = run
     return manifest
 

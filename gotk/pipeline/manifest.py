@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from gotk.pipeline.atomic import write_text_atomic
+from gotk.pipeline.storage import Storage, is_url, join
 
 MANIFEST_NAME = "manifest.json"
 GAMES_NAME = "games.parquet"
@@ -35,20 +36,27 @@ GAMES_SCHEMA = pa.schema([
 GAMES_ROW_GROUP_ROWS = 65536
 
 
-def write_json_atomic(path: str | os.PathLike, obj: dict) -> None:
+def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | None = None) -> None:
     """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic) via
-    ``path.tmp`` + rename."""
-    path = Path(path)
-    write_text_atomic(path, json.dumps(obj, indent=2) + "\n")
+    ``path.tmp`` + rename (or ``storage``'s atomic write for a URL ``path``)."""
+    text = json.dumps(obj, indent=2) + "\n"
+    if storage is not None and not storage.is_local:
+        storage.write_text_atomic(path, text)
+    else:
+        write_text_atomic(Path(path), text)
 
 
-def load_manifest(folder: str | os.PathLike) -> dict:
-    """The manifest of a dataset folder; ValueError with a clear message if there is none."""
-    path = Path(folder) / MANIFEST_NAME
-    if not path.is_file():
-        hint = " (an unfinished run: rerun gotk encode with --resume)" if (Path(folder) / WORK_NAME).exists() else ""
+def load_manifest(folder: str | os.PathLike, storage_options: dict | None = None) -> dict:
+    """The manifest of a dataset folder (a path or an fsspec URL); ValueError with a clear message if
+    there is none (:class:`~gotk.pipeline.storage.StorageError` when a URL's store is unusable)."""
+    st = Storage.for_url(folder, storage_options)
+    if is_url(folder):
+        folder = str(folder).rstrip("/")
+    path = join(folder, MANIFEST_NAME)
+    if not st.isfile(path):
+        hint = " (an unfinished run: rerun gotk encode with --resume)" if st.exists(join(folder, WORK_NAME)) else ""
         raise ValueError(f"{folder} is not a gotk dataset: no {MANIFEST_NAME}{hint}")
-    m = json.loads(path.read_text())
+    m = json.loads(st.read_text(path))
     if m.get("format") != FORMAT:
         raise ValueError(f"{path} is not a gotk shards manifest")
     if m.get("schema_version") != 1:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gotk.pipeline.atomic import temp_path
+from gotk.pipeline.storage import Storage
 
 SCHEMA_VERSION = 1
 ROW_GROUP_ROWS = 8192
@@ -111,24 +112,36 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 class ShardWriter:
     """Write one shard file: feed tables with :meth:`write`, then :meth:`close` (→ rows, sha256,
     bytes). Row groups are exactly ``row_group_rows`` rows (the last may be shorter). The file is
-    written to ``path + '.tmp'`` and renamed on close; :meth:`abort` removes the temp file."""
+    written to ``path + '.tmp'`` and renamed on close; :meth:`abort` removes the temp file. With a
+    non-local ``storage`` (an fsspec URL ``path``) the bytes stream through
+    :meth:`Storage.open_write_atomic` instead (same bytes; sha256 computed while writing)."""
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS,
                  zstd_level: int = ZSTD_LEVEL, dictionary: list[str] | None = None,
-                 statistics: list[str] | None = None) -> None:
-        self.path = Path(path)
-        self.tmp = temp_path(self.path)
+                 statistics: list[str] | None = None, storage: Storage | None = None) -> None:
         self.schema = schema
         self.row_group_rows = row_group_rows
         self.rows = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(
-            self.tmp, schema, compression="zstd", compression_level=zstd_level,
-            use_dictionary=["game_id"] if dictionary is None else dictionary,
-            write_statistics=SMALL_COLUMNS if statistics is None else statistics,
-        )
+        self._remote = storage.open_write_atomic(path) if storage is not None and not storage.is_local else None
+        if self._remote is None:
+            self.path = Path(path)
+            self.tmp = temp_path(self.path)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            self.path = path
+        try:
+            self._writer = pq.ParquetWriter(
+                self.tmp if self._remote is None else self._remote.sink, schema, compression="zstd",
+                compression_level=zstd_level,
+                use_dictionary=["game_id"] if dictionary is None else dictionary,
+                write_statistics=SMALL_COLUMNS if statistics is None else statistics,
+            )
+        except BaseException:
+            if self._remote is not None:
+                self._remote.abort()
+            raise
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -156,6 +169,9 @@ class ShardWriter:
         """Finish the file; returns ``{"rows", "sha256", "bytes"}``."""
         self._flush(final=True)
         self._writer.close()
+        if self._remote is not None:
+            self._remote.commit()
+            return {"rows": self.rows, "sha256": self._remote.sha256, "bytes": self._remote.nbytes}
         os.replace(self.tmp, self.path)
         return {"rows": self.rows, "sha256": sha256_file(self.path), "bytes": self.path.stat().st_size}
 
@@ -163,7 +179,10 @@ class ShardWriter:
         try:
             self._writer.close()
         finally:
-            self.tmp.unlink(missing_ok=True)
+            if self._remote is not None:
+                self._remote.abort()
+            else:
+                self.tmp.unlink(missing_ok=True)
 
 
 def read_shard_metadata(path: str | os.PathLike) -> dict:

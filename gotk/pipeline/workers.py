@@ -11,6 +11,9 @@ executor (e.g. Dask ``client.submit(scan_unit, spec, options)``) given a shared 
 * :func:`encode_shard` — a shard plan (a list of pieces: unit, game, row range) → replay + encode
   every piece with the encoder, pack, write ``OUT/<split>/part-NNNNN.parquet``; a done-record in
   ``WORK/shards/`` marks it finished for ``--resume``.
+
+``work_dir``/``out_dir`` may be fsspec URLs (``options["storage_options"]`` go to fsspec): then every
+file goes through :mod:`gotk.pipeline.storage`; local paths keep plain files + ``os.replace``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from gotk.pipeline import shards as S
 from gotk.pipeline.atomic import temp_path, write_text_atomic
 from gotk.pipeline.gameid import game_id
 from gotk.pipeline.splits import passes_min_rank
+from gotk.pipeline.storage import Storage, join
 from gotk.sgftools.record import GameRecord, Result
 
 UNIT_META_KEY = b"gotk_unit"
@@ -73,14 +77,19 @@ def scan_options_key(options: dict) -> dict:
     return {k: options.get(k) for k in keys}
 
 
-def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path:
-    return Path(work_dir) / "scan" / f"unit-{unit_id:05d}.parquet"
+def storage_of(options: dict) -> Storage:
+    """The storage of a run's output (``out_dir`` or ``work_dir``: a local path or an fsspec URL)."""
+    return Storage.for_url(options.get("out_dir") or options["work_dir"], options.get("storage_options"))
 
 
-def read_scan_stats(path: str | os.PathLike) -> dict | None:
+def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
+    return join(work_dir, "scan", f"unit-{unit_id:05d}.parquet")
+
+
+def read_scan_stats(path: str | os.PathLike, storage: Storage | None = None) -> dict | None:
     """The stats stored in a finished scan file, or None when missing or unreadable."""
     try:
-        meta = pq.read_schema(path).metadata or {}
+        meta = (pq.read_schema(path) if storage is None else storage.read_schema(path)).metadata or {}
         return json.loads(meta[UNIT_META_KEY])
     except (OSError, KeyError, ValueError, pa.ArrowInvalid):
         return None
@@ -196,10 +205,15 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     table = pa.Table.from_pydict(cols, schema=SCAN_SCHEMA)
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
     out_path = scan_path(options["work_dir"], unit.unit_id)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(out_path)
-    pq.write_table(table, tmp, compression="zstd", compression_level=1)
-    os.replace(tmp, out_path)
+    st = storage_of(options)
+    if st.is_local:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_path(out_path)
+        pq.write_table(table, tmp, compression="zstd", compression_level=1)
+        os.replace(tmp, out_path)
+    else:
+        with st.open_write_atomic(out_path) as f:
+            pq.write_table(table, f.sink, compression="zstd", compression_level=1)
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -242,8 +256,8 @@ _NEEDED = ["game_id", "winner", "rows", "size", "komi", "handicap", "rules", "fi
            "setup_black", "setup_white", "setup_empty", "colors", "points"]
 
 
-def shard_done_path(work_dir: str | os.PathLike, split: str, index: int) -> Path:
-    return Path(work_dir) / "shards" / f"{split}-{index:05d}.json"
+def shard_done_path(work_dir: str | os.PathLike, split: str, index: int) -> Path | str:
+    return join(work_dir, "shards", f"{split}-{index:05d}.json")
 
 
 def encode_shard(spec: dict, options: dict) -> dict:
@@ -259,9 +273,10 @@ def encode_shard(spec: dict, options: dict) -> dict:
     dtype = desc["dtype"]
     include_passes = bool(options["include_passes"])
     skip_first = int(options["skip_first"])
-    out_path = Path(options["out_dir"]) / spec["file"]
+    st = storage_of(options)
+    out_path = join(options["out_dir"], spec["file"])
     writer = S.ShardWriter(out_path, schema, int(options.get("row_group_rows", S.ROW_GROUP_ROWS)),
-                           int(options.get("zstd_level", S.ZSTD_LEVEL)))
+                           int(options.get("zstd_level", S.ZSTD_LEVEL)), storage=st)
     t_encode = 0.0
     cache: dict[int, dict] = {}
     buf: dict[str, list] = {k: [] for k in ("gid", "move", "tp", "feat", "label", "value")}
@@ -286,7 +301,7 @@ def encode_shard(spec: dict, options: dict) -> dict:
             unit = cache.get(unit_id)
             if unit is None:
                 cache.clear()  # pieces come in unit order: keep one unit's records at a time
-                unit = pq.read_table(scan_path(options["work_dir"], unit_id), columns=_NEEDED).to_pydict()
+                unit = st.read_table(scan_path(options["work_dir"], unit_id), columns=_NEEDED).to_pydict()
                 cache[unit_id] = unit
             row = {k: unit[k][game_index] for k in _NEEDED}
             rec = _record_from_row(row)
@@ -320,8 +335,12 @@ def encode_shard(spec: dict, options: dict) -> dict:
         raise
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
     done = shard_done_path(options["work_dir"], spec["split"], spec["index"])
-    done.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(done, json.dumps({"digest": spec["digest"], **entry}, sort_keys=True))
+    record = json.dumps({"digest": spec["digest"], **entry}, sort_keys=True)
+    if st.is_local:
+        done.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(done, record)
+    else:
+        st.write_text_atomic(done, record)
     total = time.perf_counter() - t0
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
                                 "shard_write_s": t_write, "shard_rest_s": total - t_encode - t_write}}
@@ -329,13 +348,14 @@ def encode_shard(spec: dict, options: dict) -> dict:
 
 def reuse_shard(spec: dict, options: dict) -> dict | None:
     """The entry of a shard finished by an earlier run with the same plan, or None."""
+    st = storage_of(options)
     done = shard_done_path(options["work_dir"], spec["split"], spec["index"])
     try:
-        rec = json.loads(done.read_text())
+        rec = json.loads(st.read_text(done))
     except (OSError, ValueError):
         return None
-    path = Path(options["out_dir"]) / spec["file"]
-    if rec.get("digest") != spec["digest"] or not path.is_file() or path.stat().st_size != rec.get("bytes"):
+    path = join(options["out_dir"], spec["file"])
+    if rec.get("digest") != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
         return None
     return {k: rec[k] for k in ("file", "rows", "bytes", "sha256")}
 
