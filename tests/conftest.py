@@ -24,3 +24,16 @@ def sample_archive() -> Path:
     from gotk.data import HELDOUT_ARCHIVE
 
     return HELDOUT_ARCHIVE
+
+
+def archive_slice(archive: Path, folder: Path, count: int) -> Path:
+    """The first ``count`` SGF members of a real ``archive``, re-packed as ``folder/slice.zip``."""
+    import zipfile
+
+    from gotk.pipeline.sources import SgfSource, iter_sources
+
+    items = [s for s in iter_sources([archive]) if isinstance(s, SgfSource)][:count]
+    with zipfile.ZipFile(folder / "slice.zip", "w") as zf:
+        for s in items:
+            zf.writestr(s.member, s.data)
+    return folder / "slice.zip"

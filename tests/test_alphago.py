@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ladder_reference import attacker_wins, defender_dies, try_play
 
 from gotk.encoders.alphago import AlphaGoEncoder, plane_names
-from gotk.errors import IllegalMoveError
 from gotk.game.state import BLACK, WHITE, GameState, Rules
 from gotk.sgftools.record import GameRecord
 
@@ -339,44 +339,10 @@ def with_stones(diagram: str, black=(), white=()) -> str:
     return "\n".join(" ".join(r) for r in rows)
 
 
-def try_play(st: GameState, p: int, color: int) -> GameState | None:
-    s = st.copy()
-    s.rules = Rules(suicide=False)
-    try:
-        return s.play(p, color)
-    except IllegalMoveError:
-        return None
 
 
-def defender_dies(st: GameState, t: int, depth: int = 80) -> bool:
-    """Slow reference of the ladder semantics (defender to move, the string at ``t`` in atari)."""
-    if depth <= 0:
-        return False
-    dcol = int(st.board[t])
-    moves = liberties(st, t)
-    for x in st.string_at(t):
-        for q in st.nbr[int(x)]:
-            if q >= 0 and st.board[q] == 3 - dcol and st.liberties_at(int(q)) == 1:
-                moves += liberties(st, int(q))
-    for m in dict.fromkeys(moves):
-        s = try_play(st, m, dcol)
-        if s is None:
-            continue
-        n = s.liberties_at(t)
-        if n >= 3 or (n == 2 and not attacker_wins(s, t, depth - 1)):
-            return False
-        if n == 1 and try_play(s, liberties(s, t)[0], 3 - dcol) is None:
-            return False
-    return True
 
 
-def attacker_wins(st: GameState, t: int, depth: int = 80) -> bool:
-    """Slow reference: attacker to move against the 2-liberty string at ``t``."""
-    for m in liberties(st, t):
-        s = try_play(st, m, 3 - int(st.board[t]))
-        if s is not None and s.liberties_at(t) == 1 and defender_dies(s, t, depth - 1):
-            return True
-    return False
 
 
 def play_ladder(st: GameState, atari: int, target: int) -> bool:
@@ -385,13 +351,6 @@ def play_ladder(st: GameState, atari: int, target: int) -> bool:
     return s is not None and s.liberties_at(target) == 1 and defender_dies(s, target)
 
 
-def liberties(st: GameState, p: int) -> list[int]:
-    out = set()
-    for x in st.string_at(p):
-        for q in st.nbr[int(x)]:
-            if q >= 0 and st.board[q] == 0:
-                out.add(int(q))
-    return sorted(out)
 
 
 def test_ladder_works_on_an_open_board():

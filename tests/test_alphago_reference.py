@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ladder_reference import attacker_wins, defender_dies, try_play
 
 from gotk.encoders.alphago import AlphaGoEncoder
 from gotk.errors import IllegalMoveError
@@ -165,49 +166,12 @@ def test_non_ladder_planes_match_reference(kgs_dir):
 # --- ladders ------------------------------------------------------------------------------------
 
 
-def liberties(st: GameState, p: int) -> list[int]:
-    return sorted({int(q) for x in st.string_at(p) for q in st.nbr[int(x)] if q >= 0 and st.board[q] == 0})
 
 
-def try_play(st: GameState, p: int, color: int) -> GameState | None:
-    s = st.copy()
-    s.rules = Rules(suicide=False)
-    s._seen = None
-    try:
-        return s.play(p, color)
-    except IllegalMoveError:
-        return None
 
 
-def defender_dies(st: GameState, t: int, depth: int) -> bool:
-    if depth <= 0:
-        return False
-    dcol = int(st.board[t])
-    moves = liberties(st, t)
-    for x in st.string_at(t):
-        for q in st.nbr[int(x)]:
-            if q >= 0 and st.board[q] == 3 - dcol and st.liberties_at(int(q)) == 1:
-                moves += liberties(st, int(q))
-    for m in dict.fromkeys(moves):
-        s = try_play(st, m, dcol)
-        if s is None:
-            continue
-        k = s.liberties_at(t)
-        if k >= 3 or (k == 2 and not attacker_wins(s, t, depth - 1)):
-            return False
-        if k == 1 and try_play(s, liberties(s, t)[0], 3 - dcol) is None:
-            return False
-    return True
 
 
-def attacker_wins(st: GameState, t: int, depth: int) -> bool:
-    if depth <= 0:
-        return False
-    for m in liberties(st, t):
-        s = try_play(st, m, 3 - int(st.board[t]))
-        if s is not None and s.liberties_at(t) == 1 and defender_dies(s, t, depth - 1):
-            return True
-    return False
 
 
 def reference_ladders(state: GameState, color: int, depth: int = 80) -> np.ndarray:

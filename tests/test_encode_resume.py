@@ -8,12 +8,10 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
-
-from gotk.pipeline.sources import SgfSource, iter_sources
+from conftest import archive_slice
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -29,12 +27,7 @@ def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, sample_archive) -> Path:
-    d = tmp_path_factory.mktemp("resume-src")
-    items = [s for s in iter_sources([sample_archive]) if isinstance(s, SgfSource)][:160]
-    with zipfile.ZipFile(d / "slice.zip", "w") as zf:
-        for s in items:
-            zf.writestr(s.member, s.data)
-    return d / "slice.zip"
+    return archive_slice(sample_archive, tmp_path_factory.mktemp("resume-src"), 160)
 
 
 def test_sigkill_then_resume_is_byte_identical(tmp_path, source):

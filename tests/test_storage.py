@@ -11,14 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import archive_slice
 
 from gotk.pipeline.encode import EncodeOptions, encode_dataset
 from gotk.pipeline.executors import dask_available
-from gotk.pipeline.sources import SgfSource, iter_sources
 from gotk.pipeline.storage import Storage
 
 HAVE_S3 = all(importlib.util.find_spec(m) is not None for m in ("moto", "s3fs", "boto3"))
@@ -42,12 +41,7 @@ def _cmd(src: Path, out: str, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, sample_archive) -> Path:
     """The first 200 real games of the built-in held-out archive, as a zip."""
-    d = tmp_path_factory.mktemp("storage-src")
-    items = [s for s in iter_sources([sample_archive]) if isinstance(s, SgfSource)][:200]
-    with zipfile.ZipFile(d / "slice.zip", "w") as zf:
-        for s in items:
-            zf.writestr(s.member, s.data)
-    return d / "slice.zip"
+    return archive_slice(sample_archive, tmp_path_factory.mktemp("storage-src"), 200)
 
 
 @pytest.fixture(scope="module")
