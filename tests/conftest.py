@@ -37,3 +37,43 @@ def archive_slice(archive: Path, folder: Path, count: int) -> Path:
         for s in items:
             zf.writestr(s.member, s.data)
     return folder / "slice.zip"
+
+
+# --- a small real encode, shared by the executor and storage tests -------------------------------------------
+
+ENCODE_OPTS = {"encoder": "sevenplane", "shard_rows": 2000, "split": "train=0.8,val=0.1,test=0.1"}
+ENCODE_UNIT = 8
+
+
+def output_files(folder: Path) -> dict[str, bytes]:
+    """Every file of an encode output folder (but the timing report), by relative path."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "run-report.json"}
+
+
+def encode_cmd(src: Path, out, *extra: str) -> list[str]:
+    """The ``gotk encode`` command line for ``ENCODE_OPTS`` (``out`` a folder or a URL)."""
+    import sys
+
+    return [sys.executable, "-m", "gotk", "encode", str(src), "-e", ENCODE_OPTS["encoder"], "-o", str(out),
+            "--no-progress", "--unit-size", str(ENCODE_UNIT), "--shard-rows", str(ENCODE_OPTS["shard_rows"]),
+            "--split", ENCODE_OPTS["split"], *extra]
+
+
+@pytest.fixture(scope="session")
+def encode_source(tmp_path_factory, sample_archive) -> Path:
+    """The first 200 real games of the built-in held-out archive, as a zip."""
+    return archive_slice(sample_archive, tmp_path_factory.mktemp("encode-src"), 200)
+
+
+@pytest.fixture(scope="session")
+def encode_expected(tmp_path_factory, encode_source) -> dict[str, bytes]:
+    """Every output file of a local-folder encode of ``encode_source`` (2 worker processes)."""
+    from gotk.pipeline.encode import EncodeOptions, encode_dataset
+
+    out = tmp_path_factory.mktemp("encode-ref") / "ref"
+    encode_dataset([encode_source], out, EncodeOptions(**ENCODE_OPTS), workers=2, progress=False,
+                   unit_size=ENCODE_UNIT)
+    files = output_files(out)
+    assert {"manifest.json", "games.parquet", "train/part-00001.parquet", "val/part-00000.parquet"} <= set(files)
+    return files

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import archive_slice
+from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, output_files
 
 from gotk.pipeline import workers as W
 from gotk.pipeline.encode import EncodeOptions, encode_dataset
@@ -20,44 +20,27 @@ from gotk.pipeline.executors import DaskExecutor, dask_available
 
 needs_dask = pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed "
                                 "(pip install 'gotk[dask]')")
-OPTS = {"encoder": "sevenplane", "shard_rows": 2000, "split": "train=0.8,val=0.1,test=0.1"}
-UNIT = 8
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != "run-report.json"}
+
+@pytest.fixture
+def source(encode_source) -> Path:
+    return encode_source
 
 
-def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "gotk", "encode", str(src), "-e", OPTS["encoder"], "-o", str(out), "--no-progress",
-            "--unit-size", str(UNIT), "--shard-rows", str(OPTS["shard_rows"]), "--split", OPTS["split"], *extra]
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory, sample_archive) -> Path:
-    """The first 200 real games of the built-in held-out archive, as a zip."""
-    return archive_slice(sample_archive, tmp_path_factory.mktemp("dask-src"), 200)
-
-
-@pytest.fixture(scope="module")
-def expected(tmp_path_factory, source) -> dict[str, bytes]:
-    """Every output file of the local executor (2 worker processes)."""
-    out = tmp_path_factory.mktemp("dask-ref") / "ref"
-    encode_dataset([source], out, EncodeOptions(**OPTS), workers=2, progress=False, unit_size=UNIT)
-    files = _files(out)
-    assert {"manifest.json", "games.parquet", "train/part-00001.parquet", "val/part-00000.parquet"} <= set(files)
-    return files
+@pytest.fixture
+def expected(encode_expected) -> dict[str, bytes]:
+    return encode_expected
 
 
 @needs_dask
 def test_local_cluster_is_byte_identical(tmp_path, source, expected):
     out = tmp_path / "dask"
-    res = subprocess.run(_cmd(source, out, "--executor", "dask", "--workers", "2", "--json"), capture_output=True,
+    res = subprocess.run(encode_cmd(source, out, "--executor", "dask", "--workers", "2", "--json"), capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["run"]["workers"] == 2
-    assert _files(out) == expected
+    assert output_files(out) == expected
 
 
 @needs_dask
@@ -66,11 +49,11 @@ def test_external_scheduler_is_byte_identical(tmp_path, source, expected):
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         out = tmp_path / "remote"
-        res = subprocess.run(_cmd(source, out, "--executor", "dask", "--scheduler", cluster.scheduler_address,
+        res = subprocess.run(encode_cmd(source, out, "--executor", "dask", "--scheduler", cluster.scheduler_address,
                                   "--json"), capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)["run"]["workers"] == 2  # the cluster's threads, not this machine's cores
-    assert _files(out) == expected
+    assert output_files(out) == expected
 
 
 # --- a worker killed mid-task -------------------------------------------------------------------------
@@ -124,7 +107,7 @@ def test_killed_worker_is_retried_without_loss_or_duplicates(tmp_path, source, e
         markers = tmp_path / "markers"
         markers.mkdir()
         out = tmp_path / "killed"
-        m = encode_dataset([source], out, EncodeOptions(**OPTS), progress=False, unit_size=UNIT,
+        m = encode_dataset([source], out, EncodeOptions(**ENCODE_OPTS), progress=False, unit_size=ENCODE_UNIT,
                            executor=_KillingDask(markers, workers=2))
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
@@ -133,7 +116,7 @@ def test_killed_worker_is_retried_without_loss_or_duplicates(tmp_path, source, e
     for pid in pids.values():
         assert pid != os.getpid() and not _alive(pid)  # ... in worker processes that are gone
     assert m["run"]["workers"] == 2
-    assert _files(out) == expected
+    assert output_files(out) == expected
 
 
 # --- resume after an interrupted dask run ----------------------------------------------------------------
@@ -142,7 +125,7 @@ def test_killed_worker_is_retried_without_loss_or_duplicates(tmp_path, source, e
 @needs_dask
 def test_sigkill_dask_run_then_resume_is_byte_identical(tmp_path, source, expected):
     out = tmp_path / "interrupted"
-    proc = subprocess.Popen(_cmd(source, out, "--executor", "dask", "--workers", "2"), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(encode_cmd(source, out, "--executor", "dask", "--workers", "2"), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     scans, shards = out / ".work" / "scan", out / ".work" / "shards"
     deadline = time.monotonic() + 120
@@ -160,12 +143,12 @@ def test_sigkill_dask_run_then_resume_is_byte_identical(tmp_path, source, expect
     assert proc.returncode == -signal.SIGKILL
     assert not (out / "manifest.json").exists()
 
-    res = subprocess.run(_cmd(source, out, "--executor", "dask", "--workers", "2", "--resume", "--json"),
+    res = subprocess.run(encode_cmd(source, out, "--executor", "dask", "--workers", "2", "--resume", "--json"),
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     run = json.loads(res.stdout)["run"]
     assert run["units_reused"] >= 3 and run["shards_reused"] >= 1
-    assert _files(out) == expected
+    assert output_files(out) == expected
 
 
 # --- without dask ---------------------------------------------------------------------------------------
@@ -181,7 +164,7 @@ main()
 
 def test_missing_dask_exits_2_with_install_hint(tmp_path, source):
     out = tmp_path / "never"
-    cmd = [sys.executable, "-c", _NO_DASK, *_cmd(source, out, "--executor", "dask")[3:]]
+    cmd = [sys.executable, "-c", _NO_DASK, *encode_cmd(source, out, "--executor", "dask")[3:]]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "pip install 'gotk[dask]'" in res.stderr and "Traceback" not in res.stderr

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import archive_slice
+from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, output_files
 
 from gotk.pipeline.encode import EncodeOptions, encode_dataset
 from gotk.pipeline.executors import dask_available
@@ -23,35 +23,18 @@ from gotk.pipeline.storage import Storage
 HAVE_S3 = all(importlib.util.find_spec(m) is not None for m in ("moto", "s3fs", "boto3"))
 needs_s3 = pytest.mark.skipif(not HAVE_S3, reason="moto, s3fs and boto3 are needed for the S3 tests "
                               "(pip install 'gotk[s3]' moto boto3)")
-OPTS = {"encoder": "sevenplane", "shard_rows": 2000, "split": "train=0.8,val=0.1,test=0.1"}
-UNIT = 8
 BUCKET = "gotk-test"
 
 
-def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != "run-report.json"}
+
+@pytest.fixture
+def source(encode_source) -> Path:
+    return encode_source
 
 
-def _cmd(src: Path, out: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "gotk", "encode", str(src), "-e", OPTS["encoder"], "-o", out, "--no-progress",
-            "--unit-size", str(UNIT), "--shard-rows", str(OPTS["shard_rows"]), "--split", OPTS["split"], *extra]
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory, sample_archive) -> Path:
-    """The first 200 real games of the built-in held-out archive, as a zip."""
-    return archive_slice(sample_archive, tmp_path_factory.mktemp("storage-src"), 200)
-
-
-@pytest.fixture(scope="module")
-def expected(tmp_path_factory, source) -> dict[str, bytes]:
-    """Every output file of a local-folder run (2 worker processes)."""
-    out = tmp_path_factory.mktemp("storage-ref") / "ref"
-    encode_dataset([source], out, EncodeOptions(**OPTS), workers=2, progress=False, unit_size=UNIT)
-    files = _files(out)
-    assert {"manifest.json", "games.parquet", "train/part-00001.parquet", "val/part-00000.parquet"} <= set(files)
-    return files
+@pytest.fixture
+def expected(encode_expected) -> dict[str, bytes]:
+    return encode_expected
 
 
 # --- file:// (any fsspec filesystem with mv: temp file + mv) ---------------------------------------------
@@ -59,9 +42,10 @@ def expected(tmp_path_factory, source) -> dict[str, bytes]:
 
 def test_file_url_equals_plain_path(tmp_path, source, expected):
     out = tmp_path / "viaurl"
-    m = encode_dataset([source], out.as_uri(), EncodeOptions(**OPTS), workers=2, progress=False, unit_size=UNIT)
+    m = encode_dataset([source], out.as_uri(), EncodeOptions(**ENCODE_OPTS), workers=2, progress=False,
+                       unit_size=ENCODE_UNIT)
     assert m["games"]["kept"] == 200
-    assert _files(out) == expected  # no .work/, no .tmp left
+    assert output_files(out) == expected  # no .work/, no .tmp left
 
 
 def test_fsspec_abort_leaves_nothing(tmp_path):
@@ -86,7 +70,7 @@ main()
 
 
 def test_missing_s3fs_exits_2_with_install_hint(source):
-    cmd = [sys.executable, "-c", _NO_S3FS, *_cmd(source, f"s3://{BUCKET}/never")[3:]]
+    cmd = [sys.executable, "-c", _NO_S3FS, *encode_cmd(source, f"s3://{BUCKET}/never")[3:]]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "pip install 'gotk[s3]'" in res.stderr and "Traceback" not in res.stderr
@@ -134,7 +118,7 @@ def _keys(client, prefix: str) -> list[str]:
 def test_s3_local_executor_is_byte_identical(s3, source, expected):
     endpoint, env, client = s3
     url = f"s3://{BUCKET}/local"
-    res = subprocess.run(_cmd(source, url, "--workers", "2", "--storage-option", f"endpoint_url={endpoint}"),
+    res = subprocess.run(encode_cmd(source, url, "--workers", "2", "--storage-option", f"endpoint_url={endpoint}"),
                          capture_output=True, text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     objs = _objects(client, "local")
@@ -147,7 +131,7 @@ def test_s3_local_executor_is_byte_identical(s3, source, expected):
     assert insp.returncode == 0, insp.stderr
     assert json.loads(insp.stdout) == json.loads(expected["manifest.json"])
 
-    again = subprocess.run(_cmd(source, url, "--storage-option", f"endpoint_url={endpoint}"), capture_output=True,
+    again = subprocess.run(encode_cmd(source, url, "--storage-option", f"endpoint_url={endpoint}"), capture_output=True,
                            text=True, timeout=60, env=env)
     assert again.returncode == 2 and "not empty" in again.stderr  # a finished dataset is not overwritten
 
@@ -156,7 +140,7 @@ def test_s3_local_executor_is_byte_identical(s3, source, expected):
 @pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed (pip install 'gotk[dask]')")
 def test_s3_dask_executor_is_byte_identical(s3, source, expected):
     endpoint, env, client = s3
-    res = subprocess.run(_cmd(source, f"s3://{BUCKET}/dask", "--executor", "dask", "--workers", "2"),
+    res = subprocess.run(encode_cmd(source, f"s3://{BUCKET}/dask", "--executor", "dask", "--workers", "2"),
                          capture_output=True, text=True, timeout=120,
                          env={**env, "AWS_ENDPOINT_URL": endpoint})  # the endpoint from botocore's variable
     assert res.returncode == 0, res.stderr
@@ -169,7 +153,7 @@ def test_s3_dask_executor_is_byte_identical(s3, source, expected):
 def test_s3_sigkill_then_resume_is_byte_identical(s3, source, expected):
     endpoint, env, client = s3
     url, opt = f"s3://{BUCKET}/killed", ["--storage-option", f"endpoint_url={endpoint}"]
-    proc = subprocess.Popen(_cmd(source, url, "--workers", "2", *opt), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(encode_cmd(source, url, "--workers", "2", *opt), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     deadline = time.monotonic() + 90
     try:  # kill the client and its workers once some scan units and a shard are in the bucket
@@ -188,7 +172,7 @@ def test_s3_sigkill_then_resume_is_byte_identical(s3, source, expected):
     assert proc.returncode == -signal.SIGKILL
     assert "manifest.json" not in _keys(client, "killed")
 
-    res = subprocess.run(_cmd(source, url, "--workers", "2", "--resume", "--json", *opt), capture_output=True,
+    res = subprocess.run(encode_cmd(source, url, "--workers", "2", "--resume", "--json", *opt), capture_output=True,
                          text=True, timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     run = json.loads(res.stdout)["run"]
@@ -202,13 +186,13 @@ def test_s3_sigkill_then_resume_is_byte_identical(s3, source, expected):
 def test_s3_missing_bucket_and_credentials_exit_2(s3, source):
     endpoint, env, client = s3
     opt = ["--storage-option", f"endpoint_url={endpoint}"]
-    res = subprocess.run(_cmd(source, "s3://no-such-bucket/ds", *opt), capture_output=True, text=True, timeout=60,
+    res = subprocess.run(encode_cmd(source, "s3://no-such-bucket/ds", *opt), capture_output=True, text=True, timeout=60,
                          env=env)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "bucket 'no-such-bucket' does not exist" in res.stderr and "Traceback" not in res.stderr
 
     no_keys = {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    res = subprocess.run(_cmd(source, f"s3://{BUCKET}/nocreds", *opt), capture_output=True, text=True, timeout=60,
+    res = subprocess.run(encode_cmd(source, f"s3://{BUCKET}/nocreds", *opt), capture_output=True, text=True, timeout=60,
                          env=no_keys)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "no credentials" in res.stderr and "AWS_ACCESS_KEY_ID" in res.stderr and "Traceback" not in res.stderr
