@@ -131,7 +131,7 @@ def test_sigkill_dask_run_then_resume_is_byte_identical(tmp_path, source, expect
     deadline = time.monotonic() + 120
     try:  # kill the client and its cluster once some scan units and a shard are finished
         while time.monotonic() < deadline and proc.poll() is None:
-            if len(list(scans.glob("*.parquet"))) >= 3 and list(shards.glob("*.json")):
+            if len(list(scans.glob("*.arrow"))) >= 3 and list(shards.glob("*.json")):
                 break
             time.sleep(0.005)
     finally:

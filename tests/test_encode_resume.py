@@ -47,7 +47,7 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path, source):
     try:
         # kill once some scan units AND at least one shard are finished, before the run completes
         while time.monotonic() < deadline and proc.poll() is None:
-            if len(list(scans.glob("*.parquet"))) >= 3 and list(shards.glob("*.json")):
+            if len(list(scans.glob("*.arrow"))) >= 3 and list(shards.glob("*.json")):
                 break
             time.sleep(0.005)
     finally:

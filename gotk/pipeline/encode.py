@@ -6,7 +6,7 @@ kinds of work unit, both in :mod:`gotk.pipeline.workers`):
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
    parse, hash, filter and replay each unit (to count the rows every game yields) and write
-   ``.work/scan/unit-NNNNN.parquet``. At most ``2 × workers`` units are in flight, so memory stays
+   ``.work/scan/unit-NNNNN.arrow``. At most ``2 × workers`` units are in flight, so memory stays
    bounded whatever the archive size.
 2. The parent consumes scan results strictly in unit order: global dedupe by ``game_id`` (first in
    source order wins), split assignment (from ``game_id``, or ``test`` for ``--test-from``
@@ -180,8 +180,9 @@ class _Planner:
                                    dictionary=["archive", "black_rank", "white_rank", "rules", "split", "winner"],
                                    statistics=[], storage=self.storage)
 
-    def add_unit(self, unit_id: int, stats: dict) -> list[dict]:
-        """Fold one unit's scan result in; returns the shard specs completed by it."""
+    def add_unit(self, unit_id: int, stats: dict, table: pa.Table | None = None) -> list[dict]:
+        """Fold one unit's scan result in (``table``: its games, else read from the scan file);
+        returns the shard specs completed by it."""
         self.unit_digests[unit_id] = stats["digest"]
         self.games_read += stats["games_read"]
         self.skipped.update(stats["skipped"])
@@ -190,9 +191,10 @@ class _Planner:
             self.examples.setdefault(k, v)
         if not stats["candidates"]:
             return []
-        t = self.storage.read_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id),
-                                    columns=[f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
-                          + ["path", "rows"]).to_pydict()
+        if table is None:
+            table = W.read_scan_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id), self.storage)
+        t = table.select([f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
+                         + ["path", "rows"]).to_pydict()
         ready: list[dict] = []
         keep_rows: dict[str, list] = {f.name: [] for f in M.GAMES_SCHEMA}
         for i, gid in enumerate(t["game_id"]):
@@ -419,12 +421,13 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
             if not window:
                 break
             uid, item = window.popleft()
-            stats = item.result() if isinstance(item, Future) else item
+            stats = dict(item.result()) if isinstance(item, Future) else item
+            games = stats.pop("games", None)
             counts["units"] += 1
             for k, v in stats.get("timing", {}).items():
                 timing[k] += v
             bars.games(stats["games_read"])
-            for spec in planner.add_unit(uid, stats):
+            for spec in planner.add_unit(uid, stats, games):
                 submit_shard(spec)
         for spec in planner.finish():
             submit_shard(spec)

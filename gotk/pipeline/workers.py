@@ -5,9 +5,11 @@ dicts, so the same functions run in-process (``--workers 1``), in a process pool
 executor (e.g. Dask ``client.submit(scan_unit, spec, options)``) given a shared file system.
 
 * :func:`scan_unit` — a chunk of SGF inputs (bytes in memory) → parse, hash (``game_id``), filter,
-  replay to count the rows each game yields → ``WORK/scan/unit-NNNNN.parquet``: one row per
-  candidate game (metadata + the compact record: setup stones, colours, points), with the unit's
-  counts (games read, skip reasons) in the file metadata.
+  replay to count the rows each game yields → ``WORK/scan/unit-NNNNN.arrow`` (an uncompressed
+  Arrow IPC file: cheap to write and memory-mapped back): one row per candidate game (metadata +
+  the compact record: setup stones, colours, points), with the unit's counts (games read, skip
+  reasons) in the schema metadata. The table also comes back with the result (``"games"``), so
+  the parent plans from it without reading the file.
 * :func:`encode_shard` — a shard plan (a list of pieces: unit, game, row range) → replay + encode
   every piece with the encoder, pack, write ``OUT/<split>/part-NNNNN.parquet``; a done-record in
   ``WORK/shards/`` marks it finished for ``--resume``.
@@ -28,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gotk.errors import GotkError
 from gotk.pipeline import shards as S
@@ -83,13 +84,24 @@ def storage_of(options: dict) -> Storage:
 
 
 def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
-    return join(work_dir, "scan", f"unit-{unit_id:05d}.parquet")
+    return join(work_dir, "scan", f"unit-{unit_id:05d}.arrow")
+
+
+def _open_scan(path: str | os.PathLike, storage: Storage | None) -> pa.ipc.RecordBatchFileReader:
+    if storage is None or storage.is_local:
+        return pa.ipc.open_file(pa.memory_map(str(path)))
+    return pa.ipc.open_file(pa.py_buffer(storage.read_bytes(path)))
+
+
+def read_scan_table(path: str | os.PathLike, storage: Storage | None = None) -> pa.Table:
+    """A finished scan file's table (local files are memory-mapped, not copied)."""
+    return _open_scan(path, storage).read_all()
 
 
 def read_scan_stats(path: str | os.PathLike, storage: Storage | None = None) -> dict | None:
     """The stats stored in a finished scan file, or None when missing or unreadable."""
     try:
-        meta = (pq.read_schema(path) if storage is None else storage.read_schema(path)).metadata or {}
+        meta = _open_scan(path, storage).schema.metadata or {}
         return json.loads(meta[UNIT_META_KEY])
     except (OSError, KeyError, ValueError, pa.ArrowInvalid):
         return None
@@ -204,20 +216,23 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     }
     table = pa.Table.from_pydict(cols, schema=SCAN_SCHEMA)
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
     out_path = scan_path(options["work_dir"], unit.unit_id)
     st = storage_of(options)
     if st.is_local:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_path(out_path)
-        pq.write_table(table, tmp, compression="zstd", compression_level=1)
+        with open(tmp, "wb") as f:
+            f.write(sink.getvalue())
         os.replace(tmp, out_path)
     else:
-        with st.open_write_atomic(out_path) as f:
-            pq.write_table(table, f.sink, compression="zstd", compression_level=1)
+        st.write_bytes_atomic(out_path, sink.getvalue().to_pybytes())
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
-    return stats
+    return {**stats, "games": table}
 
 
 # --- encoding ---------------------------------------------------------------------------------
@@ -238,22 +253,53 @@ def _encoder(options: dict):
     return enc
 
 
-def _record_from_row(row: dict) -> GameRecord:
-    def u16(raw: bytes) -> tuple[int, ...]:
-        return tuple(np.frombuffer(raw, dtype="<u2").astype(int).tolist())
+class _UnitGames:
+    """One scan file's games, columns held as numpy views (no per-game Python objects until asked):
+    :meth:`record` rebuilds the compact :class:`GameRecord` the encoder replays."""
 
-    return GameRecord(
-        size=int(row["size"]), komi=float(row["komi"]), handicap=int(row["handicap"]), rules=row["rules"] or "",
-        setup_black=u16(row["setup_black"]), setup_white=u16(row["setup_white"]),
-        setup_empty=u16(row["setup_empty"]),
-        colors=np.frombuffer(row["colors"], dtype=np.uint8).astype(np.int8),
-        points=np.frombuffer(row["points"], dtype="<u2").astype(np.int16),
-        first_player=int(row["first_player"]) or None,
-    )
+    def __init__(self, table: pa.Table) -> None:
+        self.game_id = table.column("game_id").to_pylist()
+        self.winner = table.column("winner").to_pylist()
+        self.rules = table.column("rules").to_pylist()
+        self.rows = table.column("rows").to_numpy()
+        self.size = table.column("size").to_numpy()
+        self.komi = table.column("komi").to_numpy()
+        self.handicap = table.column("handicap").to_numpy()
+        self.first_player = table.column("first_player").to_numpy()
+        self._bin = {name: self._binary(table.column(name))
+                     for name in ("setup_black", "setup_white", "setup_empty", "colors", "points")}
+
+    @staticmethod
+    def _binary(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, bytes) of a binary column, both numpy views."""
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        _, off, data = arr.buffers()
+        offsets = np.frombuffer(off, dtype=np.int32)[arr.offset: arr.offset + len(arr) + 1]
+        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+        return offsets, raw
+
+    def _bytes(self, name: str, i: int) -> np.ndarray:
+        off, raw = self._bin[name]
+        return raw[off[i]: off[i + 1]]
+
+    def _points(self, name: str, i: int) -> tuple[int, ...]:
+        b = self._bytes(name, i)
+        return tuple(b.view("<u2").tolist()) if b.size else ()
+
+    def record(self, i: int) -> GameRecord:
+        first = int(self.first_player[i])
+        return GameRecord(
+            size=int(self.size[i]), komi=float(self.komi[i]), handicap=int(self.handicap[i]),
+            rules=self.rules[i] or "", setup_black=self._points("setup_black", i),
+            setup_white=self._points("setup_white", i), setup_empty=self._points("setup_empty", i),
+            colors=self._bytes("colors", i).view(np.int8), points=self._bytes("points", i).view("<i2"),
+            first_player=first or None,
+        )
 
 
-_NEEDED = ["game_id", "winner", "rows", "size", "komi", "handicap", "rules", "first_player",
-           "setup_black", "setup_white", "setup_empty", "colors", "points"]
+#: Rows encoded before they are handed to the shard writer: about this many bytes of packed
+#: features (at least one row group), so memory stays bounded whatever ``--shard-rows``.
+BATCH_BYTES = 64 << 20
 
 
 def shard_done_path(work_dir: str | os.PathLike, split: str, index: int) -> Path | str:
@@ -265,67 +311,80 @@ def encode_shard(spec: dict, options: dict) -> dict:
     folder), "digest", "pieces": [[unit_id, game_index, row_lo, row_hi], ...]}``; ``options``:
     ``encoder``, ``encoder_options``, ``board_size``, ``include_passes``, ``skip_first``,
     ``work_dir``, ``out_dir``, ``row_group_rows``, ``zstd_level``. Returns the shard's entry
-    (``file``, ``rows``, ``bytes``, ``sha256``) plus timings."""
+    (``file``, ``rows``, ``bytes``, ``sha256``) plus timings.
+
+    Rows go straight into preallocated column arrays (features packed per game), a batch of up to
+    :data:`BATCH_BYTES` at a time, and each batch is one zero-copy Arrow table for the writer."""
     t0 = time.perf_counter()
     enc = _encoder(options)
     desc = enc.describe()
     schema = S.shard_schema(desc)
-    dtype = desc["dtype"]
+    width = S.features_nbytes(desc)
+    packed_bits = desc["dtype"] != "int8"
     include_passes = bool(options["include_passes"])
     skip_first = int(options["skip_first"])
     st = storage_of(options)
     out_path = join(options["out_dir"], spec["file"])
-    writer = S.ShardWriter(out_path, schema, int(options.get("row_group_rows", S.ROW_GROUP_ROWS)),
-                           int(options.get("zstd_level", S.ZSTD_LEVEL)), storage=st)
-    t_encode = 0.0
-    cache: dict[int, dict] = {}
-    buf: dict[str, list] = {k: [] for k in ("gid", "move", "tp", "feat", "label", "value")}
-    buffered = 0
+    row_group_rows = int(options.get("row_group_rows", S.ROW_GROUP_ROWS))
+    writer = S.ShardWriter(out_path, schema, row_group_rows, int(options.get("zstd_level", S.ZSTD_LEVEL)), storage=st)
+    batch_rows = max(row_group_rows, BATCH_BYTES // width)
+    remaining = sum(hi - lo for _, _, lo, hi in spec["pieces"])
+    t_encode = t_write = 0.0
+    cols: dict[str, np.ndarray] = {}
+    gids: list[str] = []
+    pos = 0
 
-    t_write = 0.0
+    def new_batch(need: int) -> None:
+        nonlocal pos
+        n = max(need, min(batch_rows, remaining))
+        cols.update(feat=np.empty((n, width), np.uint8), gidx=np.empty(n, np.int32), move=np.empty(n, np.int32),
+                    tp=np.empty(n, np.int8), label=np.empty(n, np.int16), value=np.empty(n, np.int8))
+        gids.clear()
+        pos = 0
 
     def flush() -> None:
-        nonlocal buffered, t_write
+        nonlocal t_write
         t = time.perf_counter()
-        if buffered:
-            writer.write(S.rows_table(schema, pa.concat_arrays(buf["gid"]), np.concatenate(buf["move"]),
-                                      np.concatenate(buf["tp"]), np.concatenate(buf["feat"]),
-                                      np.concatenate(buf["label"]), np.concatenate(buf["value"])))
-        for v in buf.values():
-            v.clear()
-        buffered = 0
+        if pos:
+            game_ids = pa.array(gids, pa.string()).take(pa.array(cols["gidx"][:pos]))
+            writer.write(S.rows_table(schema, game_ids, cols["move"][:pos], cols["tp"][:pos], cols["feat"][:pos],
+                                      cols["label"][:pos], cols["value"][:pos]))
         t_write += time.perf_counter() - t
 
     try:
+        unit_id_now, unit = None, None
+        new_batch(0)
         for unit_id, game_index, lo, hi in spec["pieces"]:
-            unit = cache.get(unit_id)
-            if unit is None:
-                cache.clear()  # pieces come in unit order: keep one unit's records at a time
-                unit = st.read_table(scan_path(options["work_dir"], unit_id), columns=_NEEDED).to_pydict()
-                cache[unit_id] = unit
-            row = {k: unit[k][game_index] for k in _NEEDED}
-            rec = _record_from_row(row)
+            if unit_id != unit_id_now:  # pieces come in unit order: one unit's records at a time
+                unit = _UnitGames(read_scan_table(scan_path(options["work_dir"], unit_id), st))
+                unit_id_now = unit_id
+            rec = unit.record(game_index)
             t = time.perf_counter()
             eg = enc.encode_game(rec, include_passes=include_passes, skip_first=skip_first)
             t_encode += time.perf_counter() - t
-            if len(eg) != row["rows"]:
-                raise RuntimeError(f"encoder {desc['name']} gave {len(eg)} rows for game {row['game_id']}, "
-                                   f"the scan counted {row['rows']}")
-            tp = eg.to_play[lo:hi]
-            winner = row["winner"]
-            if winner is None:
-                values = np.zeros(hi - lo, dtype=np.int8)
-            else:
-                values = np.where(tp == (1 if winner == "b" else -1), 1, -1).astype(np.int8)
-            buf["gid"].append(pa.repeat(pa.scalar(row["game_id"], pa.string()), hi - lo))
-            buf["move"].append(eg.move_numbers[lo:hi])
-            buf["tp"].append(tp)
-            buf["feat"].append(S.pack_features(eg.features[lo:hi], dtype))
-            buf["label"].append(eg.labels[lo:hi])
-            buf["value"].append(values)
-            buffered += hi - lo
-            if buffered >= writer.row_group_rows:
+            if len(eg) != unit.rows[game_index]:
+                raise RuntimeError(f"encoder {desc['name']} gave {len(eg)} rows for game "
+                                   f"{unit.game_id[game_index]}, the scan counted {unit.rows[game_index]}")
+            k = hi - lo
+            if pos + k > len(cols["label"]):
                 flush()
+                new_batch(k)
+            sl = slice(pos, pos + k)
+            feats = eg.features[lo:hi].reshape(k, -1)
+            cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
+            cols["move"][sl] = eg.move_numbers[lo:hi]
+            tp = eg.to_play[lo:hi]
+            cols["tp"][sl] = tp
+            cols["label"][sl] = eg.labels[lo:hi]
+            winner = unit.winner[game_index]
+            if winner is None:
+                cols["value"][sl] = 0
+            else:
+                cols["value"][sl] = np.where(tp == (1 if winner == "b" else -1), 1, -1)
+            cols["gidx"][sl] = len(gids)
+            gids.append(unit.game_id[game_index])
+            pos += k
+            remaining -= k
         flush()
         t = time.perf_counter()
         info = writer.close()
