@@ -14,7 +14,9 @@ time split of the one-worker run:
 busy with other work it says little, so ``CPU eff.`` is also given: CPU seconds (parent + pool
 workers) of the one-worker run / those of the many-worker run (1.0: the pool adds no work), and
 the machine's own ceiling is measured first (``spin_scaling``: N pure-Python busy loops in N
-processes vs one).
+processes vs one). ``peak RSS MiB``: one more run per encoder at the most workers, as a fresh
+``gotk encode`` process (its run report's ``peak_rss_mib``: the larger of the parent and its
+largest worker; target ≤ 1 GiB per worker whatever the input size; ``--no-rss`` skips it).
 
 Each setting runs ``--repeat`` times (best wall time kept). Numba compile / cache-load time is
 excluded: each encoder is warmed up in the parent first by a small encode (pool workers are forked
@@ -138,6 +140,22 @@ def run_gotk(paths: list[Path], encoder: str, workers: int, tmp: Path, repeat: i
     return res
 
 
+def run_rss(paths: list[Path], encoder: str, workers: int, tmp: Path) -> dict:
+    """Peak resident memory of a fresh ``gotk encode`` process and of its largest worker (from its
+    run report): a separate process, so nothing this benchmark loaded is counted."""
+    import json
+    import subprocess
+
+    out = tmp / f"gotk-rss-{encoder}"
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "gotk", "encode", *map(str, paths), "-e", encoder, "-o", str(out), "--no-progress",
+           "--workers", str(workers), "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    rss = json.loads(res.stdout)["run"]["peak_rss_mib"]
+    shutil.rmtree(out, ignore_errors=True)
+    return {"encoder": encoder, "workers": workers, **rss}
+
+
 def run_dlgo(archive: Path, encoder: str, games: int, tmp: Path) -> dict:
     """dlgo's GoDataProcessor.process_zip on the first ``games`` games of ``archive`` (a .tar.gz)."""
     install_keras_stub()
@@ -204,13 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dlgo-games", type=int, default=40, help="games for dlgo (0: skip dlgo)")
     ap.add_argument("--dlgo-alphago-games", type=int, default=2, help="games for dlgo's (very slow) alphago")
     ap.add_argument("--repeat", type=int, default=2, help="gotk runs per setting (best wall time is kept)")
+    ap.add_argument("--no-rss", action="store_true", help="skip the fresh-process peak-memory run")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
     paths = [Path(p) for p in args.paths] if args.paths else default_paths()
     encoders = [e.strip() for e in args.encoders.split(",") if e.strip()]
     worker_counts = [int(w) for w in args.workers.split(",")]
     targz = next((p for p in paths if p.name.endswith(".tar.gz")), None)
-    report: dict = {"machine": machine_info(), "inputs": [str(p) for p in paths], "gotk": [], "dlgo": []}
+    report: dict = {"machine": machine_info(), "inputs": [str(p) for p in paths], "gotk": [], "dlgo": [], "rss": []}
     if max(worker_counts) > 1:
         report["machine"]["spin_scaling"] = {max(worker_counts): machine_scaling(max(worker_counts))}
         print(f"machine check: {max(worker_counts)} busy-loop processes run "
@@ -226,6 +245,11 @@ def main(argv: list[str] | None = None) -> int:
                 report["gotk"].append(r)
                 print(f"[{enc}] gotk workers={w}: {r['positions']:,} positions in {r['wall_s']:.1f} s = "
                       f"{r['positions_per_s']:,.0f}/s", file=sys.stderr)
+            if not args.no_rss:
+                m = run_rss(paths, enc, max(worker_counts), tmp)
+                report["rss"].append(m)
+                print(f"[{enc}] peak RSS, fresh process, workers={m['workers']}: parent {m['parent']:.0f} MiB, "
+                      f"largest worker {m['worker']:.0f} MiB", file=sys.stderr)
             if args.dlgo_games and targz is not None and enc in DLGO_ENCODERS:
                 n = args.dlgo_alphago_games if enc == "alphago" else args.dlgo_games
                 try:
@@ -240,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     dl = {d["encoder"]: d for d in report["dlgo"]}
+    mem = {m["encoder"]: m for m in report["rss"]}
     for enc in encoders:
         runs = {r["workers"]: r for r in report["gotk"] if r["encoder"] == enc}
         one = runs.get(min(runs))
@@ -256,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             row["parse_pct"] = round(100 * one["split"]["parse"], 1)
             row["replay_encode_pct"] = round(100 * one["split"]["replay+encode"], 1)
             row["else_pct"] = round(100 * one["split"]["else"], 1)
+        if enc in mem:
+            row["rss_mib"] = round(max(mem[enc]["worker"], mem[enc]["parent"]))
         if enc in dl:
             row["dlgo_pos_s"] = dl[enc]["positions_per_s"]
             row["x_dlgo_w1"] = round(one["positions_per_s"] / dl[enc]["positions_per_s"], 1)
@@ -265,12 +292,14 @@ def main(argv: list[str] | None = None) -> int:
         "else_under_25pct": all(r.get("else_pct", 0) < 25 for r in rows),
         "at_least_20x_dlgo": all(r.get("x_dlgo_w1", 99) >= 20 for r in rows),
         "alphago_bytes_le_400": all(r["bytes_per_pos"] <= 400 for r in rows if r["encoder"] == "alphago"),
+        "memory_per_process_le_1gib": all(r.get("rss_mib", 0) <= 1024 for r in rows),
     }
     print(write_json(report, args.json_out))
     cols = [("encoder", "encoder"), ("positions", "positions")]
     cols += [(f"pos_s_w{w}", f"pos/s {w}w") for w in worker_counts]
     cols += [("scaling", "scaling"), ("cpu_efficiency", "CPU eff."), ("parse_pct", "parse %"),
              ("replay_encode_pct", "replay+enc %"), ("else_pct", "else %"), ("bytes_per_pos", "bytes/pos"),
+             ("rss_mib", "peak RSS MiB"),
              ("dlgo_pos_s", "dlgo pos/s"), ("x_dlgo_w1", "× dlgo (1w)")]
     print(format_table(rows, cols))
     return 0

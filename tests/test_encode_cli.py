@@ -260,3 +260,22 @@ def test_show_recovers_the_board_from_planes(sample_archive, name):
     for j in (0, 1, 40, len(eg) - 1):
         got = stones_from_planes(eg.features[j], enc.plane_names, int(eg.to_play[j]))
         assert np.array_equal(got, boards[int(eg.move_numbers[j])]), (name, j)
+
+
+def test_run_report_shows_bounded_memory_per_worker(tmp_path, sample_archive):
+    """A fresh ``gotk encode`` (2 worker processes, the widest encoder, a whole real archive) records
+    each process's peak RSS in ``run-report.json``; both stay under the 1 GiB target."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "gotk", "encode", str(sample_archive), "-e", "alphago", "-o", str(out),
+           "--no-progress", "--workers", "2", "--shard-rows", "20000", "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads((out / "run-report.json").read_text())
+    rss = report["peak_rss_mib"]
+    assert json.loads(res.stdout)["run"]["peak_rss_mib"] == rss
+    # a process running numpy + numba + pyarrow is well over 50 MiB: the figures are real, not zeros
+    assert 50 < rss["worker"] < 1024 and 50 < rss["parent"] < 1024, rss
+    assert json.loads((out / "manifest.json").read_text())["rows"] > 100_000

@@ -376,6 +376,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
 
     timing = Counter()
     counts = Counter()
+    worker_rss = 0.0
     shard_results: list[tuple[dict, Future | dict]] = []
     if isinstance(executor, str):
         try:
@@ -423,6 +424,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
             uid, item = window.popleft()
             stats = dict(item.result()) if isinstance(item, Future) else item
             games = stats.pop("games", None)
+            worker_rss = max(worker_rss, stats.pop("peak_rss_mib", 0.0))
             counts["units"] += 1
             for k, v in stats.get("timing", {}).items():
                 timing[k] += v
@@ -433,7 +435,8 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
             submit_shard(spec)
         entries: dict[str, list[dict]] = {n: [] for n in planner.split_names}
         for spec, res in shard_results:
-            r = res.result() if isinstance(res, Future) else res
+            r = dict(res.result()) if isinstance(res, Future) else res
+            worker_rss = max(worker_rss, r.pop("peak_rss_mib", 0.0))
             for k, v in r.pop("timing", {}).items():
                 timing[k] += v
             entries[spec["split"]].append(r)
@@ -495,6 +498,9 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
         "games_per_s": round(planner.games_read / wall, 1) if wall > 0 else 0.0,
         "stage_s": {"archive_read_s": round(read_s[0], 4), **{k: round(v, 4) for k, v in sorted(timing.items())}},
         "units": counts["units"], "units_reused": counts["units_reused"], "shards_reused": counts["shards_reused"],
+        # peak resident memory: of this process, and the largest of any work unit's process (with one
+        # local worker the units run in this process; elsewhere, in the pool or cluster workers)
+        "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": worker_rss},
     }
     M.write_json_atomic(join(out, M.RUN_REPORT_NAME), run, st)
     st.rm_tree(work)

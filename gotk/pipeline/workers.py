@@ -107,6 +107,16 @@ def read_scan_stats(path: str | os.PathLike, storage: Storage | None = None) -> 
         return None
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident set size so far, in MiB (reported by every work unit, so a run
+    can show that memory per worker stays bounded)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1 << 20 if sys.platform == "darwin" else 1 << 10), 1)
+
+
 def _u16(values) -> bytes:
     return np.asarray(values, dtype="<u2").tobytes()
 
@@ -232,7 +242,7 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
-    return {**stats, "games": table}
+    return {**stats, "games": table, "peak_rss_mib": peak_rss_mib()}
 
 
 # --- encoding ---------------------------------------------------------------------------------
@@ -402,7 +412,8 @@ def encode_shard(spec: dict, options: dict) -> dict:
         st.write_text_atomic(done, record)
     total = time.perf_counter() - t0
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
-                                "shard_write_s": t_write, "shard_rest_s": total - t_encode - t_write}}
+                                "shard_write_s": t_write, "shard_rest_s": total - t_encode - t_write},
+            "peak_rss_mib": peak_rss_mib()}
 
 
 def reuse_shard(spec: dict, options: dict) -> dict | None:
