@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -94,7 +95,12 @@ def train_cmd(
         rank = os.environ.get("RANK", "?")
         typer.echo(f"error: rank {rank}: distributed training failed (another rank died or a collective timed "
                    f"out): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", err=True)
-        raise typer.Exit(1) from None
+        # leave at once: after a failed collective the process group's C++ threads can abort the
+        # interpreter's normal teardown (SIGABRT, "terminate called without an active exception"),
+        # which would turn this clear exit code 1 into a crash
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
     if launched_distributed() and os.environ.get("RANK", "0") != "0":
         return  # the summary is printed once, by rank 0
     val = result.get("val") or {}

@@ -109,7 +109,18 @@ def read_scan_stats(path: str | os.PathLike, storage: Storage | None = None) -> 
 
 def peak_rss_mib() -> float:
     """This process's peak resident set size so far, in MiB (reported by every work unit, so a run
-    can show that memory per worker stays bounded)."""
+    can show that memory per worker stays bounded).
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this process's own memory
+    (``ru_maxrss`` would also count the process that spawned it: it survives ``exec``); elsewhere
+    ``ru_maxrss``."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except (OSError, ValueError, IndexError):
+        pass
     import resource
     import sys
 
