@@ -2,7 +2,7 @@
 
 Every write, read, listing and delete of the output folder goes through a :class:`Storage`:
 
-* :class:`LocalStorage` — plain paths: ``pathlib``, pyarrow local files, temp file + ``os.replace``.
+* :class:`LocalStorage` — plain paths: ``pathlib``, temp file + ``os.replace``.
 * :class:`FsspecStorage` — a URL (``s3://bucket/prefix``, ``gs://…``, ``file:///…``, …) through the
   fsspec registry. Object stores (:data:`OBJECT_STORES`) get each file as one object written straight
   to its final key (an object PUT is atomic: the key appears only when the upload completes; a failed
@@ -23,9 +23,6 @@ import shutil
 import uuid
 from pathlib import Path
 from typing import Any, BinaryIO
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gotk.errors import GotkError
 from gotk.pipeline.atomic import temp_path
@@ -161,8 +158,6 @@ class Storage:
     def _abort(self, w: AtomicWrite) -> None: ...
     def check(self, location: str | os.PathLike) -> None: ...
     def read_bytes(self, path: str | os.PathLike) -> bytes: ...
-    def read_table(self, path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table: ...
-    def read_schema(self, path: str | os.PathLike) -> pa.Schema: ...
     def exists(self, path: str | os.PathLike) -> bool: ...
     def isfile(self, path: str | os.PathLike) -> bool: ...
     def isdir(self, path: str | os.PathLike) -> bool: ...
@@ -200,12 +195,6 @@ class LocalStorage(Storage):
 
     def read_bytes(self, path: str | os.PathLike) -> bytes:
         return Path(path).read_bytes()
-
-    def read_table(self, path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(path, columns=columns)
-
-    def read_schema(self, path: str | os.PathLike) -> pa.Schema:
-        return pq.read_schema(path)
 
     def exists(self, path: str | os.PathLike) -> bool:
         return Path(path).exists()
@@ -339,16 +328,6 @@ class FsspecStorage(Storage):
     def read_bytes(self, path: str | os.PathLike) -> bytes:
         self._fresh()
         return self.fs.cat_file(self._p(path))
-
-    def read_table(self, path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
-        self._fresh()
-        with self.fs.open(self._p(path), "rb") as f:
-            return pq.read_table(f, columns=columns)
-
-    def read_schema(self, path: str | os.PathLike) -> pa.Schema:
-        self._fresh()
-        with self.fs.open(self._p(path), "rb") as f:
-            return pq.read_schema(f)
 
     def exists(self, path: str | os.PathLike) -> bool:
         self._fresh()
