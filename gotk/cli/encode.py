@@ -13,7 +13,8 @@ from gotk.cli.main import app
 from gotk.data import sample_archives
 
 
-def _encoder_options(items: list[str] | None, flag: str = "--encoder-option") -> dict:
+def parse_key_values(items: list[str] | None, flag: str = "--encoder-option") -> dict:
+    """Repeated ``KEY=VALUE`` options → dict (values parsed as JSON when they are, else strings)."""
     out: dict = {}
     for item in items or []:
         key, eq, raw = item.partition("=")
@@ -79,7 +80,7 @@ def encode_cmd(
     from gotk.pipeline.manifest import summary_lines
 
     opts = EncodeOptions(
-        encoder=encoder, encoder_options=_encoder_options(encoder_option), board_size=board_size, split=split,
+        encoder=encoder, encoder_options=parse_key_values(encoder_option), board_size=board_size, split=split,
         test_from=list(test_from or []), min_rank=min_rank, no_handicap=no_handicap, include_passes=include_passes,
         skip_first=skip_first, drop_partial=drop_partial, shard_rows=shard_rows,
     )
@@ -87,7 +88,7 @@ def encode_cmd(
     try:
         m = encode_dataset(targets, out, opts, workers=workers or None, resume=resume, progress=progress,
                            unit_size=max(1, unit_size), executor=executor, scheduler=scheduler,
-                           storage_options=_encoder_options(storage_option, "--storage-option"))
+                           storage_options=parse_key_values(storage_option, "--storage-option"))
     except EncodeError as e:
         _fail(str(e), e.exit_code)
     run = m.get("run", {})
@@ -117,10 +118,10 @@ def inspect_cmd(
 ) -> None:
     """Summarise an encoded dataset: rows per split, games, skip reasons, bytes per position."""
     from gotk.pipeline.manifest import load_manifest, summary_lines
-    from gotk.pipeline.storage import StorageError
+    from gotk.storage import StorageError
 
     try:
-        m = load_manifest(folder, _encoder_options(storage_option, "--storage-option"))
+        m = load_manifest(folder, parse_key_values(storage_option, "--storage-option"))
     except (ValueError, OSError) as e:
         _fail(str(e), 2)
     except StorageError as e:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import typer
 
+from gotk.cli.encode import parse_key_values
 from gotk.cli.main import app
+from gotk.storage import StorageError
 
 
 def _fail(message: str) -> None:
@@ -19,7 +21,8 @@ def _fail(message: str) -> None:
 
 @app.command("train")
 def train_cmd(
-    data: Path = typer.Option(..., "--data", help="Dataset folder made by `gotk encode` (manifest.json + splits)."),
+    data: str = typer.Option(..., "--data", help="Dataset folder made by `gotk encode` (manifest.json + splits): "
+                             "a path or an fsspec URL (s3://bucket/prefix)."),
     out: Path = typer.Option(..., "--out", help="Run folder: config.json, metrics.jsonl, curves.png, "
                              "checkpoint.pt, agent.gotk."),
     model: str = typer.Option(None, "--model", help="small | medium | large | alphago | alphago_value | resnet "
@@ -61,6 +64,9 @@ def train_cmd(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
     dist_timeout: float = typer.Option(None, "--dist-timeout", help="Under torchrun: seconds a collective waits "
                                        "for the other ranks before the run fails (default: 300)."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "--data (e.g. endpoint_url=http://host:9000); repeatable. Stored in "
+                                             "config.json: keep credentials in the environment."),
 ) -> None:
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
@@ -74,19 +80,20 @@ def train_cmd(
         symmetries=symmetries,
         positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
+        storage_options=parse_key_values(storage_option, "--storage-option") or None,
     ).items() if v is not None}
     hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
     base: dict = {}
     cfg_file = out / "config.json"
     if resume and cfg_file.is_file():
         base = json.loads(cfg_file.read_text()).get("config", {})
-    base.update(data=str(data), out=str(out), progress=progress, **given)
+    base.update(data=data, out=str(out), progress=progress, **given)
     if hp:
         base["hparams"] = {**base.get("hparams", {}), **hp}
     try:
         cfg = TrainConfig.from_dict(base)
         result = train(cfg, resume=resume)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
+    except (ValueError, FileNotFoundError, FileExistsError, StorageError) as e:
         _fail(str(e))
         return
     except RuntimeError as e:  # under torchrun: a collective failed (a rank died, or --dist-timeout passed)
@@ -115,8 +122,9 @@ def train_cmd(
 @app.command("eval")
 def eval_cmd(
     agent: Path = typer.Option(..., "--agent", help="Agent package (agent.gotk) written by `gotk train`."),
-    data: list[Path] = typer.Option(..., "--data", help="A dataset folder (manifest.json) or SGF files, folders "
-                                    "or archives (encoded on the fly with the agent's encoder); repeatable."),
+    data: list[str] = typer.Option(..., "--data", help="A dataset folder (manifest.json; a path or an fsspec URL) "
+                                   "or SGF files, folders or archives (encoded on the fly with the agent's encoder); "
+                                   "repeatable."),
     split: str = typer.Option("test", help="Split of a dataset folder to evaluate."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     max_positions: int = typer.Option(None, "--max-positions", help="Evaluate at most this many positions."),
@@ -124,10 +132,12 @@ def eval_cmd(
     device: str = typer.Option("auto", help="auto | cpu | cuda."),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's default)."),
     amp: bool = typer.Option(False, "--amp", help="bf16 autocast for the forward passes (faster, not bit-exact)."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "--data; repeatable."),
 ) -> None:
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against two baselines."""
     from gotk.models.agent import AgentError, load_agent
-    from gotk.models.evaluate import evaluate, format_report
+    from gotk.models.evaluate import evaluate, format_report, is_shard_dir
     from gotk.models.train import resolve_device
 
     if threads:
@@ -137,11 +147,12 @@ def eval_cmd(
     try:
         ag = load_agent(agent, device=resolve_device(device))
         ag.amp = amp
-        if len(data) > 1 and any((p / "manifest.json").is_file() for p in data):
+        opts = parse_key_values(storage_option, "--storage-option")
+        if len(data) > 1 and any(is_shard_dir(p, opts) for p in data):
             raise ValueError("give one dataset folder, or SGF files/folders/archives, not both")
         report = evaluate(ag, data if len(data) > 1 else data[0], split=split, max_positions=max_positions,
-                          batch_size=batch_size, progress=not as_json)
-    except (AgentError, ValueError, FileNotFoundError) as e:
+                          batch_size=batch_size, progress=not as_json, storage_options=opts)
+    except (AgentError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
         return
     if report["positions"] == 0:

@@ -1,6 +1,7 @@
 """Streaming loader over gotk shards: :class:`ShardDataset` (torch) and :func:`iter_numpy_batches` (numpy).
 
-A split is never loaded into memory. Each epoch:
+A split is never loaded into memory; the dataset may be a local folder or an fsspec URL
+(``s3://bucket/prefix`` with ``storage_options``, see :mod:`gotk.storage`). Each epoch:
 
 1. the split's Parquet row groups are put in a random order, deterministic from ``(seed, epoch)``
    (file order when ``shuffle=False``);
@@ -58,6 +59,7 @@ import pyarrow.parquet as pq
 
 from gotk.datasets.symmetry import NUM_SYMMETRIES, transform_labels
 from gotk.sgftools.coords import transform_planes
+from gotk.storage import Storage, is_url, join
 
 __all__ = ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches", "worker_batch_offsets"]  # noqa: F822
 
@@ -106,12 +108,12 @@ class RowGroup:
     start: int
 
 
-def _manifest_files(root: Path, split: str) -> list[Path] | None:
+def _manifest_files(root: Path | str, split: str, st: Storage) -> list[Path | str] | None:
     """Shard paths of ``split`` listed by ``root/manifest.json``; None when there is no usable listing."""
-    mpath = root / "manifest.json"
-    if not mpath.is_file():
+    mpath = join(root, "manifest.json")
+    if not st.isfile(mpath):
         return None
-    manifest = json.loads(mpath.read_text())
+    manifest = json.loads(st.read_text(mpath))
     splits = manifest.get("splits")
     if not isinstance(splits, dict):
         return None
@@ -126,43 +128,50 @@ def _manifest_files(root: Path, split: str) -> list[Path] | None:
         name = s if isinstance(s, str) else next((s[k] for k in ("path", "file", "name") if k in s), None)
         if name is None:
             return None
-        p = Path(name)
-        if not p.is_absolute():  # relative to the dataset folder (``train/part-00000.parquet``)
-            p = root / p if (root / p).exists() or not (root / split / p).exists() else root / split / p
+        if st.is_local:
+            p: Path | str = Path(name)
+            if not p.is_absolute():  # relative to the dataset folder (``train/part-00000.parquet``)
+                p = root / p if (root / p).exists() or not (root / split / p).exists() else root / split / p
+        else:
+            p = name if is_url(name) else join(root, name)
         out.append(p)
     return out
 
 
-def _split_files(path: str | os.PathLike, split: str) -> list[Path]:
-    root = Path(path)
-    if root.is_file():
+def _split_files(path: str | os.PathLike, split: str, st: Storage) -> list[Path | str]:
+    root: Path | str = str(path).rstrip("/") if is_url(path) else Path(path)
+    if st.isfile(root):
         return [root]
-    if not root.is_dir():
+    if not st.isdir(root):
         raise FileNotFoundError(f"no dataset at {root}")
-    files = _manifest_files(root, split)
+    files = _manifest_files(root, split, st)
     if files is None:
-        folder = root / split
-        if not folder.is_dir():
+        folder = join(root, split)
+        if not st.isdir(folder):
             raise FileNotFoundError(f"no split {split!r} in {root} (expected {folder} or a manifest.json listing it)")
-        files = sorted(folder.glob("*.parquet"))
-    missing = [str(p) for p in files if not p.is_file()]
+        files = [join(folder, name) for name, is_dir in st.listdir(folder) if not is_dir and name.endswith(".parquet")]
+    missing = [str(p) for p in files if not st.isfile(p)]
     if missing:
         raise FileNotFoundError(f"shards listed for split {split!r} are missing: {', '.join(missing[:5])}")
     return files
 
 
 class SplitIndex:
-    """The row groups of one split (reads only Parquet footers) and its encoder description."""
+    """The row groups of one split (reads only Parquet footers) and its encoder description.
 
-    def __init__(self, path: str | os.PathLike, split: str = "train") -> None:
-        self.path = Path(path)
+    ``path``: a dataset folder, one shard file, or an fsspec URL of either (``s3://bucket/data``;
+    ``storage_options`` go to fsspec, e.g. ``{"endpoint_url": ...}``)."""
+
+    def __init__(self, path: str | os.PathLike, split: str = "train", storage_options: dict | None = None) -> None:
+        self.storage = Storage.for_url(path, storage_options)
+        self.path = str(path).rstrip("/") if is_url(path) else Path(path)
         self.split = split
-        self.files = [str(p) for p in _split_files(path, split)]
+        self.files = [str(p) for p in _split_files(path, split, self.storage)]
         groups: list[RowGroup] = []
         start = 0
         encoder = None
-        for i, f in enumerate(self.files):
-            meta = pq.read_metadata(f)
+        for i in range(len(self.files)):
+            meta = self.read_metadata(i)
             if encoder is None:
                 raw = (meta.schema.to_arrow_schema().metadata or {}).get(b"gotk")
                 if raw is not None:
@@ -174,9 +183,9 @@ class SplitIndex:
                     groups.append(RowGroup(i, g, n, start))
                     start += n
         if encoder is None:
-            mpath = self.path / "manifest.json"
-            if self.path.is_dir() and mpath.is_file():
-                encoder = json.loads(mpath.read_text()).get("encoder")
+            mpath = join(self.path, "manifest.json")
+            if self.storage.isdir(self.path) and self.storage.isfile(mpath):
+                encoder = json.loads(self.storage.read_text(mpath)).get("encoder")
         if encoder is None:
             raise ValueError(f"no encoder description for split {split!r} of {self.path} (no gotk metadata)")
         self.encoder: dict = encoder
@@ -186,6 +195,19 @@ class SplitIndex:
         self.shape = (c, h, w)
         self.int8 = encoder["dtype"] == "int8"
         self.row_bytes = c * h * w if self.int8 else (c * h * w + 7) // 8
+
+    def read_metadata(self, file: int) -> pq.FileMetaData:
+        """The Parquet footer of ``files[file]``."""
+        source = self.storage.open_input(self.files[file])
+        try:
+            return pq.read_metadata(source)
+        finally:
+            if not isinstance(source, str):
+                source.close()
+
+    def open_file(self, file: int) -> pq.ParquetFile:
+        """``files[file]`` opened for reading row groups (``game_id`` as a dictionary column)."""
+        return pq.ParquetFile(self.storage.open_input(self.files[file]), read_dictionary=["game_id"])
 
     @property
     def num_planes(self) -> int:
@@ -238,7 +260,7 @@ class _GameCap:
         seen: dict[int, int] = {}
         # per row group: distinct games, their first ordinal in this row group, their row count here
         self.fragments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        files = [pq.ParquetFile(f, read_dictionary=["game_id"]) for f in index.files]
+        files = [index.open_file(i) for i in range(len(index.files))]
         for rg in index.row_groups:
             codes, games = _game_codes(files[rg.file].read_row_group(rg.index, columns=["game_id"]).column(0))
             counts = np.bincount(codes, minlength=len(games))
@@ -329,7 +351,7 @@ class _RowGroupReader:
     def read(self, rg: RowGroup) -> _Cols:
         f = self._files.get(rg.file)
         if f is None:
-            f = self._files[rg.file] = pq.ParquetFile(self.index.files[rg.file], read_dictionary=["game_id"])
+            f = self._files[rg.file] = self.index.open_file(rg.file)
         table = f.read_row_group(rg.index, columns=_COLUMNS)
         n = table.num_rows
         feats = table.column("features")
@@ -551,13 +573,14 @@ def iter_numpy_batches(path: str | os.PathLike, split: str = "train", batch_size
                        seed: int = 0, symmetries: str = "random", shuffle_buffer: int = 16384,
                        drop_last: bool = False, rank: int = 0, world_size: int = 1,
                        max_positions_per_game: int | None = None, epoch: int = 0, worker: int = 0,
-                       num_workers: int = 1, skip_batches: int = 0) -> Iterator[dict[str, np.ndarray]]:
+                       num_workers: int = 1, skip_batches: int = 0,
+                       storage_options: dict | None = None) -> Iterator[dict[str, np.ndarray]]:
     """Numpy batches of one (rank, worker) slot of ``split``, with exactly :class:`ShardDataset`'s order
     and semantics (module docstring); no torch needed. ``worker``/``num_workers`` select a worker's share
     (the default is the whole rank, as with a DataLoader with ``num_workers`` 0 or 1);
     ``skip_batches`` skips the slot's first batches without decoding them."""
     _resolve_common(batch_size, symmetries, shuffle_buffer)
-    index = SplitIndex(path, split)
+    index = SplitIndex(path, split, storage_options)
     cap = _GameCap(index, max_positions_per_game) if max_positions_per_game else None
     cfg = _Config(batch_size, shuffle, seed, symmetries, shuffle_buffer, drop_last)
     if not (0 <= rank < world_size and 0 <= worker < num_workers):
@@ -605,7 +628,7 @@ def _make_shard_dataset() -> type:
                      shuffle: bool = True, seed: int = 0, symmetries: str = "random", shuffle_buffer: int = 16384,
                      drop_last: bool = False, rank: int | None = None, world_size: int | None = None,
                      max_positions_per_game: int | None = None, epoch: int = 0,
-                     num_workers: int | None = None) -> None:
+                     num_workers: int | None = None, storage_options: dict | None = None) -> None:
             super().__init__()
             _resolve_common(batch_size, symmetries, shuffle_buffer)
             if rank is None or world_size is None:
@@ -616,7 +639,7 @@ def _make_shard_dataset() -> type:
                 raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
             self.path = str(path)
             self.split = split
-            self.index = SplitIndex(path, split)
+            self.index = SplitIndex(path, split, storage_options)
             self.cfg = _Config(batch_size, shuffle, seed, symmetries, shuffle_buffer, drop_last)
             self.rank = rank
             self.world_size = world_size

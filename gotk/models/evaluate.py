@@ -146,15 +146,22 @@ def _ratio(a: float, b: float) -> float | None:
 # --- evaluation inputs ---------------------------------------------------------------------------
 
 
-def is_shard_dir(path: str | os.PathLike) -> bool:
+def is_shard_dir(path: str | os.PathLike, storage_options: dict | None = None) -> bool:
+    """Whether ``path`` (a folder or an fsspec URL) holds a dataset: a ``manifest.json``."""
+    from gotk.storage import Storage, is_url, join
+
+    if is_url(path):
+        return Storage.for_url(path, storage_options).isfile(join(path, "manifest.json"))
     return (Path(path) / "manifest.json").is_file()
 
 
-def shard_batches(path: str | os.PathLike, split: str, batch_size: int) -> tuple[dict, Iterator[dict]]:
+def shard_batches(path: str | os.PathLike, split: str, batch_size: int,
+                  storage_options: dict | None = None) -> tuple[dict, Iterator[dict]]:
     """``(encoder description, batches)`` of a shard folder's split, in file order, unaugmented."""
     from gotk.datasets.loader import ShardDataset
 
-    ds = ShardDataset(path, split=split, batch_size=batch_size, shuffle=False, symmetries="none")
+    ds = ShardDataset(path, split=split, batch_size=batch_size, shuffle=False, symmetries="none",
+                      storage_options=storage_options)
 
     def gen() -> Iterator[dict]:
         for b in ds:
@@ -210,15 +217,16 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
 
 
 def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
-             batch_size: int = 512, progress: bool = False) -> dict:
-    """Evaluate ``agent`` on a shard folder's ``split`` or on SGF files/folders/archives."""
+             batch_size: int = 512, progress: bool = False, storage_options: dict | None = None) -> dict:
+    """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
+    go to fsspec) or on SGF files/folders/archives."""
     from gotk.models.agent import AgentError
 
     t0 = time.perf_counter()
     paths = [data] if isinstance(data, str | os.PathLike) else list(data)
     stats: dict = {}
-    if len(paths) == 1 and is_shard_dir(paths[0]):
-        desc, batches = shard_batches(paths[0], split, batch_size)
+    if len(paths) == 1 and is_shard_dir(paths[0], storage_options):
+        desc, batches = shard_batches(paths[0], split, batch_size, storage_options)
         mine = agent.encoder.describe()
         for key in ("name", "version", "shape", "options"):
             if key in desc and desc[key] != mine.get(key):

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from gotk import __version__
 from gotk.models.evaluate import Metrics
 from gotk.models.networks import HEADS, MODELS, build_model, count_parameters, model_hparams
+from gotk.storage import Storage, is_url, join
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
 SCHEDULES = ("cosine", "step", "none")
@@ -152,6 +153,7 @@ class TrainConfig:
     train_split: str = "train"
     progress: bool = True
     dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
+    storage_options: dict = field(default_factory=dict)  # fsspec options when ``data`` is a URL (s3://...)
 
     def resolved(self) -> TrainConfig:
         """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""
@@ -234,10 +236,6 @@ def lr_factor(schedule: str, step: int, horizon: int, warmup: int = 0) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * t))
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 # --- training ------------------------------------------------------------------------------------
 
 
@@ -284,12 +282,14 @@ class Trainer:
         if not resume and ckpt_path.exists():
             raise FileExistsError(f"{self.out} already holds a run ({CHECKPOINT}); pass --resume to continue it "
                                   "or choose another --out")
-        manifest = Path(cfg.data) / "manifest.json"
-        if not manifest.is_file():
+        store = Storage.for_url(cfg.data, cfg.storage_options)  # a local folder or an fsspec URL
+        manifest = join(cfg.data, "manifest.json")
+        if not store.isfile(manifest):
             raise FileNotFoundError(f"{cfg.data} is not a gotk dataset folder (no manifest.json); "
                                     "make one with `gotk encode`")
-        self.manifest_sha256 = sha256_file(manifest)
-        self.manifest = json.loads(manifest.read_text())
+        raw = store.read_bytes(manifest)
+        self.manifest_sha256 = hashlib.sha256(raw).hexdigest()
+        self.manifest = json.loads(raw)
         self.device = resolve_device(cfg.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -303,14 +303,16 @@ class Trainer:
         self.train_ds = ShardDataset(
             cfg.data, split=cfg.train_split, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed,
             symmetries=cfg.symmetries, shuffle_buffer=cfg.shuffle_buffer, drop_last=False,
-            max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers), **dist_kw,
+            max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers),
+            storage_options=cfg.storage_options, **dist_kw,
         )
         self.encoder = self.train_ds.encoder
         splits = self.manifest.get("splits") or {}
         self.val_ds = None
         if cfg.val_split and cfg.val_split in splits and cfg.val_split != cfg.train_split:
             self.val_ds = ShardDataset(cfg.data, split=cfg.val_split, batch_size=max(cfg.batch_size, 256),
-                                       shuffle=False, symmetries="none", **dist_kw)
+                                       shuffle=False, symmetries="none", storage_options=cfg.storage_options,
+                                       **dist_kw)
         c, h, w = (int(x) for x in self.encoder["shape"])
         if h != w:
             raise ValueError(f"square boards only, the data is {h}x{w}")
@@ -366,7 +368,8 @@ class Trainer:
             "torch_version": torch.__version__,
             "python": sys.version.split()[0],
             "config": self.cfg.to_dict(),
-            "data": {"path": str(Path(self.cfg.data).resolve()), "manifest_sha256": self.manifest_sha256,
+            "data": {"path": self.cfg.data if is_url(self.cfg.data) else str(Path(self.cfg.data).resolve()),
+                     "manifest_sha256": self.manifest_sha256,
                      "encoder": self.encoder, "train_rows": int(self.train_ds.num_rows),
                      "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
             "model": {"name": self.cfg.model, "head": self.cfg.head, "hparams": self.cfg.hparams,

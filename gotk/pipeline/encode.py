@@ -23,7 +23,7 @@ shard whose plan digest matches (all writes are temp + rename, so a killed run l
 files or ``.tmp`` leftovers).
 
 ``out_dir`` may be an fsspec URL (``s3://bucket/prefix``, …): every output file then goes through
-:mod:`gotk.pipeline.storage` (one object PUT per file on object stores), with the same bytes.
+:mod:`gotk.storage` (one object PUT per file on object stores), with the same bytes.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from gotk.pipeline import shards as S
 from gotk.pipeline import workers as W
 from gotk.pipeline.sources import Skip, is_archive, iter_sources
 from gotk.pipeline.splits import DEFAULT_SPLIT, assign_split, matches_test_from, parse_min_rank, parse_split
-from gotk.pipeline.storage import Storage, StorageError, is_url, join
 from gotk.sgftools.reader import MAX_SGF_BYTES
+from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
 DEFAULT_UNIT_SIZE = 128
@@ -294,7 +294,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     :class:`~gotk.pipeline.executors.Executor` instance (shut down when the run ends); worker
     options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
     be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
-    :mod:`gotk.pipeline.storage`)."""
+    :mod:`gotk.storage`)."""
     t_start = time.perf_counter()
     splits = opts.validate()
     if isinstance(executor, str):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from gotk.pipeline.atomic import write_text_atomic
-from gotk.pipeline.storage import Storage, is_url, join
+from gotk.atomic import write_text_atomic
+from gotk.storage import Storage, is_url, join
 
 MANIFEST_NAME = "manifest.json"
 GAMES_NAME = "games.parquet"
@@ -48,7 +48,7 @@ def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | Non
 
 def load_manifest(folder: str | os.PathLike, storage_options: dict | None = None) -> dict:
     """The manifest of a dataset folder (a path or an fsspec URL); ValueError with a clear message if
-    there is none (:class:`~gotk.pipeline.storage.StorageError` when a URL's store is unusable)."""
+    there is none (:class:`~gotk.storage.StorageError` when a URL's store is unusable)."""
     st = Storage.for_url(folder, storage_options)
     if is_url(folder):
         folder = str(folder).rstrip("/")

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gotk.pipeline.atomic import temp_path
-from gotk.pipeline.storage import Storage
+from gotk.atomic import temp_path
+from gotk.storage import Storage
 
 SCHEMA_VERSION = 1
 ROW_GROUP_ROWS = 8192

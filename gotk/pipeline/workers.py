@@ -15,7 +15,7 @@ executor (e.g. Dask ``client.submit(scan_unit, spec, options)``) given a shared 
   ``WORK/shards/`` marks it finished for ``--resume``.
 
 ``work_dir``/``out_dir`` may be fsspec URLs (``options["storage_options"]`` go to fsspec): then every
-file goes through :mod:`gotk.pipeline.storage`; local paths keep plain files + ``os.replace``.
+file goes through :mod:`gotk.storage`; local paths keep plain files + ``os.replace``.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gotk.atomic import temp_path, write_text_atomic
 from gotk.errors import GotkError
 from gotk.pipeline import shards as S
-from gotk.pipeline.atomic import temp_path, write_text_atomic
 from gotk.pipeline.gameid import game_id
 from gotk.pipeline.splits import passes_min_rank
-from gotk.pipeline.storage import Storage, join
 from gotk.sgftools.record import GameRecord, Result
+from gotk.storage import Storage, join
 
 UNIT_META_KEY = b"gotk_unit"
 

@@ -1,6 +1,7 @@
-"""Where ``gotk encode`` writes its output: a local folder (the fast path) or any fsspec URL.
+"""Where datasets live: a local folder (the fast path) or any fsspec URL.
 
-Every write, read, listing and delete of the output folder goes through a :class:`Storage`:
+``gotk encode`` writes its output through a :class:`Storage` (every write, read, listing and delete),
+and the loader reads shards from the same locations (:func:`open_input`):
 
 * :class:`LocalStorage` — plain paths: ``pathlib``, temp file + ``os.replace``.
 * :class:`FsspecStorage` — a URL (``s3://bucket/prefix``, ``gs://…``, ``file:///…``, …) through the
@@ -24,8 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from gotk.atomic import temp_path
 from gotk.errors import GotkError
-from gotk.pipeline.atomic import temp_path
 
 S3_INSTALL_HINT = "pip install 'gotk[s3]'  (or: pip install 's3fs>=2023.1')"
 # protocols whose files are objects: written once to the final key (no rename there)
@@ -152,6 +153,11 @@ class Storage:
     def read_text(self, path: str | os.PathLike) -> str:
         return self.read_bytes(path).decode()
 
+    def open_input(self, path: str | os.PathLike) -> Any:
+        """A source pyarrow can read (``pq.ParquetFile``, ``pq.read_metadata``): the path itself for a
+        local file, else a seekable binary file object (the caller closes it)."""
+        return str(path)
+
     # implemented by subclasses
     def _open_target(self, w: AtomicWrite) -> BinaryIO: ...
     def _commit(self, w: AtomicWrite) -> None: ...
@@ -257,10 +263,20 @@ class FsspecStorage(Storage):
     def __init__(self, url: str, storage_options: dict) -> None:
         self.url = url
         self.storage_options = dict(storage_options)
-        self.fs, _ = _filesystem(url, self.storage_options)
-        protocol = self.fs.protocol
+        self._fs, _ = _filesystem(url, self.storage_options)
+        self._pid = os.getpid()
+        protocol = self._fs.protocol
         self.protocol = protocol if isinstance(protocol, str) else protocol[0]
         self.direct = self.protocol in OBJECT_STORES
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem, made anew in a forked process (DataLoader workers): async
+        filesystems such as s3fs refuse to be used across a fork."""
+        if self._pid != os.getpid():
+            self._fs, _ = _filesystem(self.url, self.storage_options)
+            self._pid = os.getpid()
+        return self._fs
 
     def _p(self, path: str | os.PathLike) -> str:
         return self.fs._strip_protocol(str(path))
@@ -328,6 +344,9 @@ class FsspecStorage(Storage):
     def read_bytes(self, path: str | os.PathLike) -> bytes:
         self._fresh()
         return self.fs.cat_file(self._p(path))
+
+    def open_input(self, path: str | os.PathLike) -> Any:
+        return self.fs.open(self._p(path), "rb")
 
     def exists(self, path: str | os.PathLike) -> bool:
         self._fresh()
