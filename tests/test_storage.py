@@ -217,7 +217,7 @@ def test_s3_failed_upload_leaves_no_object(s3):
 @needs_s3
 def test_s3_dataset_feeds_loader_train_and_eval(s3, tmp_path, expected):
     """A dataset in a bucket: the loader yields the same batches as from a local copy, and ``gotk train`` /
-    ``gotk eval`` run on its URL."""
+    ``gotk eval`` run on its URL, ``gotk show`` draws the same position."""
     from gotk.datasets.loader import iter_numpy_batches
 
     endpoint, env, client = s3
@@ -256,6 +256,12 @@ def test_s3_dataset_feeds_loader_train_and_eval(s3, tmp_path, expected):
     assert ev.returncode == 0, ev.stderr
     report = json.loads(ev.stdout)
     assert report["positions"] == manifest["splits"]["test"]["rows"] and report["source"]["kind"] == "shards"
+
+    show = [sys.executable, "-m", "gotk", "show", "--split", "val", "--row", "57", "--point", "D4"]
+    here = subprocess.run(show[:4] + [str(local)] + show[4:], capture_output=True, text=True, timeout=120, env=env)
+    there = subprocess.run(show[:4] + [url] + show[4:] + opt, capture_output=True, text=True, timeout=120, env=env)
+    assert here.returncode == 0 and there.returncode == 0, (here.stderr, there.stderr)
+    assert there.stdout == here.stdout and "val row 57" in there.stdout
 
     res = train(f"s3://{BUCKET}/nothing-here", tmp_path / "r2")
     assert res.returncode == 2 and "not a gotk dataset folder" in res.stderr and "Traceback" not in res.stderr

@@ -172,13 +172,16 @@ def stones_from_planes(planes: np.ndarray, names: list[str], to_play: int) -> np
     return board
 
 
-def read_row(folder: Path, split: str, row: int):
-    """``(table_of_one_row, manifest)`` for row ``row`` (0-based over the split's shards in order)."""
+def read_row(folder: Path | str, split: str, row: int, storage_options: dict | None = None):
+    """``(table_of_one_row, manifest)`` for row ``row`` (0-based over the split's shards in order);
+    ``folder`` may be an fsspec URL."""
     import pyarrow.parquet as pq
 
     from gotk.pipeline.manifest import load_manifest
+    from gotk.storage import Storage, join
 
-    m = load_manifest(folder)
+    m = load_manifest(folder, storage_options)
+    st = Storage.for_url(folder, storage_options)
     if split not in m["splits"]:
         raise ValueError(f"no split {split!r}; the dataset has {', '.join(m['splits'])}")
     s = m["splits"][split]
@@ -186,7 +189,7 @@ def read_row(folder: Path, split: str, row: int):
         raise ValueError(f"row {row} outside 0..{s['rows'] - 1} of split {split!r}")
     for shard in s["shards"]:
         if row < shard["rows"]:
-            pf = pq.ParquetFile(Path(folder) / shard["file"])
+            pf = pq.ParquetFile(st.open_input(join(folder, shard["file"])))
             for g in range(pf.metadata.num_row_groups):
                 n = pf.metadata.row_group(g).num_rows
                 if row < n:
@@ -198,22 +201,27 @@ def read_row(folder: Path, split: str, row: int):
 
 @app.command("show")
 def show_cmd(
-    folder: Path = typer.Argument(..., help="A folder written by gotk encode."),
+    folder: str = typer.Argument(..., help="A folder written by gotk encode (a path or an fsspec URL)."),
     split: str = typer.Option("train", "--split", "-s", help="Split name."),
     row: int = typer.Option(0, "--row", "-r", help="Row number within the split (0-based)."),
     point: str = typer.Option(None, "--point", "-p", help="List the active planes at this point (e.g. D4; "
                               "default: the move played)."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "folder; repeatable."),
 ) -> None:
     """Draw one encoded position as a text board, the move played marked ``*`` (``+`` marks --point),
     and list the planes that are set at a point."""
     from gotk.datasets import decode_features
     from gotk.game.render import render_board
     from gotk.sgftools import coords
+    from gotk.storage import StorageError
 
     try:
-        table, m = read_row(folder, split, row)
-    except ValueError as e:
+        table, m = read_row(folder, split, row, parse_key_values(storage_option, "--storage-option"))
+    except (ValueError, OSError) as e:
         _fail(str(e), 2)
+    except StorageError as e:
+        _fail(e.message, 2)
     enc = m["encoder"]
     size = int(enc["board_size"])
     planes = decode_features(table)[0]
