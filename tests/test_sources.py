@@ -179,3 +179,94 @@ def test_real_archive_in_three_formats_agree(kgs_dir):
         sets.append({m: d for (_, m), d in found.items()})
     assert len(sets[0]) == 733
     assert sets[0] == sets[1] == sets[2]
+
+
+# --- the fast tar reader against tarfile ------------------------------------------------------------
+
+
+def _reference(path: Path, max_bytes: int) -> list:
+    """What Python's tarfile gives, as iter_sources reports it."""
+    from gotk.pipeline.sources import _tarfile_members
+
+    out: list = []
+    try:
+        out.extend(_tarfile_members(path, max_bytes))
+    except (tarfile.TarError, OSError, EOFError) as e:
+        out.append(Skip("bad_archive", path.name, f"{type(e).__name__}: {e}"))
+    return out
+
+
+def _odd_archive(path: Path, fmt: int, mode: str) -> Path:
+    """Every kind of entry: long and non-ASCII names (GNU long-name / pax records / ustar prefix),
+    folders, links, empty and block-sized members, a non-SGF file and one over the size cap."""
+    members = {
+        "a.sgf": game(1),
+        "d" * 60 + "/" + "e" * 80 + ".sgf": game(3),  # ustar: split into prefix + name
+        "kgs/ünïcode 対局.sgf": game(4),
+        "empty.sgf": b"",
+        "block.sgf": game(5).ljust(512, b" "),
+        "two-blocks.sgf": game(6).ljust(1024, b" "),
+        "notes.txt": b"not a game",
+        "big.sgf": game(7).ljust(5000, b" "),
+    }
+    if fmt != tarfile.USTAR_FORMAT:  # ustar has no room for a 150-byte name without a "/"
+        members["x" * 150 + ".sgf"] = game(2)
+    with tarfile.open(path, mode, format=fmt, encoding="utf-8") as tf:
+        dinfo = tarfile.TarInfo("kgs")
+        dinfo.type = tarfile.DIRTYPE
+        tf.addfile(dinfo)
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+        for kind, name in ((tarfile.SYMTYPE, "link.sgf"), (tarfile.LNKTYPE, "hard.sgf")):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = kind, "a.sgf"
+            tf.addfile(info)
+        info = tarfile.TarInfo("last.sgf")
+        info.size = len(game(8))
+        tf.addfile(info, io.BytesIO(game(8)))
+    return path
+
+
+@pytest.mark.parametrize("fmt", [tarfile.USTAR_FORMAT, tarfile.GNU_FORMAT, tarfile.PAX_FORMAT])
+@pytest.mark.parametrize("suffix, mode", [(".tar.gz", "w:gz"), (".tar.bz2", "w:bz2"), (".tar", "w"),
+                                          (".tar.xz", "w:xz")])
+def test_fast_tar_reader_equals_tarfile(tmp_path, fmt, suffix, mode):
+    path = _odd_archive(tmp_path / f"o{suffix}", fmt, mode)
+    if suffix == ".tar.xz":  # read as ".tar": the compression is found from the bytes, as tarfile does
+        path = path.rename(tmp_path / "o.tar")
+    got = list(iter_sources([path], max_bytes=4096))
+    assert got == _reference(path, 4096)
+    names = [s.member for s in got if isinstance(s, SgfSource)]
+    assert names[0] == "a.sgf" and names[-1] == "last.sgf" and "kgs/ünïcode 対局.sgf" in names
+    assert Skip("member_too_large", f"{path.name}:big.sgf", "5000 bytes") in got
+
+
+def test_fast_tar_reader_on_real_archives(kgs_dir):
+    from gotk.pipeline.sources import _fast_tar
+
+    for path in sorted(kgs_dir.glob("KGS-*.tar.*")):
+        got = list(_fast_tar(path, 8 << 20))  # the fast reader alone: no fallback to tarfile needed
+        assert got == _reference(path, 8 << 20) == list(iter_sources([path])), path.name
+        assert len(got) == int(path.name.split("-")[-2]) and all(isinstance(s, SgfSource) for s in got)
+
+
+def test_concatenated_gzip_streams_and_a_damaged_header(tmp_path):
+    one = make_tar(tmp_path / "one.tar", {"a.sgf": game(1), "b.sgf": game(2)}, "w").read_bytes()
+    import gzip
+
+    body = one[:4 * 512]  # two headers and two one-block members: no end-of-archive blocks
+    two = make_tar(tmp_path / "two.tar", {"c.sgf": game(3)}, "w").read_bytes()
+    cat = tmp_path / "cat.tar.gz"
+    cat.write_bytes(gzip.compress(body[:700]) + gzip.compress(body[700:] + two))  # split mid-header
+    found, skips = collect([cat])
+    assert skips == [] and sorted(m for _, m in found) == ["a.sgf", "b.sgf", "c.sgf"]
+
+    bad = bytearray(one)
+    bad[512 + 512 + 20] ^= 0xFF  # inside the second member's header (name field): its checksum fails
+    damaged = tmp_path / "damaged.tar"
+    damaged.write_bytes(bytes(bad))
+    found, skips = collect([damaged])
+    assert [m for _, m in found] == ["a.sgf"]  # what came before is kept ...
+    assert skips == [("bad_archive", "damaged.tar")]  # ... and the damage is reported, not passed over

@@ -7,6 +7,7 @@ as a :class:`Skip` with a reason code instead, so a run counts them and goes on.
 
 from __future__ import annotations
 
+import bz2
 import lzma
 import os
 import tarfile
@@ -72,26 +73,189 @@ def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
                         continue
                     yield SgfSource(name, info.filename, data)
         else:
-            # stream mode ("r|*") reads members in archive order without seeking
-            with tarfile.open(path, mode="r|*") as tf:
-                for info in tf:
-                    if not info.isfile():
-                        continue
-                    if not info.name.lower().endswith(".sgf"):
-                        yield Skip("not_sgf", f"{name}:{info.name}")
-                        continue
-                    if info.size > max_bytes:
-                        yield Skip("member_too_large", f"{name}:{info.name}", f"{info.size} bytes")
-                        continue
-                    f = tf.extractfile(info)
-                    if f is None:
-                        continue
-                    data = f.read()
-                    if len(data) != info.size:
-                        raise EOFError(f"member {info.name} is truncated")
-                    yield SgfSource(name, info.name, data)
+            yield from _iter_tar(path, max_bytes)
     except _MEMBER_ERRORS as e:
         yield Skip("bad_archive", name, f"{type(e).__name__}: {e}")
+
+
+# --- tar -----------------------------------------------------------------------------------------
+#
+# KGS archives are plain ustar files of small regular members, and Python's tarfile spends most of
+# an encode's archive-reading time building TarInfo objects. :func:`_fast_tar` reads exactly that
+# common case from the decompressed stream (header checksum checked); at the first header it does
+# not handle (GNU long names, pax headers, links, sparse files, a bad checksum, ...) it stops, and
+# :func:`_iter_tar` reads the archive again with tarfile, skipping the members already yielded. Both
+# readers give the same members, names and order (tested against tarfile on every real archive).
+
+_TAR_CHUNK = 1 << 20  # drop consumed bytes once this many are read
+_READ_CHUNK = 1 << 16  # compressed bytes per read: at most ~70 MB come out of one (zlib's worst ratio)
+
+
+class _NotPlainTar(Exception):
+    """A tar header :func:`_fast_tar` leaves to tarfile."""
+
+
+def _decompressed(path: Path) -> Iterator[bytes]:
+    """The tar bytes of ``path`` in chunks: gunzip / bunzip2 / unxz (found by the magic bytes, as
+    tarfile does; concatenated streams too) or as is. Raises ``EOFError`` when a compressed stream
+    ends early."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+        f.seek(0)
+        if head.startswith(b"\x1f\x8b"):
+            make = lambda: zlib.decompressobj(wbits=31)  # noqa: E731 - gzip framing
+        elif head.startswith(b"BZh"):
+            make = bz2.BZ2Decompressor
+        elif head.startswith(b"\xfd7zXZ"):
+            make = lzma.LZMADecompressor
+        else:
+            while chunk := f.read(_TAR_CHUNK):
+                yield chunk
+            return
+        d = make()
+        started = False
+        while chunk := f.read(_READ_CHUNK):
+            while chunk:
+                out = d.decompress(chunk)
+                started = True
+                if out:
+                    yield out
+                if not d.eof:
+                    break
+                chunk = d.unused_data  # another concatenated stream follows (or trailing bytes)
+                d = make()
+                started = False
+                if not chunk.strip(b"\0"):
+                    break
+        if started and not d.eof:
+            raise EOFError("compressed stream ended early (truncated archive)")
+
+
+def _octal(field: bytes) -> int:
+    text = field.rstrip(b"\0 ").lstrip(b" ")
+    return int(text, 8) if text else 0
+
+
+def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
+    name = path.name
+    chunks = _decompressed(path)
+    buf = bytearray()
+    pos = 0
+
+    def fill(n: int) -> bool:
+        """Make ``n`` unread bytes available in ``buf[pos:]``; False at the end of the data."""
+        nonlocal buf, pos
+        if pos >= _TAR_CHUNK:  # drop what was read: memory stays about a chunk plus one member
+            del buf[:pos]
+            pos = 0
+        while len(buf) - pos < n:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return False
+            buf += chunk
+        return True
+
+    def skip(n: int) -> bool:
+        """Pass over ``n`` bytes without keeping them; False at the end of the data."""
+        nonlocal buf, pos
+        while n > 0:
+            if pos == len(buf):
+                chunk = next(chunks, None)
+                if chunk is None:
+                    return False
+                buf, pos = bytearray(chunk), 0
+            k = min(len(buf) - pos, n)
+            pos += k
+            n -= k
+        return True
+
+    headers = 0
+    while fill(512):
+        h = bytes(buf[pos:pos + 512])
+        if not h.strip(b"\0"):
+            return  # end-of-archive block
+        magic, typ = h[257:265], h[156:157]
+        try:
+            stored, size = _octal(h[148:156]), _octal(h[124:136])
+        except ValueError:
+            stored = size = -1
+        unsigned = sum(h) - sum(h[148:156]) + 8 * 32
+        if stored != unsigned:
+            signed = unsigned - 256 * sum(1 for b in h[:148] + h[156:] if b > 127)
+            if stored == signed:  # some old tar writers sum signed chars: tarfile takes those
+                raise _NotPlainTar
+            if headers == 0 and not magic.startswith(b"ustar"):
+                raise tarfile.ReadError("not a tar archive")
+            # a damaged header (tarfile would silently stop here and drop the rest): say so
+            raise tarfile.ReadError(f"bad header checksum after {headers} members")
+        if magic not in (b"ustar\x0000", b"ustar  \0") or typ not in (b"0", b"\0", b"5") or h[124] & 0x80:
+            raise _NotPlainTar
+        raw_name = h[0:100].split(b"\0", 1)[0]
+        prefix = h[345:500].split(b"\0", 1)[0]
+        if prefix:
+            if magic != b"ustar\x0000":
+                raise _NotPlainTar  # GNU headers keep other fields there
+            raw_name = prefix + b"/" + raw_name
+        member = raw_name.decode("utf-8", "surrogateescape")  # as tarfile decodes names on POSIX
+        headers += 1
+        pos += 512
+        padding = -size % 512
+        if typ == b"0" or (typ == b"\0" and not member.endswith("/")):
+            if not member.lower().endswith(".sgf"):
+                item: SgfSource | Skip = Skip("not_sgf", f"{name}:{member}")
+            elif size > max_bytes:
+                item = Skip("member_too_large", f"{name}:{member}", f"{size} bytes")
+            elif fill(size):
+                item = SgfSource(name, member, bytes(buf[pos:pos + size]))
+                pos += size
+                size = 0
+            else:
+                raise EOFError(f"member {member} is truncated")
+            if not skip(size):
+                raise EOFError(f"member {member} is truncated")
+            skip(padding)  # a missing last padding only ends the data
+            yield item
+        elif not skip(size + padding):
+            raise EOFError(f"member {member} is truncated")
+    if headers == 0:
+        raise tarfile.ReadError("empty archive: no tar header")
+
+
+def _tarfile_members(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
+    name = path.name
+    # stream mode ("r|*") reads members in archive order without seeking
+    with tarfile.open(path, mode="r|*") as tf:
+        for info in tf:
+            if not info.isfile():
+                continue
+            if not info.name.lower().endswith(".sgf"):
+                yield Skip("not_sgf", f"{name}:{info.name}")
+                continue
+            if info.size > max_bytes:
+                yield Skip("member_too_large", f"{name}:{info.name}", f"{info.size} bytes")
+                continue
+            f = tf.extractfile(info)
+            if f is None:
+                continue
+            data = f.read()
+            if len(data) != info.size:
+                raise EOFError(f"member {info.name} is truncated")
+            yield SgfSource(name, info.name, data)
+
+
+def _iter_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
+    """The members of a tar archive: :func:`_fast_tar`, then tarfile from where it stopped."""
+    done = 0
+    try:
+        for item in _fast_tar(path, max_bytes):
+            yield item
+            done += 1
+        return
+    except _NotPlainTar:
+        pass
+    for i, item in enumerate(_tarfile_members(path, max_bytes)):
+        if i >= done:
+            yield item
 
 
 def iter_sources(paths: Iterable[str | os.PathLike], max_bytes: int = MAX_SGF_BYTES) -> Iterator[SgfSource | Skip]:
