@@ -50,6 +50,15 @@ _MEMBER_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAErr
                   NotImplementedError, ValueError)
 
 
+def _member_skip(archive: str, member: str, size: int, max_bytes: int) -> Skip | None:
+    """Why an archive member is not read (not an ``.sgf``, over the size cap), or None."""
+    if not member.lower().endswith(".sgf"):
+        return Skip("not_sgf", f"{archive}:{member}")
+    if size > max_bytes:
+        return Skip("member_too_large", f"{archive}:{member}", f"{size} bytes")
+    return None
+
+
 def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     name = path.name
     low = name.lower()
@@ -59,11 +68,9 @@ def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
                 for info in sorted(zf.infolist(), key=lambda i: i.filename):
                     if info.is_dir():
                         continue
-                    if not info.filename.lower().endswith(".sgf"):
-                        yield Skip("not_sgf", f"{name}:{info.filename}")
-                        continue
-                    if info.file_size > max_bytes:
-                        yield Skip("member_too_large", f"{name}:{info.filename}", f"{info.file_size} bytes")
+                    skip = _member_skip(name, info.filename, info.file_size, max_bytes)
+                    if skip is not None:
+                        yield skip
                         continue
                     try:
                         data = zf.read(info)
@@ -201,16 +208,13 @@ def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
         pos += 512
         padding = -size % 512
         if typ == b"0" or (typ == b"\0" and not member.endswith("/")):
-            if not member.lower().endswith(".sgf"):
-                item: SgfSource | Skip = Skip("not_sgf", f"{name}:{member}")
-            elif size > max_bytes:
-                item = Skip("member_too_large", f"{name}:{member}", f"{size} bytes")
-            elif fill(size):
+            item: SgfSource | Skip | None = _member_skip(name, member, size, max_bytes)
+            if item is None:
+                if not fill(size):
+                    raise EOFError(f"member {member} is truncated")
                 item = SgfSource(name, member, bytes(buf[pos:pos + size]))
                 pos += size
                 size = 0
-            else:
-                raise EOFError(f"member {member} is truncated")
             if not skip(size):
                 raise EOFError(f"member {member} is truncated")
             skip(padding)  # a missing last padding only ends the data
@@ -228,11 +232,9 @@ def _tarfile_members(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
         for info in tf:
             if not info.isfile():
                 continue
-            if not info.name.lower().endswith(".sgf"):
-                yield Skip("not_sgf", f"{name}:{info.name}")
-                continue
-            if info.size > max_bytes:
-                yield Skip("member_too_large", f"{name}:{info.name}", f"{info.size} bytes")
+            skip = _member_skip(name, info.name, info.size, max_bytes)
+            if skip is not None:
+                yield skip
                 continue
             f = tf.extractfile(info)
             if f is None:
