@@ -157,6 +157,20 @@ def load_average() -> tuple[float, float, float] | None:
         return None
 
 
+def python_loop_seconds(n: int = 10_000_000) -> float:
+    """Seconds for ``n`` iterations of a pure-Python add loop (best of 3): how fast one core of this
+    machine is right now, so runs taken at different times (a shared host speeds up and slows down)
+    can be told apart."""
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        x = 0
+        for i in range(n):
+            x += i
+        best = min(best, time.perf_counter() - t)
+    return round(best, 3)
+
+
 def machine_info() -> dict:
     """What a benchmark report says about where it ran."""
     import numpy
@@ -170,6 +184,7 @@ def machine_info() -> dict:
         "numpy": numpy.__version__,
         "loadavg_at_start": load_average(),
         "date_utc": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "python_loop_s": python_loop_seconds(),
     }
     try:
         import numba
