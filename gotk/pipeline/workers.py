@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from gotk.atomic import temp_path, write_text_atomic
 from gotk.errors import GotkError
 from gotk.pipeline import shards as S
 from gotk.pipeline.gameid import game_id
@@ -240,16 +239,7 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
-    out_path = scan_path(options["work_dir"], unit.unit_id)
-    st = storage_of(options)
-    if st.is_local:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = temp_path(out_path)
-        with open(tmp, "wb") as f:
-            f.write(sink.getvalue())
-        os.replace(tmp, out_path)
-    else:
-        st.write_bytes_atomic(out_path, sink.getvalue().to_pybytes())
+    storage_of(options).write_bytes_atomic(scan_path(options["work_dir"], unit.unit_id), sink.getvalue())
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -416,11 +406,7 @@ def encode_shard(spec: dict, options: dict) -> dict:
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
     done = shard_done_path(options["work_dir"], spec["split"], spec["index"])
     record = json.dumps({"digest": spec["digest"], **entry}, sort_keys=True)
-    if st.is_local:
-        done.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(done, record)
-    else:
-        st.write_text_atomic(done, record)
+    st.write_text_atomic(done, record)
     total = time.perf_counter() - t0
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
                                 "shard_write_s": t_write, "shard_rest_s": total - t_encode - t_write},
