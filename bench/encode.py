@@ -60,6 +60,7 @@ from bench._common import (  # noqa: E402
     install_keras_stub,
     kgs_dir,
     machine_info,
+    python_loop_seconds,
     rate,
     write_json,
 )
@@ -263,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{enc}] dlgo: {d['positions']:,} positions in {d['wall_s']:.1f} s = "
                       f"{d['positions_per_s']:,.0f}/s", file=sys.stderr)
     report["machine"]["loadavg_at_end"] = os.getloadavg()
+    report["machine"]["python_loop_s_at_end"] = python_loop_seconds()
 
     rows = []
     dl = {d["encoder"]: d for d in report["dlgo"]}
