@@ -247,6 +247,33 @@ def test_inspect_and_show(tmp_path, slices):
     assert res.exit_code == 2 and "not a gotk dataset" in res.output
 
 
+def test_inspect_verify_finds_damaged_missing_and_truncated_files(tmp_path, slices):
+    out = tmp_path / "v"
+    code, text = _encode(str(slices / "first40.zip"), "-e", "sevenplane", "-o", str(out), "--shard-rows", "1500")
+    assert code == 0, text
+    res = runner.invoke(app, ["inspect", str(out), "--verify"])
+    assert res.exit_code == 0 and "verify: all" in res.output and "files match the manifest" in res.output
+    res = runner.invoke(app, ["inspect", str(out), "--verify", "--json"])
+    check = json.loads(res.output)["verify"]
+    assert res.exit_code == 0 and check["problems"] == []
+    assert check["files"] == 1 + sum(len(s["shards"]) for s in json.loads((out / "manifest.json").read_text())[
+        "splits"].values())
+
+    shard = out / "train" / "part-00000.parquet"
+    raw = bytearray(shard.read_bytes())
+    raw[len(raw) // 2] ^= 0x01  # one bit flipped inside the data: same size, different content
+    shard.write_bytes(bytes(raw))
+    (out / "train" / "part-00001.parquet").unlink()
+    games = out / "games.parquet"
+    games.write_bytes(games.read_bytes()[:-100])
+    res = runner.invoke(app, ["inspect", str(out), "--verify"])
+    assert res.exit_code == 1, res.output
+    assert "verify: 3 of" in res.output
+    assert "train/part-00000.parquet: sha256 differs" in res.output
+    assert "train/part-00001.parquet: missing" in res.output
+    assert "games.parquet:" in res.output and "the manifest says" in res.output
+
+
 @pytest.mark.parametrize("name", ["oneplane", "sevenplane", "simple", "alphago"])
 def test_show_recovers_the_board_from_planes(sample_archive, name):
     from gotk.cli.encode import stones_from_planes

@@ -263,5 +263,9 @@ def test_s3_dataset_feeds_loader_train_and_eval(s3, tmp_path, expected):
     assert here.returncode == 0 and there.returncode == 0, (here.stderr, there.stderr)
     assert there.stdout == here.stdout and "val row 57" in there.stdout
 
+    ver = subprocess.run([sys.executable, "-m", "gotk", "inspect", url, "--verify", *opt], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert ver.returncode == 0 and "files match the manifest" in ver.stdout, ver.stderr
+
     res = train(f"s3://{BUCKET}/nothing-here", tmp_path / "r2")
     assert res.returncode == 2 and "not a gotk dataset folder" in res.stderr and "Traceback" not in res.stderr

@@ -115,22 +115,37 @@ def inspect_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
     storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
                                              "(repeatable)."),
+    verify: bool = typer.Option(False, "--verify", help="Also read every file the manifest lists and check its "
+                                "size, sha256 and row count (exit code 1 if any differs or is missing)."),
 ) -> None:
     """Summarise an encoded dataset: rows per split, games, skip reasons, bytes per position."""
-    from gotk.pipeline.manifest import load_manifest, summary_lines
+    from gotk.pipeline.manifest import load_manifest, summary_lines, verify_dataset
     from gotk.storage import StorageError
 
+    opts = parse_key_values(storage_option, "--storage-option")
     try:
-        m = load_manifest(folder, parse_key_values(storage_option, "--storage-option"))
+        m = load_manifest(folder, opts)
+        check = verify_dataset(folder, opts, m) if verify else None
     except (ValueError, OSError) as e:
         _fail(str(e), 2)
     except StorageError as e:
         _fail(e.message, 2)
     if as_json:
-        typer.echo(json.dumps(m, indent=2))
-        return
-    for line in summary_lines(m):
-        typer.echo(line)
+        typer.echo(json.dumps(m if check is None else {**m, "verify": check}, indent=2))
+    else:
+        for line in summary_lines(m):
+            typer.echo(line)
+        if check is not None:
+            typer.echo("")
+            if check["problems"]:
+                typer.echo(f"verify: {len(check['problems'])} of {check['files']} files differ from the manifest:")
+                for p in check["problems"]:
+                    typer.echo(f"  {p['file']}: {p['problem']}")
+            else:
+                typer.echo(f"verify: all {check['files']} files match the manifest "
+                           f"({check['bytes']:,} bytes, sha256 and row counts)")
+    if check is not None and check["problems"]:
+        raise typer.Exit(1)
 
 
 _STONE_PLANES = (

@@ -64,6 +64,51 @@ def load_manifest(folder: str | os.PathLike, storage_options: dict | None = None
     return m
 
 
+def verify_dataset(folder: str | os.PathLike, storage_options: dict | None = None,
+                   manifest: dict | None = None) -> dict:
+    """Check every file the manifest lists (``games.parquet`` and each shard) against it: present,
+    same size, same sha256, same Parquet row count. Returns ``{"files": N, "bytes": B, "problems":
+    [{"file", "problem"}, ...]}`` (no problems: the dataset is intact), e.g. after a copy or upload."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    st = Storage.for_url(folder, storage_options)
+    if is_url(folder):
+        folder = str(folder).rstrip("/")
+    m = manifest if manifest is not None else load_manifest(folder, storage_options)
+    entries = [(GAMES_NAME, m["games_file"])] + [(e["file"], e) for s in m["splits"].values() for e in s["shards"]]
+    problems: list[dict] = []
+    total = 0
+    for rel, entry in entries:
+        path = join(folder, rel)
+        if not st.isfile(path):
+            problems.append({"file": rel, "problem": "missing"})
+            continue
+        h = hashlib.sha256()
+        size = 0
+        src = st.open_input(path)
+        with open(src, "rb") if isinstance(src, str) else src as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+                size += len(block)
+        total += size
+        if size != entry["bytes"]:
+            problems.append({"file": rel, "problem": f"{size:,} bytes, the manifest says {entry['bytes']:,}"})
+        elif h.hexdigest() != entry["sha256"]:
+            problems.append({"file": rel, "problem": "sha256 differs from the manifest's (the file is damaged)"})
+        else:
+            src = st.open_input(path)
+            try:
+                rows = pq.read_metadata(src).num_rows
+            finally:
+                if not isinstance(src, str):
+                    src.close()
+            if rows != entry["rows"]:
+                problems.append({"file": rel, "problem": f"{rows:,} rows, the manifest says {entry['rows']:,}"})
+    return {"files": len(entries), "bytes": total, "problems": problems}
+
+
 def summary_lines(m: dict) -> list[str]:
     """A human summary of a manifest (what ``gotk inspect`` prints)."""
     enc = m["encoder"]
