@@ -1,4 +1,5 @@
-"""Atomic file writes: a uniquely named temp file beside the target, then ``os.replace``.
+"""Temp names for atomic file writes: a uniquely named temp file beside the target, then ``os.replace``
+(see :class:`gotk.storage.LocalStorage` and :class:`gotk.pipeline.shards.ShardWriter`).
 
 The temp name carries the process id and a random tag, so two processes writing the same target at
 once (a task Dask runs twice, say) never share a temp file; the last rename wins with the same bytes.
@@ -16,12 +17,3 @@ def temp_path(path: str | os.PathLike) -> Path:
     p = Path(path)
     return p.with_name(f"{p.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
 
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
-    tmp = temp_path(path)
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

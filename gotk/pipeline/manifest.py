@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pyarrow as pa
 
-from gotk.atomic import write_text_atomic
 from gotk.storage import Storage, is_url, join
 
 MANIFEST_NAME = "manifest.json"
@@ -37,13 +35,10 @@ GAMES_ROW_GROUP_ROWS = 65536
 
 
 def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | None = None) -> None:
-    """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic) via
-    ``path.tmp`` + rename (or ``storage``'s atomic write for a URL ``path``)."""
-    text = json.dumps(obj, indent=2) + "\n"
-    if storage is not None and not storage.is_local:
-        storage.write_text_atomic(path, text)
-    else:
-        write_text_atomic(Path(path), text)
+    """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic), atomically
+    through ``storage`` (default: the storage of ``path``)."""
+    st = storage if storage is not None else Storage.for_url(path)
+    st.write_text_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
 def load_manifest(folder: str | os.PathLike, storage_options: dict | None = None) -> dict:
