@@ -77,3 +77,34 @@ def encode_expected(tmp_path_factory, encode_source) -> dict[str, bytes]:
     files = output_files(out)
     assert {"manifest.json", "games.parquet", "train/part-00001.parquet", "val/part-00000.parquet"} <= set(files)
     return files
+
+
+def run_and_kill(cmd: list[str], ready, timeout: float = 120, env: dict | None = None) -> None:
+    """Start ``cmd`` in its own process group, SIGKILL the whole group (parent and workers) as soon as
+    ``ready()`` is true, and check it really died mid-run (fails when it finished first)."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=env)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if ready():
+                break
+            time.sleep(0.005)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    if proc.returncode == 0:
+        pytest.fail("the run finished before it could be killed; make the slice larger")
+    assert proc.returncode == -signal.SIGKILL
+
+
+def local_run_progressed(out: Path) -> bool:
+    """Some scan units (3) and at least one shard of a local encode run are finished."""
+    work = out / ".work"
+    return len(list((work / "scan").glob("*.arrow"))) >= 3 and bool(list((work / "shards").glob("*.json")))

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, output_files
+from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, local_run_progressed, output_files, run_and_kill
 
 from gotk.pipeline import workers as W
 from gotk.pipeline.encode import EncodeOptions, encode_dataset
@@ -125,22 +123,8 @@ def test_killed_worker_is_retried_without_loss_or_duplicates(tmp_path, source, e
 @needs_dask
 def test_sigkill_dask_run_then_resume_is_byte_identical(tmp_path, source, expected):
     out = tmp_path / "interrupted"
-    proc = subprocess.Popen(encode_cmd(source, out, "--executor", "dask", "--workers", "2"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    scans, shards = out / ".work" / "scan", out / ".work" / "shards"
-    deadline = time.monotonic() + 120
-    try:  # kill the client and its cluster once some scan units and a shard are finished
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(list(scans.glob("*.arrow"))) >= 3 and list(shards.glob("*.json")):
-                break
-            time.sleep(0.005)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    if proc.returncode == 0:
-        pytest.fail("the run finished before it could be killed; make the slice larger")
-    assert proc.returncode == -signal.SIGKILL
+    # kill the client and its cluster once some scan units and a shard are finished
+    run_and_kill(encode_cmd(source, out, "--executor", "dask", "--workers", "2"), lambda: local_run_progressed(out))
     assert not (out / "manifest.json").exists()
 
     res = subprocess.run(encode_cmd(source, out, "--executor", "dask", "--workers", "2", "--resume", "--json"),

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import archive_slice
+from conftest import archive_slice, local_run_progressed, run_and_kill
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -39,24 +36,8 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path, source):
     expected = _files(ref)
 
     out = tmp_path / "killed"
-    proc = subprocess.Popen(_cmd(source, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    deadline = time.monotonic() + 120
-    scans = out / ".work" / "scan"
-    shards = out / ".work" / "shards"
-    try:
-        # kill once some scan units AND at least one shard are finished, before the run completes
-        while time.monotonic() < deadline and proc.poll() is None:
-            if len(list(scans.glob("*.arrow"))) >= 3 and list(shards.glob("*.json")):
-                break
-            time.sleep(0.005)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # the whole process group: parent and pool workers
-        proc.wait(timeout=30)
-    if proc.returncode == 0:
-        pytest.fail("the run finished before it could be killed; make the slice larger")
-    assert proc.returncode == -signal.SIGKILL
+    # kill once some scan units AND at least one shard are finished, before the run completes
+    run_and_kill(_cmd(source, out), lambda: local_run_progressed(out))
     assert not (out / "manifest.json").exists()
 
     # without --resume the folder is refused

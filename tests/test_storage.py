@@ -8,15 +8,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, output_files
+from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, output_files, run_and_kill
 
 from gotk.pipeline.encode import EncodeOptions, encode_dataset
 from gotk.pipeline.executors import dask_available
@@ -155,23 +153,11 @@ def test_s3_dask_executor_is_byte_identical(s3, source, expected):
 def test_s3_sigkill_then_resume_is_byte_identical(s3, source, expected):
     endpoint, env, client = s3
     url, opt = f"s3://{BUCKET}/killed", ["--storage-option", f"endpoint_url={endpoint}"]
-    proc = subprocess.Popen(encode_cmd(source, url, "--workers", "2", *opt), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, env=env)
-    deadline = time.monotonic() + 90
-    try:  # kill the client and its workers once some scan units and a shard are in the bucket
-        while time.monotonic() < deadline and proc.poll() is None:
-            keys = _keys(client, "killed")
-            if sum(k.startswith(".work/scan/") for k in keys) >= 3 and any(k.startswith(".work/shards/")
-                                                                           for k in keys):
-                break
-            time.sleep(0.01)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    if proc.returncode == 0:
-        pytest.fail("the run finished before it could be killed; make the slice larger")
-    assert proc.returncode == -signal.SIGKILL
+    def in_bucket() -> bool:  # some scan units and a shard are in the bucket
+        keys = _keys(client, "killed")
+        return sum(k.startswith(".work/scan/") for k in keys) >= 3 and any(k.startswith(".work/shards/") for k in keys)
+
+    run_and_kill(encode_cmd(source, url, "--workers", "2", *opt), in_bucket, timeout=90, env=env)
     assert "manifest.json" not in _keys(client, "killed")
 
     res = subprocess.run(encode_cmd(source, url, "--workers", "2", "--resume", "--json", *opt), capture_output=True,
