@@ -37,8 +37,8 @@ def positions(n: int, stride: int) -> list:
     """Up to ``n`` real 19x19 positions (no handicap) from the built-in sample archive."""
     from gotk.data import HELDOUT_ARCHIVE
     from gotk.game.state import GameState
-    from gotk.pipeline.sources import SgfSource, iter_sources
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
+    from gotk.sources.archives import SgfSource, iter_sources
 
     out = []
     for src in iter_sources([HELDOUT_ARCHIVE]):
@@ -80,10 +80,10 @@ def timed(fn, items: list, warmup: int = 3) -> dict:
 
 def gtp_round_trip(engine_args: list[str], moves: int) -> dict:
     """Per-move-pair milliseconds of ``play`` + ``genmove`` against a ``gotk gtp`` subprocess (19x19)."""
+    from gotk import coords
     from gotk.game.state import GameState
-    from gotk.models.match import GtpClient
-    from gotk.models.players import RandomPlayer
-    from gotk.sgftools import coords
+    from gotk.play.match import GtpClient
+    from gotk.play.players import RandomPlayer
 
     client = GtpClient([sys.executable, "-m", "gotk", "gtp", *engine_args], timeout=120)
     try:
@@ -128,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from gotk.encoders import get_encoder
-    from gotk.models import build_model, load_agent, save_agent
-    from gotk.models.players import PolicyPlayer, RandomPlayer
+    from gotk.nets import build_model, load_agent, save_agent
+    from gotk.play.players import PolicyPlayer, RandomPlayer
 
     torch.set_num_threads(args.threads)
     states = positions(args.positions, args.stride)

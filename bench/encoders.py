@@ -57,8 +57,8 @@ DLGO_NAMES = {"oneplane": "oneplane", "sevenplane": "sevenplane", "simple": "sim
 
 
 def load_records(path: Path, count: int):
-    from gotk.pipeline.sources import iter_sources
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
+    from gotk.sources.archives import iter_sources
 
     out = []
     for src in iter_sources([path]):
@@ -118,7 +118,7 @@ def import_dlgo_encoders():
 
 def dlgo_inputs(records, gotypes):
     """gotk records → dlgo moves: flat point → sgfmill ``(row, col)`` (row 0 bottom) → ``Point(row+1, col+1)``."""
-    from gotk.sgftools import coords
+    from gotk import coords
 
     Player, Point = gotypes.Player, gotypes.Point
     player = {1: Player.black, 2: Player.white}

@@ -63,7 +63,7 @@ def make_dataset(encoder: str, sources: list[Path], work: Path, workers: int) ->
     out = work / f"{encoder}-{tag}"
     if (out / "manifest.json").is_file():
         return out
-    from gotk.pipeline.encode import EncodeOptions, encode_dataset
+    from gotk.build.encode import EncodeOptions, encode_dataset
 
     t0 = time.perf_counter()
     m = encode_dataset(sources, out, EncodeOptions(encoder=encoder, split="train=1.0"), workers=workers,
@@ -99,9 +99,9 @@ def time_loader(path: Path, num_workers: int, batch_size: int, epoch: int) -> di
 
 def time_baseline(path: Path, batch_size: int, seed: int = 0) -> dict:
     """Everything in memory: read all shards, decode all features, then random batches + symmetries."""
-    from gotk.datasets.decode import decode_features
     from gotk.datasets.loader import SplitIndex
     from gotk.datasets.symmetry import apply_symmetries_, transform_labels
+    from gotk.shards.features import decode_features
 
     index = SplitIndex(path, "train")
     t0 = time.perf_counter()

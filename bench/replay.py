@@ -6,7 +6,7 @@ Measures, on one core, in one process:
     through the compiled kernel ``replay_moves`` (fresh arrays per game) and through the public
     ``gotk.game.replay.replay``. Numba compile / cache-load time is measured apart (warm-up).
 (b) SGF bytes → replayed game, moves/s: archive members already in memory, through
-    ``gotk.sgftools.read_sgf`` + ``replay``.
+    ``gotk.sgf.read_sgf`` + ``replay``.
 (c) peers on a sample of the same games (``--peer-games``): sgfmill (``Sgf_game.from_bytes`` +
     ``boards.Board``), dlgo (``dlgo.goboard_fast.GameState``), and sgfmill's parse + ``get_move`` alone
     (nodes/s, the floor for any sgfmill-based reader); gotk on the same sample for a like-for-like rate.
@@ -59,7 +59,7 @@ SGFMILL_FLOOR_REF = 100_000  # nodes/s the issue quotes for sgfmill parse + get_
 
 def load_sources(paths, limit: int | None):
     """Read every SGF member into memory: ``(sources, skipped Counter, Timing)``."""
-    from gotk.pipeline.sources import SgfSource, iter_sources
+    from gotk.sources.archives import SgfSource, iter_sources
 
     sources: list[SgfSource] = []
     skipped: Counter = Counter()
@@ -82,7 +82,7 @@ def gotk_sgf_to_replayed(sources):
     kept for (a)."""
     from gotk.errors import GotkError
     from gotk.game.replay import replay
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
 
     records = []
     moves = games = partial = 0
@@ -173,7 +173,7 @@ def warm_up(sources):
     t0 = time.perf_counter()
     from gotk.game import kernels as K
     from gotk.game.replay import replay
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
 
     info["import_s"] = time.perf_counter() - t0
     first = first_bytes = None
@@ -206,7 +206,7 @@ _COLD_SNIPPET = """
 import json, sys, time
 t0 = time.perf_counter()
 from gotk.game.replay import replay
-from gotk.sgftools.reader import read_sgf
+from gotk.sgf.reader import read_sgf
 t1 = time.perf_counter()
 rec = read_sgf(open(sys.argv[1], "rb").read())[0]
 t2 = time.perf_counter()
@@ -379,8 +379,8 @@ def dlgo_replay(dl_inputs, goboard, gotypes):
 
 
 def sgfmill_board_flat(board, size):
-    """sgfmill board → gotk flat array (1 black, 2 white); conversion via gotk.sgftools.coords."""
-    from gotk.sgftools import coords
+    """sgfmill board → gotk flat array (1 black, 2 white); conversion via gotk.coords."""
+    from gotk import coords
 
     flat = np.zeros(size * size, dtype=np.int8)
     for row in range(size):
@@ -392,7 +392,7 @@ def sgfmill_board_flat(board, size):
 
 
 def dlgo_board_flat(board, size, gotypes):
-    from gotk.sgftools import coords
+    from gotk import coords
 
     flat = np.zeros(size * size, dtype=np.int8)
     for p in range(size * size):
@@ -405,10 +405,10 @@ def dlgo_board_flat(board, size, gotypes):
 
 def check_boards(sample, extracted_by_index, sgf_finals, dl_finals, gotypes):
     """Compare gotk's final board with sgfmill's (and dlgo's) after the same number of moves."""
+    from gotk import coords
     from gotk.errors import GotkError
     from gotk.game.replay import replay
-    from gotk.sgftools import coords
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
 
     result = {"games_compared": 0, "sgfmill_mismatches": 0, "dlgo_compared": 0, "dlgo_mismatches": 0,
               "not_compared": Counter(), "gotk_partial_in_sample": 0, "examples": []}

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from gotk.models.networks import MODELS, build_model, count_parameters
+from gotk.nets.networks import MODELS, build_model, count_parameters
 
 
 def step_fn(model, x, y, v, opt):

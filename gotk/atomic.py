@@ -1,5 +1,5 @@
 """Temp names for atomic file writes: a uniquely named temp file beside the target, then ``os.replace``
-(see :class:`gotk.storage.LocalStorage` and :class:`gotk.pipeline.shards.ShardWriter`).
+(see :class:`gotk.storage.LocalStorage` and :class:`gotk.shards.format.ShardWriter`).
 
 The temp name carries the process id and a random tag, so two processes writing the same target at
 once (a task Dask runs twice, say) never share a temp file; the last rename wins with the same bytes.

@@ -30,7 +30,7 @@ def archive_slice(archive: Path, folder: Path, count: int) -> Path:
     """The first ``count`` SGF members of a real ``archive``, re-packed as ``folder/slice.zip``."""
     import zipfile
 
-    from gotk.pipeline.sources import SgfSource, iter_sources
+    from gotk.sources.archives import SgfSource, iter_sources
 
     items = [s for s in iter_sources([archive]) if isinstance(s, SgfSource)][:count]
     with zipfile.ZipFile(folder / "slice.zip", "w") as zf:
@@ -69,7 +69,7 @@ def encode_source(tmp_path_factory, sample_archive) -> Path:
 @pytest.fixture(scope="session")
 def encode_expected(tmp_path_factory, encode_source) -> dict[str, bytes]:
     """Every output file of a local-folder encode of ``encode_source`` (2 worker processes)."""
-    from gotk.pipeline.encode import EncodeOptions, encode_dataset
+    from gotk.build.encode import EncodeOptions, encode_dataset
 
     out = tmp_path_factory.mktemp("encode-ref") / "ref"
     encode_dataset([encode_source], out, EncodeOptions(**ENCODE_OPTS), workers=2, progress=False,

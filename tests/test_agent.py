@@ -13,8 +13,8 @@ import torch
 
 from gotk.encoders import get_encoder
 from gotk.game.state import GameState
-from gotk.models import AgentError, build_model, load_agent, save_agent
-from gotk.models.agent import AGENT_JSON, WEIGHTS
+from gotk.nets import AgentError, build_model, load_agent, save_agent
+from gotk.nets.agent import AGENT_JSON, WEIGHTS
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -28,8 +28,8 @@ def _one_thread():
 def _positions(n: int = 12) -> list[GameState]:
     """Real positions: the first ``n`` states of a game from the built-in sample archive."""
     from gotk.data import HELDOUT_ARCHIVE
-    from gotk.pipeline.sources import SgfSource, iter_sources
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
+    from gotk.sources.archives import SgfSource, iter_sources
 
     for src in iter_sources([HELDOUT_ARCHIVE]):
         if not isinstance(src, SgfSource):

@@ -8,7 +8,7 @@ from ladder_reference import attacker_wins, defender_dies, try_play
 
 from gotk.encoders.alphago import AlphaGoEncoder, plane_names
 from gotk.game.state import BLACK, WHITE, GameState, Rules
-from gotk.sgftools.record import GameRecord
+from gotk.sgf.record import GameRecord
 
 
 def position(diagram: str, to_play: int = BLACK) -> GameState:

@@ -16,8 +16,8 @@ from gotk.encoders.alphago import AlphaGoEncoder
 from gotk.errors import IllegalMoveError
 from gotk.game.replay import initial_state
 from gotk.game.state import GameState, Rules
-from gotk.pipeline.sources import SgfSource, iter_sources
-from gotk.sgftools.reader import iter_sgf
+from gotk.sgf.reader import iter_sgf
+from gotk.sources.archives import SgfSource, iter_sources
 
 NUM_GAMES = 20
 
@@ -213,7 +213,7 @@ def test_planes_follow_board_symmetries(kgs_dir):
     """Every plane, ladders included, is equivariant under the eight symmetries of the board."""
     from dataclasses import replace
 
-    from gotk.sgftools import coords
+    from gotk import coords
 
     rec = real_games(kgs_dir, 1)[0]
     enc = AlphaGoEncoder(19)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from gotk import coords
 from gotk.cli.main import app
 from gotk.encoders import get_encoder, list_encoders
-from gotk.sgftools import coords
-from gotk.sgftools.reader import read_sgf_file
+from gotk.sgf.reader import read_sgf_file
 
 runner = CliRunner()
 

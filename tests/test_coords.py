@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sgfmill import common, sgf_properties
 
-from gotk.sgftools import coords
+from gotk import coords
 
 SIZES = [2, 5, 9, 13, 19, 25]
 

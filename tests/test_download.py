@@ -22,7 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gotk.cli.main import app
-from gotk.pipeline.download import (
+from gotk.demo.mirror import LocalMirror, RangeRequestHandler, parse_range
+from gotk.sources.download import (
     DownloadOptions,
     download_all,
     download_one,
@@ -31,8 +32,7 @@ from gotk.pipeline.download import (
     sha256_file,
     verify_archive,
 )
-from gotk.pipeline.listing import ArchiveLink, parse_archive_name
-from gotk.pipeline.mirror import LocalMirror, RangeRequestHandler, parse_range
+from gotk.sources.listing import ArchiveLink, parse_archive_name
 
 pytestmark = pytest.mark.timeout(60)
 

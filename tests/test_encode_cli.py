@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gotk.cli.main import app
-from gotk.datasets import decode_features
-from gotk.pipeline.sources import SgfSource, iter_sources
-from gotk.sgftools import read_sgf
+from gotk.sgf import read_sgf
+from gotk.shards import decode_features
+from gotk.sources.archives import SgfSource, iter_sources
 
 runner = CliRunner()
 
@@ -101,7 +101,7 @@ def test_layout_manifest_games_and_rows(tmp_path, slices, sample_archive):
         assert sum(sh["rows"] for sh in s["shards"]) == s["rows"]
         for sh in s["shards"]:
             assert sh["file"].startswith(f"{split}/part-")
-            from gotk.pipeline.shards import sha256_file
+            from gotk.shards.format import sha256_file
 
             assert sha256_file(out / sh["file"]) == sh["sha256"]
             assert pq.ParquetFile(out / sh["file"]).metadata.num_rows == sh["rows"]
@@ -133,7 +133,7 @@ def test_layout_manifest_games_and_rows(tmp_path, slices, sample_archive):
 
     # check one real game against a direct replay + encode
     from gotk.encoders import get_encoder
-    from gotk.pipeline.gameid import game_id
+    from gotk.shards.gameid import game_id
 
     member, data = _slice(sample_archive, 1)[0]
     rec = read_sgf(data)[0]

@@ -15,9 +15,9 @@ import pytest
 from gotk.encoders import EncodedGame, Encoder, get_encoder, list_encoders
 from gotk.game.replay import iter_positions
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.pipeline.sources import iter_sources
-from gotk.sgftools.reader import read_sgf
-from gotk.sgftools.record import GameRecord
+from gotk.sgf.reader import read_sgf
+from gotk.sgf.record import GameRecord
+from gotk.sources.archives import iter_sources
 
 BASIC = ("oneplane", "sevenplane", "simple")
 
@@ -309,7 +309,7 @@ def test_game_loop_is_loaded_from_cache_in_a_new_process():
         import numpy as np
         from gotk.encoders import get_encoder
         from gotk.encoders.game_loop import game_loop_for
-        from gotk.sgftools.record import GameRecord
+        from gotk.sgf.record import GameRecord
         enc = get_encoder("sevenplane", board_size=9)
         rec = GameRecord(size=9, colors=np.array([1, 2], np.int8), points=np.array([40, 41], np.int16))
         assert len(enc.encode_game(rec)) == 2

@@ -12,10 +12,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from gotk import coords
 from gotk.encoders import get_encoder, list_encoders
-from gotk.pipeline.sources import iter_sources
-from gotk.sgftools import coords
-from gotk.sgftools.reader import read_sgf
+from gotk.sgf.reader import read_sgf
+from gotk.sources.archives import iter_sources
 
 
 def transformed(record, sym: int):

@@ -13,11 +13,11 @@ from collections import deque
 import numpy as np
 from sgfmill import boards
 
+from gotk import coords
 from gotk.encoders import get_encoder
 from gotk.game.state import BLACK, WHITE
-from gotk.pipeline.sources import iter_sources
-from gotk.sgftools import coords
-from gotk.sgftools.reader import read_sgf
+from gotk.sgf.reader import read_sgf
+from gotk.sources.archives import iter_sources
 
 GAMES_PER_ARCHIVE = 100
 ARCHIVES = ("KGS-2001-19-2298-.tar.gz", "KGS-2017_03-19-717-.tar.gz")

@@ -1,7 +1,7 @@
 """The rules engine on hand-drawn positions.
 
 Diagrams: ``X`` black, ``O`` white, ``.`` empty, a lowercase letter an empty point named for the test.
-Row 0 is the top line of the diagram (gotk's convention, see ``gotk.sgftools.coords``).
+Row 0 is the top line of the diagram (gotk's convention, see ``gotk.coords``).
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gotk import coords
 from gotk.errors import IllegalMoveError
 from gotk.game import kernels as K
 from gotk.game.handicap import fixed_handicap_points, max_fixed_handicap
 from gotk.game.replay import initial_state, iter_positions, replay
 from gotk.game.state import BLACK, EMPTY, WHITE, GameState, Rules
-from gotk.sgftools import coords
-from gotk.sgftools.reader import read_sgf
+from gotk.sgf.reader import read_sgf
 
 
 def parse(diagram: str) -> tuple[int, list[int], list[int], dict[str, int]]:
@@ -566,7 +566,7 @@ def test_replay_suicide_allowed_by_the_record_rules():
 
 
 def test_replay_of_a_hand_built_record_with_an_off_board_point():
-    from gotk.sgftools.record import GameRecord
+    from gotk.sgf.record import GameRecord
 
     for bad in (999, -1, 362):
         rec = GameRecord(size=19, colors=np.array([BLACK, WHITE], dtype=np.int8),

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from sgfmill import boards, sgf
 
+from gotk import coords
 from gotk.game import kernels as K
 from gotk.game.replay import first_to_play, initial_state, replay
 from gotk.game.state import BLACK, WHITE
-from gotk.pipeline.sources import SgfSource, iter_sources
-from gotk.sgftools import coords
-from gotk.sgftools.reader import read_sgf
+from gotk.sgf.reader import read_sgf
+from gotk.sources.archives import SgfSource, iter_sources
 
 _COLOR = {"b": BLACK, "w": WHITE}
 _AS_SGFMILL = np.array([None, "b", "w"], dtype=object)  # gotk colour code -> sgfmill's cell value

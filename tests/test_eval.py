@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_train_cli import invoke, sample_dataset, trained_run
 
-from gotk.models.evaluate import Metrics, empty_points, phase_index
+from gotk.train.evaluate import Metrics, empty_points, phase_index
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_text_report(agent_path: Path, dataset: Path) -> None:
 
 def test_refusals(agent_path: Path, dataset: Path, tmp_path: Path) -> None:
     from gotk.encoders import get_encoder
-    from gotk.models import build_model, save_agent
+    from gotk.nets import build_model, save_agent
 
     enc = get_encoder("simple", 19)
     other = save_agent(tmp_path / "simple.gotk", build_model("resnet", enc.num_planes, 19, blocks=1, filters=4),
@@ -116,8 +116,8 @@ def test_empty_points_match_the_board(encoder: str) -> None:
     from gotk.data import HELDOUT_ARCHIVE
     from gotk.encoders import get_encoder
     from gotk.game.state import GameState
-    from gotk.pipeline.sources import SgfSource, iter_sources
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
+    from gotk.sources.archives import SgfSource, iter_sources
 
     enc = get_encoder(encoder, 19)
     src = next(s for s in iter_sources([HELDOUT_ARCHIVE]) if isinstance(s, SgfSource))

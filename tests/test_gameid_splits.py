@@ -7,8 +7,7 @@ from collections import Counter
 
 import pytest
 
-from gotk.pipeline.gameid import game_id, unit_fraction
-from gotk.pipeline.splits import (
+from gotk.build.splits import (
     assign_split,
     matches_test_from,
     parse_min_rank,
@@ -16,7 +15,8 @@ from gotk.pipeline.splits import (
     passes_min_rank,
     rank_value,
 )
-from gotk.sgftools import read_sgf
+from gotk.sgf import read_sgf
+from gotk.shards.gameid import game_id, unit_fraction
 
 GAME = b"(;GM[1]FF[4]SZ[19]PB[alice]PW[bob]BR[7d]WR[6d]DT[2017-01-01]RE[B+R]KM[6.5];B[pd];W[dp];B[pp];W[dd])"
 

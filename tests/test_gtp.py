@@ -14,10 +14,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gotk import coords
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.models.gtp import GtpEngine, preprocess
-from gotk.models.players import RESIGN, PolicyPlayer, RandomPlayer, own_eye_mask, passing_wins, sensible_moves
-from gotk.sgftools import coords
+from gotk.play.gtp import GtpEngine, preprocess
+from gotk.play.players import RESIGN, PolicyPlayer, RandomPlayer, own_eye_mask, passing_wins, sensible_moves
 
 REPO = Path(__file__).resolve().parents[1]
 ANSWER = re.compile(r"^[=?][0-9]*( [^\n]*)?(\n[^\n]+)*\n\n$")
@@ -29,7 +29,7 @@ REQUIRED = ("protocol_version", "name", "version", "known_command", "list_comman
 def make_agent_file(path: Path, size: int = 9, head: str = "both") -> Path:
     """A real (untrained, seeded) agent package: resnet 1 block × 8 filters on sevenplane."""
     from gotk.encoders import get_encoder
-    from gotk.models import build_model, save_agent
+    from gotk.nets import build_model, save_agent
 
     torch.manual_seed(0)
     enc = get_encoder("sevenplane", size)
@@ -266,7 +266,7 @@ def test_pass_after_opponent_pass_only_when_winning() -> None:
 
 
 def test_policy_player_argmax_sampling_and_resign(agent_file: Path) -> None:
-    from gotk.models import load_agent
+    from gotk.nets import load_agent
 
     agent = load_agent(agent_file)
     s = GameState(9)
@@ -291,7 +291,7 @@ def test_policy_player_argmax_sampling_and_resign(agent_file: Path) -> None:
 
 
 def test_agent_engine(agent_file: Path) -> None:
-    from gotk.models import load_agent
+    from gotk.nets import load_agent
 
     e = GtpEngine(PolicyPlayer(load_agent(agent_file)))
     assert e.state.size == 9

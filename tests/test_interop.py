@@ -9,9 +9,9 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from gotk.datasets import decode_features
-from gotk.pipeline.encode import EncodeOptions, encode_dataset
-from gotk.pipeline.sources import SgfSource, iter_sources
+from gotk.build.encode import EncodeOptions, encode_dataset
+from gotk.shards import decode_features
+from gotk.sources.archives import SgfSource, iter_sources
 
 
 @pytest.fixture(scope="module")

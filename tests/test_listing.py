@@ -1,4 +1,4 @@
-"""Listing page parsing and archive selection (``gotk.pipeline.listing``), on the shared mirror pages."""
+"""Listing page parsing and archive selection (``gotk.sources.listing``), on the shared mirror pages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from gotk.pipeline.listing import (
+from gotk.demo.mirror import LocalMirror
+from gotk.sources.listing import (
     ArchiveLink,
     ListingError,
     fetch_listing,
@@ -16,7 +17,6 @@ from gotk.pipeline.listing import (
     parse_period,
     select_archives,
 )
-from gotk.pipeline.mirror import LocalMirror
 
 BASE = "http://mirror.invalid/gamerecords/"
 

@@ -15,10 +15,10 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from gotk.datasets.decode import decode_features
+from gotk.build.encode import EncodeOptions, encode_dataset
+from gotk.coords import symmetry_permutation, transform_planes
 from gotk.datasets.loader import ShardDataset, SplitIndex, game_index, iter_numpy_batches, worker_batch_offsets
-from gotk.pipeline.encode import EncodeOptions, encode_dataset
-from gotk.sgftools.coords import symmetry_permutation, transform_planes
+from gotk.shards.features import decode_features
 
 BS = 256
 

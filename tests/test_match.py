@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sgfmill import sgf
 
+from gotk import coords
 from gotk.game.state import GameState
-from gotk.models.match import GtpClient, Match, MatchConfig, OpponentTimeout, parse_score, summarize, wilson_interval
-from gotk.models.players import RandomPlayer
-from gotk.sgftools import coords
+from gotk.play.match import GtpClient, Match, MatchConfig, OpponentTimeout, parse_score, summarize, wilson_interval
+from gotk.play.players import RandomPlayer
 
 REPO = Path(__file__).resolve().parents[1]
 GNUGO = Path("/usr/games/gnugo")
@@ -206,8 +206,8 @@ def test_scoring_falls_back_to_our_area_score(tmp_path: Path) -> None:
 def test_agent_resignation_ends_the_game(tmp_path: Path) -> None:
     from test_gtp import make_agent_file
 
-    from gotk.models import load_agent
-    from gotk.models.players import PolicyPlayer
+    from gotk.nets import load_agent
+    from gotk.play.players import PolicyPlayer
 
     agent = load_agent(make_agent_file(tmp_path / "agent.gotk", size=9, head="both"))
     script = tmp_path / "fake_gtp.py"

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gotk import coords
 from gotk.errors import SGFError
 from gotk.game.replay import replay
 from gotk.game.state import BLACK, WHITE
-from gotk.sgftools import coords
-from gotk.sgftools.reader import MAX_SGF_BYTES, decode_text, iter_sgf, read_sgf, read_sgf_file
-from gotk.sgftools.record import parse_result
+from gotk.sgf.reader import MAX_SGF_BYTES, decode_text, iter_sgf, read_sgf, read_sgf_file
+from gotk.sgf.record import parse_result
 
 
 def one(data: bytes):

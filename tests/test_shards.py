@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gotk.datasets import decode_features, encoder_description
-from gotk.pipeline import shards as S
-from gotk.pipeline.sources import SgfSource, iter_sources
-from gotk.sgftools import read_sgf
+from gotk.sgf import read_sgf
+from gotk.shards import decode_features, encoder_description
+from gotk.shards import format as S
+from gotk.sources.archives import SgfSource, iter_sources
 
 
 def _desc(shape, dtype="bit", name="test"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gotk.pipeline.sources import SgfSource, Skip, is_archive, iter_sources
+from gotk.sources.archives import SgfSource, Skip, is_archive, iter_sources
 
 
 def game(i: int) -> bytes:
@@ -186,7 +186,7 @@ def test_real_archive_in_three_formats_agree(kgs_dir):
 
 def _reference(path: Path, max_bytes: int) -> list:
     """What Python's tarfile gives, as iter_sources reports it."""
-    from gotk.pipeline.sources import _tarfile_members
+    from gotk.sources.archives import _tarfile_members
 
     out: list = []
     try:
@@ -244,7 +244,7 @@ def test_fast_tar_reader_equals_tarfile(tmp_path, fmt, suffix, mode):
 
 
 def test_fast_tar_reader_on_real_archives(kgs_dir):
-    from gotk.pipeline.sources import _fast_tar
+    from gotk.sources.archives import _fast_tar
 
     for path in sorted(kgs_dir.glob("KGS-*.tar.*")):
         got = list(_fast_tar(path, 8 << 20))  # the fast reader alone: no fallback to tarfile needed

@@ -79,7 +79,7 @@ def test_run_writes_everything(run_dir: Path, dataset: Path) -> None:
     assert steps[-1]["loss"] < steps[0]["loss"]
     assert (run_dir / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (run_dir / "checkpoint.pt").is_file()
-    from gotk.models import load_agent
+    from gotk.nets import load_agent
 
     agent = load_agent(run_dir / "agent.gotk")
     assert agent.has_policy and agent.has_value
@@ -154,7 +154,7 @@ def test_value_only_model(dataset: Path, tmp_path: Path) -> None:
                   "--no-progress", "--device", "cpu", "--max-val-positions", "200", "--optimizer", "sgd",
                   "--schedule", "step", "--log-every", "3"])
     assert res.exit_code == 0, res.output
-    from gotk.models import load_agent
+    from gotk.nets import load_agent
 
     agent = load_agent(run / "agent.gotk")
     assert agent.has_value and not agent.has_policy

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.main import app
 from gotk.data import HELDOUT_ARCHIVE, sample_archives
 
 MARKER = ".gotk-demo"
@@ -53,7 +52,6 @@ def _run(args: list[str], log: list[dict]) -> None:
         raise typer.Exit(rc)
 
 
-@app.command("demo")
 def demo_cmd(
     out: Path = typer.Option(Path("gotk-demo"), "--out", "-o", help="Folder for everything the demo makes."),
     encoder: str = typer.Option("sevenplane", "--encoder", "-e", help="Encoder for the dataset."),
@@ -66,7 +64,7 @@ def demo_cmd(
 
     Everything lands in --out (rerunning replaces a previous demo's output there). Needs no network.
     """
-    from gotk.pipeline.mirror import LocalMirror
+    from gotk.demo.mirror import LocalMirror
 
     out = out.resolve()
     if out.exists() and any(out.iterdir()):

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.main import app
-from gotk.pipeline.listing import DEFAULT_INDEX_URL, FORMATS
+from gotk.sources.listing import DEFAULT_INDEX_URL, FORMATS
 
 
 def _size(n: int | None) -> str:
@@ -33,7 +32,6 @@ def _fail(as_json: bool, reason: str, message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
-@app.command("download")
 def download_cmd(
     index_url: str = typer.Option(DEFAULT_INDEX_URL, "--index-url", help="The game-records listing page."),
     dest: Path = typer.Option(Path("data/kgs"), "--dest", help="Folder for the archives and index.json."),
@@ -57,8 +55,8 @@ def download_cmd(
     Complete files are skipped on a rerun. Exit code: 0 all fine; 1 a file failed or nothing matched;
     2 the listing could not be used (unreachable, no archive links, bad option).
     """
-    from gotk.pipeline.download import DownloadOptions, download_all, plan_downloads
-    from gotk.pipeline.listing import ListingError, fetch_listing, select_archives
+    from gotk.sources.download import DownloadOptions, download_all, plan_downloads
+    from gotk.sources.listing import ListingError, fetch_listing, select_archives
 
     try:
         select_archives([], fmt=fmt, since=since, until=until)  # check the options before any network use

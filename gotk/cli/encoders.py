@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.main import app
-
 
 def _plane_marks(plane) -> dict[int, str]:
     """Characters for the non-zero points of one ``(H, W)`` plane: the digit, ``-`` for -1, ``+`` above 9."""
@@ -20,7 +18,6 @@ def _plane_marks(plane) -> dict[int, str]:
     return marks
 
 
-@app.command("encoders")
 def encoders_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
@@ -37,7 +34,6 @@ def encoders_cmd(
             typer.echo(f"  {k:3d}  {plane}")
 
 
-@app.command("features")
 def features_cmd(
     path: Path = typer.Argument(..., help="An SGF file (its first game is used)."),
     encoder: str = typer.Option("sevenplane", "--encoder", "-e", help="Encoder name (see `gotk encoders`)."),
@@ -49,12 +45,12 @@ def features_cmd(
     (arrays ``features`` (N, C, H, W), ``labels``, ``move_numbers``, ``to_play`` (+1 black, -1 white))."""
     import numpy as np
 
+    from gotk import coords
     from gotk.encoders import get_encoder
     from gotk.errors import GotkError
     from gotk.game.render import render_board
     from gotk.game.replay import initial_state
-    from gotk.sgftools import coords
-    from gotk.sgftools.reader import read_sgf_file
+    from gotk.sgf.reader import read_sgf_file
 
     try:
         records = read_sgf_file(path)

@@ -1,10 +1,11 @@
-"""The ``gotk`` command line (typer). Each command lives in its own module and registers here."""
+"""The ``gotk`` command line (typer). Each command is a plain function in its own module, registered here."""
 
 from __future__ import annotations
 
 import typer
 
 from gotk import __version__
+from gotk.cli import dataset, demo, download, encode, encoders, play, replay, train
 
 app = typer.Typer(
     name="gotk",
@@ -28,14 +29,22 @@ def _root(
     """gotk: Go (the board game) dataset toolkit."""
 
 
-# command modules register themselves on ``app`` when imported
-from gotk.cli import demo as _demo  # noqa: E402,F401
-from gotk.cli import download as _download  # noqa: E402,F401
-from gotk.cli import encode as _encode  # noqa: E402,F401
-from gotk.cli import encoders as _encoders  # noqa: E402,F401
-from gotk.cli import play as _play  # noqa: E402,F401
-from gotk.cli import replay as _replay  # noqa: E402,F401
-from gotk.cli import train as _train  # noqa: E402,F401
+COMMANDS = [
+    ("download", download.download_cmd),
+    ("replay", replay.replay_cmd),
+    ("encoders", encoders.encoders_cmd),
+    ("features", encoders.features_cmd),
+    ("encode", encode.encode_cmd),
+    ("inspect", dataset.inspect_cmd),
+    ("show", dataset.show_cmd),
+    ("train", train.train_cmd),
+    ("eval", train.eval_cmd),
+    ("gtp", play.gtp_cmd),
+    ("match", play.match_cmd),
+    ("demo", demo.demo_cmd),
+]
+for _name, _fn in COMMANDS:
+    app.command(_name)(_fn)
 
 
 def main() -> None:

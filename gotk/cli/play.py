@@ -9,38 +9,7 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.main import app
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
-                pass_threshold: float = 1e-3, resign: bool = True, resign_threshold: float = -0.95,
-                resign_moves: int = 3, threads: int | None = 1):
-    """A player from ``--agent`` (a ``.gotk`` file, or ``random`` / None for the random player)."""
-    from gotk.models.players import PolicyPlayer, RandomPlayer
-
-    if agent is None or agent == "random":
-        return RandomPlayer(seed=seed)
-    import torch
-
-    from gotk.errors import GotkError
-    from gotk.models.agent import load_agent
-
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        loaded = load_agent(agent)
-    except GotkError as e:
-        _fail(str(e))
-    if not getattr(loaded, "has_policy", True):
-        _fail(f"{agent}: the agent has no policy head, it cannot choose moves")
-    return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,
-                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed)
-
+from gotk.cli.common import fail as _fail
 
 _TEMP = typer.Option(0.0, help="0 plays the most probable sensible move; >0 samples from p^(1/T).")
 _PASS = typer.Option(1e-3, "--pass-threshold", help="Pass when no sensible move has at least this policy probability.")
@@ -50,7 +19,6 @@ _RES_K = typer.Option(3, "--resign-moves", help="... for this many consecutive o
 _THREADS = typer.Option(1, help="torch CPU threads for inference (0: torch's default).")
 
 
-@app.command("gtp")
 def gtp_cmd(
     agent: Path = typer.Option(None, "--agent", help="Agent package (agent.gotk) to play with."),
     random: bool = typer.Option(False, "--random", help="Play random sensible moves instead (a test opponent)."),
@@ -65,11 +33,11 @@ def gtp_cmd(
     threads: int = _THREADS,
 ) -> None:
     """Run a GTP version 2 engine on stdin/stdout (see docs/gtp.md for the commands and rules)."""
-    from gotk.models.gtp import GtpEngine
+    from gotk.play.gtp import GtpEngine
 
     if (agent is None) == (not random):
         _fail("give exactly one of --agent FILE or --random")
-    player = make_player(None if random else str(agent), seed, temperature, pass_threshold, resign,
+    player = _player(None if random else str(agent), seed, temperature, pass_threshold, resign,
                          resign_threshold, resign_moves, threads)
     fixed = getattr(player, "board_size", None)
     if size is not None and fixed and size != fixed:
@@ -79,7 +47,6 @@ def gtp_cmd(
     GtpEngine(player, name=player.name, size=size, komi=komi).serve_stdio()
 
 
-@app.command("match")
 def match_cmd(
     opponent: str = typer.Option(..., "--opponent", help='GTP engine command line, e.g. "/usr/games/gnugo --mode '
                                  'gtp --level 10" or "python -m gotk gtp --random".'),
@@ -101,7 +68,7 @@ def match_cmd(
     threads: int = _THREADS,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
-    from gotk.models.match import Match, MatchConfig, summarize
+    from gotk.play.match import Match, MatchConfig, summarize
 
     argv = shlex.split(opponent)
     if not argv:
@@ -110,7 +77,7 @@ def match_cmd(
         _fail("--games must be >= 1")
     if max_moves is not None and max_moves < 1:
         _fail("--max-moves must be >= 1")
-    player = make_player(agent, seed, temperature, pass_threshold, resign, resign_threshold, resign_moves, threads)
+    player = _player(agent, seed, temperature, pass_threshold, resign, resign_threshold, resign_moves, threads)
     fixed = getattr(player, "board_size", None)
     size = size or fixed or 19
     if fixed and size != fixed:
@@ -141,3 +108,14 @@ def match_cmd(
                    + (f", {s.draws} draws" if s.draws else "") + (f", {s.void} void" if s.void else "")
                    + f" of {s.games}; win rate {s.win_rate:.3f} (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f})")
     sys.stdout.flush()
+
+
+def _player(*args, **kwargs):
+    """:func:`gotk.play.players.make_player`, its refusals as a one-line error (exit 2)."""
+    from gotk.errors import GotkError
+    from gotk.play.players import make_player
+
+    try:
+        return make_player(*args, **kwargs)
+    except GotkError as e:
+        _fail(str(e))

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.main import app
 from gotk.data import sample_archives
 
 
-@app.command("replay")
 def replay_cmd(
     paths: list[Path] = typer.Argument(None, help="SGF files, folders or archives (default: the built-in sample)."),
     min_moves: int = typer.Option(1, help="Games with fewer main-line moves are skipped as too_short."),
@@ -23,7 +21,7 @@ def replay_cmd(
     Exit code: 0 when something was replayed (and, with --strict, nothing skipped); 1 when nothing
     could be replayed; 2 with --strict when anything was skipped.
     """
-    from gotk.pipeline.replay_run import replay_paths
+    from gotk.build.replay_run import replay_paths
 
     targets = [str(p) for p in paths] if paths else [str(p) for p in sample_archives()]
     rep = replay_paths(targets, min_moves=min_moves)

@@ -9,17 +9,11 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.encode import parse_key_values
-from gotk.cli.main import app
+from gotk.cli.common import fail as _fail
+from gotk.cli.common import parse_key_values
 from gotk.storage import StorageError
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-@app.command("train")
 def train_cmd(
     data: str = typer.Option(..., "--data", help="Dataset folder made by `gotk encode` (manifest.json + splits): "
                              "a path or an fsspec URL (s3://bucket/prefix)."),
@@ -71,7 +65,7 @@ def train_cmd(
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
     Several processes: `torchrun --nproc_per_node N -m gotk train ...` (DDP; see docs/scaling.md)."""
-    from gotk.models.train import TrainConfig, launched_distributed, train
+    from gotk.train.trainer import TrainConfig, launched_distributed, train
 
     given = {k: v for k, v in dict(
         model=model, head=head, epochs=epochs, max_steps=max_steps, batch_size=batch_size, optimizer=optimizer,
@@ -119,7 +113,6 @@ def train_cmd(
     typer.echo(f"agent: {out / 'agent.gotk'}")
 
 
-@app.command("eval")
 def eval_cmd(
     agent: Path = typer.Option(..., "--agent", help="Agent package (agent.gotk) written by `gotk train`."),
     data: list[str] = typer.Option(..., "--data", help="A dataset folder (manifest.json; a path or an fsspec URL) "
@@ -136,9 +129,9 @@ def eval_cmd(
                                              "--data; repeatable."),
 ) -> None:
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against two baselines."""
-    from gotk.models.agent import AgentError, load_agent
-    from gotk.models.evaluate import evaluate, format_report, is_shard_dir
-    from gotk.models.train import resolve_device
+    from gotk.nets.agent import AgentError, load_agent
+    from gotk.train.evaluate import evaluate, format_report, is_shard_dir
+    from gotk.train.trainer import resolve_device
 
     if threads:
         import torch

@@ -1,14 +1,11 @@
-"""Reading gotk shards: decoding features, streaming loaders."""
+"""Reading gotk shards for training: the split index, sampling, and the streaming torch dataset.
 
-from gotk.datasets.decode import decode_features, encoder_description
+``ShardDataset`` is resolved lazily so importing gotk.datasets does not import torch.
+"""
 
-__all__ = ["decode_features", "encoder_description"]
+from gotk.datasets.loader import SplitIndex, game_index, iter_numpy_batches
 
-# streaming loader (gotk.datasets.loader); ShardDataset is resolved lazily so importing gotk.datasets
-# does not import torch
-from gotk.datasets.loader import SplitIndex, game_index, iter_numpy_batches  # noqa: E402
-
-__all__ += ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches"]  # noqa: F822
+__all__ = ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches"]  # noqa: F822
 
 
 def __getattr__(name: str):

@@ -57,8 +57,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gotk.coords import transform_planes
 from gotk.datasets.symmetry import NUM_SYMMETRIES, transform_labels
-from gotk.sgftools.coords import transform_planes
 from gotk.storage import Storage, is_url, join
 
 __all__ = ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches", "worker_batch_offsets"]  # noqa: F822
@@ -72,7 +72,7 @@ _SYMMETRY_MODES = ("random", "none")
 
 
 def game_index(game_id: str) -> int:
-    """The integer id of a game: its first 15 hex digits (a 60-bit int, see ``gotk.pipeline.gameid``);
+    """The integer id of a game: its first 15 hex digits (a 60-bit int, see ``gotk.shards.gameid``);
     for an id that is not hex, the first 60 bits of its BLAKE2b digest. Stable across runs and processes."""
     try:
         return int(game_id[:15], 16)

@@ -1,6 +1,6 @@
 """The eight board symmetries applied to whole batches (features and move labels alike).
 
-Built on :func:`gotk.sgftools.coords.transform_planes` and :func:`~gotk.sgftools.coords.symmetry_permutation`,
+Built on :func:`gotk.coords.transform_planes` and :func:`~gotk.coords.symmetry_permutation`,
 the one definition of the dihedral group in gotk: symmetry ``s`` maps planes with ``transform_planes(x, s)``
 and a flat move index ``p`` to ``symmetry_permutation(size, s)[p]`` (a pass stays a pass).
 """
@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from gotk.sgftools.coords import SYMMETRIES, symmetry_permutation, transform_planes
+from gotk.coords import SYMMETRIES, symmetry_permutation, transform_planes
 
 NUM_SYMMETRIES = len(SYMMETRIES)
 

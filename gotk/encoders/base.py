@@ -1,11 +1,11 @@
 """The encoder contract shared by every encoder, the pipeline and the loader.
 
 An encoder turns a position into ``planes[c, row, col]`` (row 0 at the top, see
-:mod:`gotk.sgftools.coords`). Planes are described by data: ``plane_names`` (one per plane).
+:mod:`gotk.coords`). Planes are described by data: ``plane_names`` (one per plane).
 Two paths:
 
 * :meth:`Encoder.encode` — one :class:`~gotk.game.state.GameState` → ``(C, H, W)`` array;
-* :meth:`Encoder.encode_game` — a whole :class:`~gotk.sgftools.record.GameRecord` → every position
+* :meth:`Encoder.encode_game` — a whole :class:`~gotk.sgf.record.GameRecord` → every position
   in one compiled loop (replay + encode), into one preallocated array. Pipelines use this.
 
 Positions are "the state before a main-line move"; the player to move is the colour of that move.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gotk.sgftools import coords
+from gotk import coords
 
 
 @dataclass

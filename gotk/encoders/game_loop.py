@@ -162,7 +162,7 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
     rows, replayed, status = int(rows), int(replayed), int(status)
     error: GotkError | None = None
     if status != K.OK:
-        from gotk.sgftools import coords
+        from gotk import coords
 
         p = int(points[replayed])
         where = coords.to_gtp(p, size) if 0 <= p < n else str(p)

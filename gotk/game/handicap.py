@@ -8,7 +8,7 @@ sizes from 9x9 up take 2..9.
 
 from __future__ import annotations
 
-from gotk.sgftools import coords
+from gotk import coords
 
 # (row-from-bottom, col) as 0 = low line, 1 = middle line, 2 = high line
 _PATTERN = ((0, 0), (2, 2), (2, 0), (0, 2), (1, 0), (1, 2), (0, 1), (2, 1))
@@ -22,7 +22,7 @@ def max_fixed_handicap(size: int) -> int:
 
 
 def fixed_handicap_points(size: int, n: int) -> list[int]:
-    """Flat indices (see :mod:`gotk.sgftools.coords`) of ``n`` fixed handicap stones, GTP order.
+    """Flat indices (see :mod:`gotk.coords`) of ``n`` fixed handicap stones, GTP order.
 
     Raises ``ValueError`` when the GTP specification defines no placement for ``n`` on ``size``.
     """

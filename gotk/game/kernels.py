@@ -1,7 +1,7 @@
 """Compiled (numba) kernels of the rules engine, on flat arrays.
 
 The board is a flat ``int8`` array of ``size * size`` points (index ``row * size + col``, row 0 at
-the top, see :mod:`gotk.sgftools.coords`): 0 empty, 1 black, 2 white. Strings are kept
+the top, see :mod:`gotk.coords`): 0 empty, 1 black, 2 white. Strings are kept
 incrementally as circular linked lists:
 
 * ``head[p]``   representative point of the string through ``p``;

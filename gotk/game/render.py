@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gotk.sgftools.coords import GTP_COLUMNS
+from gotk.coords import GTP_COLUMNS
 
 _STONES = {0: ".", 1: "X", 2: "O"}
 

@@ -7,13 +7,16 @@ rules refuse ends the game there with a reason; the positions before it stay usa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gotk.errors import GotkError, IllegalMoveError, SGFError
 from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState, Rules
-from gotk.sgftools.record import GameRecord
+
+if TYPE_CHECKING:  # the record type only: the engine never parses SGF
+    from gotk.sgf.record import GameRecord
 
 _REASONS = {K.OCCUPIED: "occupied", K.SUICIDE: "illegal_move", K.KO: "illegal_move", -1: "illegal_move",
             K.OFF_BOARD: "bad_move"}
@@ -81,7 +84,7 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
             state._seen = {int(h) for h in hashes[: played + 1]}
     error: GotkError | None = None
     if status != K.OK:
-        from gotk.sgftools import coords
+        from gotk import coords
 
         where = coords.to_gtp(int(points[played]), record.size) if 0 <= points[played] < record.size ** 2 else "?"
         error = IllegalMoveError(_REASONS[int(status)],

@@ -1,7 +1,7 @@
 """``GameState``: the rules engine's Python face over the compiled kernels.
 
 A state is mutable (``play`` changes it in place) and cheap to ``copy`` (a few small arrays), so
-look-ahead copies and replay loops both stay fast. Points follow :mod:`gotk.sgftools.coords`: a flat
+look-ahead copies and replay loops both stay fast. Points follow :mod:`gotk.coords`: a flat
 index ``row * size + col`` (row 0 at the top), pass = ``size * size``.
 """
 
@@ -12,9 +12,9 @@ from functools import cache
 
 import numpy as np
 
+from gotk import coords
 from gotk.errors import IllegalMoveError
 from gotk.game import kernels as K
-from gotk.sgftools import coords
 
 BLACK = K.BLACK
 WHITE = K.WHITE

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from gotk import __version__
 from gotk.errors import GotkError
-from gotk.pipeline.listing import ArchiveLink
+from gotk.sources.listing import ArchiveLink
 
 INDEX_NAME = "index.json"
 CHUNK = 256 * 1024

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from gotk.errors import GotkError
 from gotk.game.replay import replay
-from gotk.pipeline.sources import SgfSource, Skip, iter_sources
-from gotk.sgftools.reader import iter_sgf
+from gotk.sgf.reader import iter_sgf
+from gotk.sources.archives import SgfSource, Skip, iter_sources
 
 
 @dataclass

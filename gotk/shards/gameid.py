@@ -18,7 +18,7 @@ _PREFIX = b"gotk-game-id-v1\x00"
 
 
 def game_id(record) -> str:
-    """The 32-hex-character id of a :class:`~gotk.sgftools.record.GameRecord`."""
+    """The 32-hex-character id of a :class:`~gotk.sgf.record.GameRecord`."""
     return game_id_from_parts(record.size, record.setup_black, record.setup_white, record.setup_empty,
                               record.colors, record.points)
 

@@ -1,4 +1,4 @@
-"""A GTP version 2 engine around a :mod:`gotk.models.players` player.
+"""A GTP version 2 engine around a :mod:`gotk.play.players` player.
 
 Input is preprocessed as the GTP 2 specification (section 3.1) says: control characters other than
 tab and newline are removed, everything from ``#`` on is a comment, tabs become spaces, and empty
@@ -22,13 +22,12 @@ from typing import BinaryIO, TextIO
 
 import numpy as np
 
-from gotk import __version__
+from gotk import __version__, coords
 from gotk.errors import GotkError
 from gotk.game.handicap import fixed_handicap_points, max_fixed_handicap
 from gotk.game.render import render_board
 from gotk.game.state import BLACK, EMPTY, WHITE, GameState
-from gotk.models.players import RESIGN
-from gotk.sgftools import coords
+from gotk.play.players import RESIGN
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _VERTEX = re.compile(r"^[A-Za-z][0-9]{1,3}$")

@@ -44,9 +44,9 @@ import torch
 import torch.nn.functional as F
 
 from gotk import __version__
-from gotk.models.evaluate import Metrics
-from gotk.models.networks import HEADS, MODELS, build_model, count_parameters, model_hparams
+from gotk.nets.networks import HEADS, MODELS, build_model, count_parameters, model_hparams
 from gotk.storage import Storage, is_url, join
+from gotk.train.evaluate import Metrics
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
 SCHEDULES = ("cosine", "step", "none")
@@ -599,7 +599,7 @@ class Trainer:
     def save_agent(self, metrics: dict) -> None:
         if not self.main:
             return
-        from gotk.models.agent import save_agent
+        from gotk.nets.agent import save_agent
 
         save_agent(self.out / AGENT, self.model, self.cfg.model, self.cfg.hparams, self.encoder,
                    self.manifest_sha256, metrics,

@@ -175,8 +175,8 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
     """Encode SGF files/folders/archives on the fly with ``encoder``; batches shaped like the loader's
     (``features``, ``label``, ``value``, ``move_number``). ``stats`` counts games read/skipped."""
     from gotk.errors import GotkError
-    from gotk.pipeline.sources import Skip, iter_sources
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
+    from gotk.sources.archives import Skip, iter_sources
 
     stats = stats if stats is not None else {}
     buf: list[tuple[np.ndarray, ...]] = []
@@ -220,7 +220,7 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
              batch_size: int = 512, progress: bool = False, storage_options: dict | None = None) -> dict:
     """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
     go to fsspec) or on SGF files/folders/archives."""
-    from gotk.models.agent import AgentError
+    from gotk.nets.agent import AgentError
 
     t0 = time.perf_counter()
     paths = [data] if isinstance(data, str | os.PathLike) else list(data)

@@ -161,3 +161,25 @@ class PolicyPlayer:
 
 
 __all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "passing_wins", "sensible_moves"]
+
+
+def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
+                pass_threshold: float = 1e-3, resign: bool = True, resign_threshold: float = -0.95,
+                resign_moves: int = 3, threads: int | None = 1):
+    """A player for ``agent``: an agent file path, or ``random`` / None for :class:`RandomPlayer`.
+
+    Raises :class:`gotk.nets.AgentError` for an unreadable agent or one without a policy head.
+    """
+    if agent is None or agent == "random":
+        return RandomPlayer(seed=seed)
+    import torch
+
+    from gotk.nets.agent import AgentError, load_agent
+
+    if threads:
+        torch.set_num_threads(threads)
+    loaded = load_agent(agent)
+    if not getattr(loaded, "has_policy", True):
+        raise AgentError("the agent has no policy head, it cannot choose moves", agent)
+    return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,
+                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed)

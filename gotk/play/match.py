@@ -23,12 +23,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gotk import __version__
+from gotk import __version__, coords
 from gotk.errors import GotkError
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.models.gtp import format_score
-from gotk.models.players import RESIGN
-from gotk.sgftools import coords
+from gotk.play.gtp import format_score
+from gotk.play.players import RESIGN
 
 _SCORE = re.compile(r"^(?:0|[BW]\+(?:[0-9]+(?:\.[0-9]+)?|R|Resign|T|Time|F|Forfeit))$", re.IGNORECASE)
 

@@ -16,9 +16,9 @@ import re
 import numpy as np
 from sgfmill import sgf_grammar
 
+from gotk import coords
 from gotk.errors import SGFError
-from gotk.sgftools import coords
-from gotk.sgftools.record import BLACK, WHITE, GameRecord, parse_result
+from gotk.sgf.record import BLACK, WHITE, GameRecord, parse_result
 
 MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
 _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}

@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from gotk.build.splits import passes_min_rank
 from gotk.errors import GotkError
-from gotk.pipeline import shards as S
-from gotk.pipeline.gameid import game_id
-from gotk.pipeline.splits import passes_min_rank
-from gotk.sgftools.record import GameRecord, Result
+from gotk.sgf.record import GameRecord, Result
+from gotk.shards import format as S
+from gotk.shards.gameid import game_id
 from gotk.storage import Storage, join
 
 UNIT_META_KEY = b"gotk_unit"
@@ -144,11 +144,11 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats.
 
     ``options``: ``work_dir``, ``board_size``, ``min_rank`` (int or None, see
-    :func:`gotk.pipeline.splits.rank_value`), ``no_handicap``, ``include_passes``, ``skip_first``,
+    :func:`gotk.build.splits.rank_value`), ``no_handicap``, ``include_passes``, ``skip_first``,
     ``drop_partial``.
     """
     from gotk.game.replay import replay
-    from gotk.sgftools.reader import iter_sgf
+    from gotk.sgf.reader import iter_sgf
 
     size = int(options["board_size"])
     include_passes = bool(options["include_passes"])

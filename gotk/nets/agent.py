@@ -23,7 +23,7 @@ import torch
 
 from gotk import __version__
 from gotk.errors import GotkError
-from gotk.models.networks import HEADS, MODELS, GoNet, build_model
+from gotk.nets.networks import HEADS, MODELS, GoNet, build_model
 
 FORMAT = "gotk-agent"
 FORMAT_VERSION = 1

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gotk.sgftools import coords
+from gotk import coords
 
 BLACK = 1
 WHITE = 2

@@ -1,7 +1,7 @@
 """``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
 
-Design (one executor — a local process pool or Dask, see :mod:`gotk.pipeline.executors` — and two
-kinds of work unit, both in :mod:`gotk.pipeline.workers`):
+Design (one executor — a local process pool or Dask, see :mod:`gotk.build.executors` — and two
+kinds of work unit, both in :mod:`gotk.build.workers`):
 
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
@@ -42,14 +42,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from gotk import __version__
+from gotk.build import executors as X
+from gotk.build import workers as W
+from gotk.build.splits import DEFAULT_SPLIT, assign_split, matches_test_from, parse_min_rank, parse_split
 from gotk.errors import GotkError
-from gotk.pipeline import executors as X
-from gotk.pipeline import manifest as M
-from gotk.pipeline import shards as S
-from gotk.pipeline import workers as W
-from gotk.pipeline.sources import Skip, is_archive, iter_sources
-from gotk.pipeline.splits import DEFAULT_SPLIT, assign_split, matches_test_from, parse_min_rank, parse_split
-from gotk.sgftools.reader import MAX_SGF_BYTES
+from gotk.sgf.reader import MAX_SGF_BYTES
+from gotk.shards import format as S
+from gotk.shards import manifest as M
+from gotk.sources.archives import Skip, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
@@ -291,7 +291,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
     :class:`EncodeError` for unusable options or output folders. ``executor``: ``"local"``,
     ``"dask"`` (``scheduler``: ``tcp://HOST:PORT``, or None for a LocalCluster), or an
-    :class:`~gotk.pipeline.executors.Executor` instance (shut down when the run ends); worker
+    :class:`~gotk.build.executors.Executor` instance (shut down when the run ends); worker
     options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
     be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
     :mod:`gotk.storage`)."""

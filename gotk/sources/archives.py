@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gotk.sgftools.reader import MAX_SGF_BYTES
+from gotk.sgf.reader import MAX_SGF_BYTES
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar")
 

@@ -1,6 +1,6 @@
 """Game selection: rank and handicap filters, and deterministic train/val/test splits by game.
 
-Splits are decided per game, never per position: a game's ``game_id`` (see :mod:`gotk.pipeline.gameid`)
+Splits are decided per game, never per position: a game's ``game_id`` (see :mod:`gotk.shards.gameid`)
 is mapped onto [0, 1) and compared with the cumulative fractions of ``--split`` in the order given,
 so the same game always lands in the same split whatever the archive, worker count or run. Whole
 archives or paths can be routed to ``test`` with ``--test-from GLOB``.
@@ -12,7 +12,7 @@ import fnmatch
 import re
 from pathlib import PurePath
 
-from gotk.pipeline.gameid import unit_fraction
+from gotk.shards.gameid import unit_fraction
 
 DEFAULT_SPLIT = "train=0.9,val=0.05,test=0.05"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

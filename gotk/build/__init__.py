@@ -1,0 +1,1 @@
+"""The encode run: work units, executors, splits and filters; SGF sources in, shards out."""

@@ -1,0 +1,107 @@
+"""``gotk inspect DIR`` (dataset summary, --verify) and ``gotk show DIR`` (draw one stored position)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import typer
+
+from gotk.cli.common import fail as _fail
+from gotk.cli.common import parse_key_values
+
+
+def inspect_cmd(
+    folder: str = typer.Argument(..., help="A folder written by gotk encode (or its fsspec URL, e.g. s3://b/ds)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "(repeatable)."),
+    verify: bool = typer.Option(False, "--verify", help="Also read every file the manifest lists and check its "
+                                "size, sha256 and row count (exit code 1 if any differs or is missing)."),
+) -> None:
+    """Summarise an encoded dataset: rows per split, games, skip reasons, bytes per position."""
+    from gotk.shards.manifest import load_manifest, summary_lines, verify_dataset
+    from gotk.storage import StorageError
+
+    opts = parse_key_values(storage_option, "--storage-option")
+    try:
+        m = load_manifest(folder, opts)
+        check = verify_dataset(folder, opts, m) if verify else None
+    except (ValueError, OSError) as e:
+        _fail(str(e), 2)
+    except StorageError as e:
+        _fail(e.message, 2)
+    if as_json:
+        typer.echo(json.dumps(m if check is None else {**m, "verify": check}, indent=2))
+    else:
+        for line in summary_lines(m):
+            typer.echo(line)
+        if check is not None:
+            typer.echo("")
+            if check["problems"]:
+                typer.echo(f"verify: {len(check['problems'])} of {check['files']} files differ from the manifest:")
+                for p in check["problems"]:
+                    typer.echo(f"  {p['file']}: {p['problem']}")
+            else:
+                typer.echo(f"verify: all {check['files']} files match the manifest "
+                           f"({check['bytes']:,} bytes, sha256 and row counts)")
+    if check is not None and check["problems"]:
+        raise typer.Exit(1)
+
+
+def show_cmd(
+    folder: str = typer.Argument(..., help="A folder written by gotk encode (a path or an fsspec URL)."),
+    split: str = typer.Option("train", "--split", "-s", help="Split name."),
+    row: int = typer.Option(0, "--row", "-r", help="Row number within the split (0-based)."),
+    point: str = typer.Option(None, "--point", "-p", help="List the active planes at this point (e.g. D4; "
+                              "default: the move played)."),
+    storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
+                                             "folder; repeatable."),
+) -> None:
+    """Draw one encoded position as a text board, the move played marked ``*`` (``+`` marks --point),
+    and list the planes that are set at a point."""
+    from gotk import coords
+    from gotk.encoders.stones import stones_from_planes
+    from gotk.game.render import render_board
+    from gotk.shards import decode_features
+    from gotk.shards.format import read_row
+    from gotk.storage import StorageError
+
+    try:
+        table, m = read_row(folder, split, row, parse_key_values(storage_option, "--storage-option"))
+    except (ValueError, OSError) as e:
+        _fail(str(e), 2)
+    except StorageError as e:
+        _fail(e.message, 2)
+    enc = m["encoder"]
+    size = int(enc["board_size"])
+    planes = decode_features(table)[0]
+    r = table.to_pylist()[0]
+    to_play = int(r["to_play"])
+    label = int(r["label"])
+    board = stones_from_planes(planes, enc["plane_names"], to_play)
+    marks: dict[int, str] = {}
+    if label < size * size:
+        marks[label] = "*"
+    pt = None
+    if point:
+        try:
+            pt = coords.from_gtp(point, size)
+        except ValueError as e:
+            _fail(f"--point {point!r}: {e}", 2)
+        if pt < size * size and pt != label:
+            marks[pt] = "+"
+    elif label < size * size:
+        pt = label
+    move = "pass" if label == size * size else coords.to_gtp(label, size)
+    typer.echo(f"{split} row {row}: game {r['game_id']}  move {r['move_number']}  "
+               f"{'Black' if to_play > 0 else 'White'} to play  label {move} ({label})  value {r['value']:+d}")
+    typer.echo(render_board(board if board is not None else np.zeros(size * size, dtype=np.int8), size, marks))
+    if board is None:
+        typer.echo(f"(encoder {enc['name']} has no stone planes: the board shows only the marks)")
+    if pt is not None and pt < size * size:
+        rr, cc = divmod(pt, size)
+        vals = planes[:, rr, cc]
+        active = [f"{n}={int(v)}" if planes.dtype == np.int8 else n
+                  for n, v in zip(enc["plane_names"], vals, strict=True) if v != 0]
+        typer.echo(f"planes set at {coords.to_gtp(pt, size)}: {', '.join(active) if active else '(none)'}")

@@ -1,0 +1,1 @@
+"""The demo: a loopback HTTP mirror of an archive folder (also used by tests)."""

@@ -1,1 +1,0 @@
-"""Pipeline stages: download, archive reading, replay→encode workers, shard writer, manifest."""

@@ -1,0 +1,1 @@
+"""Training and evaluation of networks on gotk shards."""
