@@ -18,11 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gotk.sources.archives import archive_stem
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-# archive formats in order of preference when the same archive is published in several
-_ARCHIVE_PREFERENCE = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".zip", ".tar")
-
 
 # --- locating the shared data ------------------------------------------------------------------
 
@@ -43,28 +41,19 @@ def kgs_dir() -> Path:
     return shared_dir() / "kgs"
 
 
-def archive_stem(name: str) -> str | None:
-    """``KGS-2017_01-19-733-.tar.gz`` → ``KGS-2017_01-19-733-``; None for a non-archive."""
-    low = name.lower()
-    for suffix in _ARCHIVE_PREFERENCE:
-        if low.endswith(suffix):
-            return name[: -len(suffix)]
-    return None
-
-
 def default_kgs_archives(folder: Path | None = None) -> list[Path]:
     """Every archive in ``folder`` (default :func:`kgs_dir`), one per game set: where the same
     archive is published as ``.tar.gz``, ``.tar.bz2`` and ``.zip`` (the 2017 months) only the
-    first of those in :data:`_ARCHIVE_PREFERENCE` order is kept. Sorted by name."""
+    first of those in :data:`gotk.sources.archives.ARCHIVE_SUFFIXES` order is kept. Sorted by name."""
     folder = folder or kgs_dir()
     best: dict[str, tuple[int, Path]] = {}
     for p in sorted(folder.iterdir()):
         if not p.is_file():
             continue
-        stem = archive_stem(p.name)
-        if stem is None:
+        found = archive_stem(p.name)
+        if found is None:
             continue
-        rank = next(i for i, s in enumerate(_ARCHIVE_PREFERENCE) if p.name.lower().endswith(s))
+        stem, rank = found
         if stem not in best or rank < best[stem][0]:
             best[stem] = (rank, p)
     return [best[s][1] for s in sorted(best)]

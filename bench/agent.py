@@ -82,7 +82,7 @@ def gtp_round_trip(engine_args: list[str], moves: int) -> dict:
     """Per-move-pair milliseconds of ``play`` + ``genmove`` against a ``gotk gtp`` subprocess (19x19)."""
     from gotk import coords
     from gotk.game.state import GameState
-    from gotk.play.match import GtpClient
+    from gotk.play.gtp_client import GtpClient
     from gotk.play.players import RandomPlayer
 
     client = GtpClient([sys.executable, "-m", "gotk", "gtp", *engine_args], timeout=120)

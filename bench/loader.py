@@ -75,7 +75,7 @@ def make_dataset(encoder: str, sources: list[Path], work: Path, workers: int) ->
 def time_loader(path: Path, num_workers: int, batch_size: int, epoch: int) -> dict:
     from torch.utils.data import DataLoader
 
-    from gotk.datasets.loader import ShardDataset
+    from gotk.datasets import ShardDataset
 
     ds = ShardDataset(path, "train", batch_size=batch_size, symmetries="random", epoch=epoch,
                       num_workers=num_workers)
@@ -99,9 +99,9 @@ def time_loader(path: Path, num_workers: int, batch_size: int, epoch: int) -> di
 
 def time_baseline(path: Path, batch_size: int, seed: int = 0) -> dict:
     """Everything in memory: read all shards, decode all features, then random batches + symmetries."""
-    from gotk.datasets.loader import SplitIndex
+    from gotk.datasets import SplitIndex
     from gotk.datasets.symmetry import apply_symmetries_, transform_labels
-    from gotk.shards.features import decode_features
+    from gotk.shards.format import decode_features
 
     index = SplitIndex(path, "train")
     t0 = time.perf_counter()

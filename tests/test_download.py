@@ -23,13 +23,13 @@ from typer.testing import CliRunner
 
 from gotk.cli.main import app
 from gotk.demo.mirror import LocalMirror, RangeRequestHandler, parse_range
+from gotk.hashing import sha256_file
 from gotk.sources.download import (
     DownloadOptions,
     download_all,
     download_one,
     load_index,
     plan_downloads,
-    sha256_file,
     verify_archive,
 )
 from gotk.sources.listing import ArchiveLink, parse_archive_name

@@ -101,7 +101,7 @@ def test_layout_manifest_games_and_rows(tmp_path, slices, sample_archive):
         assert sum(sh["rows"] for sh in s["shards"]) == s["rows"]
         for sh in s["shards"]:
             assert sh["file"].startswith(f"{split}/part-")
-            from gotk.shards.format import sha256_file
+            from gotk.hashing import sha256_file
 
             assert sha256_file(out / sh["file"]) == sh["sha256"]
             assert pq.ParquetFile(out / sh["file"]).metadata.num_rows == sh["rows"]
@@ -276,7 +276,7 @@ def test_inspect_verify_finds_damaged_missing_and_truncated_files(tmp_path, slic
 
 @pytest.mark.parametrize("name", ["oneplane", "sevenplane", "simple", "alphago"])
 def test_show_recovers_the_board_from_planes(sample_archive, name):
-    from gotk.cli.encode import stones_from_planes
+    from gotk.encoders.stones import stones_from_planes
     from gotk.encoders import get_encoder
     from gotk.game.replay import iter_positions
 

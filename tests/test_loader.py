@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader
 
 from gotk.build.encode import EncodeOptions, encode_dataset
 from gotk.coords import symmetry_permutation, transform_planes
-from gotk.datasets.loader import ShardDataset, SplitIndex, game_index, iter_numpy_batches, worker_batch_offsets
-from gotk.shards.features import decode_features
+from gotk.datasets import ShardDataset, SplitIndex, game_index, iter_numpy_batches, worker_batch_offsets
+from gotk.shards.format import decode_features
 
 BS = 256
 
@@ -295,7 +295,7 @@ def test_numpy_iterator_matches_dataset_and_needs_no_torch(seven):
     assert same(a, b) and len(a) == len(ds) == ds.num_rows // 100
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "from gotk.datasets.loader import iter_numpy_batches\n"
+        "from gotk.datasets import iter_numpy_batches\n"
         f"n = sum(len(b['label']) for b in iter_numpy_batches({str(seven)!r}, 'val', batch_size=100))\n"
         "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
         "print(n)\n"

@@ -15,8 +15,10 @@ from sgfmill import sgf
 
 from gotk import coords
 from gotk.game.state import GameState
-from gotk.play.match import GtpClient, Match, MatchConfig, OpponentTimeout, parse_score, summarize, wilson_interval
+from gotk.play.gtp_client import GtpClient, OpponentTimeout
+from gotk.play.match import Match, MatchConfig
 from gotk.play.players import RandomPlayer
+from gotk.play.results import parse_score, summarize, wilson_interval
 
 REPO = Path(__file__).resolve().parents[1]
 GNUGO = Path("/usr/games/gnugo")

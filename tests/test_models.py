@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gotk.nets.networks import MODELS, AlphaGoNet, build_model, count_parameters, model_hparams
-from gotk.train.trainer import lr_factor
+from gotk.train.config import lr_factor
 
 SMALL = {"alphago": {"filters": 8}, "alphago_value": {"filters": 8}, "resnet": {"filters": 8, "blocks": 1}}
 

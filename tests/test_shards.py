@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gotk.hashing import sha256_file
 from gotk.sgf import read_sgf
 from gotk.shards import decode_features, encoder_description
 from gotk.shards import format as S
@@ -46,7 +47,7 @@ def test_pack_decode_roundtrip(tmp_path, shape, dtype):
     w = S.ShardWriter(tmp_path / "s.parquet", t.schema)
     w.write(t)
     info = w.close()
-    assert info["rows"] == 50 and info["sha256"] == S.sha256_file(tmp_path / "s.parquet")
+    assert info["rows"] == 50 and info["sha256"] == sha256_file(tmp_path / "s.parquet")
     back = pq.read_table(tmp_path / "s.parquet")
     assert np.array_equal(decode_features(back), feats)
     assert encoder_description(tmp_path / "s.parquet") == desc

@@ -204,7 +204,7 @@ def test_s3_failed_upload_leaves_no_object(s3):
 def test_s3_dataset_feeds_loader_train_and_eval(s3, tmp_path, expected):
     """A dataset in a bucket: the loader yields the same batches as from a local copy, and ``gotk train`` /
     ``gotk eval`` run on its URL, ``gotk show`` draws the same position."""
-    from gotk.datasets.loader import iter_numpy_batches
+    from gotk.datasets import iter_numpy_batches
 
     endpoint, env, client = s3
     local = tmp_path / "local"

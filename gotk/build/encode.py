@@ -39,23 +39,21 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-
 from gotk import __version__
 from gotk.build import executors as X
 from gotk.build import workers as W
-from gotk.build.splits import DEFAULT_SPLIT, assign_split, matches_test_from, parse_min_rank, parse_split
+from gotk.build.plan import Planner
+from gotk.build.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
 from gotk.errors import GotkError
+from gotk.hashing import sha256_bytes, sha256_file
 from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
-from gotk.sources.archives import Skip, is_archive, iter_sources
+from gotk.sources.archives import Skip, archive_stem, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
 DEFAULT_UNIT_SIZE = 128
-# when one archive is published in several formats (the KGS months), read the first of these
-ARCHIVE_PREFERENCE = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".zip", ".tar")
 
 
 class EncodeError(GotkError):
@@ -99,18 +97,11 @@ class EncodeOptions:
 # --- sources -------------------------------------------------------------------------------------
 
 
-def _archive_stem(name: str) -> tuple[str, int] | None:
-    low = name.lower()
-    for rank, suffix in enumerate(ARCHIVE_PREFERENCE):
-        if low.endswith(suffix):
-            return name[: -len(suffix)], rank
-    return None
-
-
 def expand_sources(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list[dict]]:
     """The files to read, in order: each SOURCE as given; folders expanded recursively (sorted) to
     their ``.sgf`` files and archives. The same file twice is read once; an archive published in
-    several formats (same name stem) is read once, in the :data:`ARCHIVE_PREFERENCE` format.
+    several formats (same name stem) is read once, in the preferred format
+    (:data:`gotk.sources.archives.ARCHIVE_SUFFIXES`).
     Returns ``(files, skipped)`` with ``skipped`` entries ``{"path", "reason", "detail"}``."""
     files: list[Path] = []
     skipped: list[dict] = []
@@ -125,14 +116,14 @@ def expand_sources(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list
             files.append(p)
     best: dict[str, tuple[int, Path]] = {}
     for f in files:
-        st = _archive_stem(f.name)
+        st = archive_stem(f.name)
         if st is not None and (st[0] not in best or st[1] < best[st[0]][0]):
             best[st[0]] = (st[1], f)
     out: list[Path] = []
     seen: set[Path] = set()
     for f in files:
         real = f.resolve()
-        st = _archive_stem(f.name)
+        st = archive_stem(f.name)
         if real in seen:
             skipped.append({"path": str(f), "reason": "repeated", "detail": "the same file was already given"})
         elif st is not None and best[st[0]][1] is not f:
@@ -144,104 +135,6 @@ def expand_sources(paths: Sequence[str | os.PathLike]) -> tuple[list[Path], list
     return out, skipped
 
 
-def _file_digest(path: Path) -> str:
-    return S.sha256_file(path)
-
-
-# --- the plan (parent side) ----------------------------------------------------------------------
-
-
-class _Planner:
-    """Consumes scan results in unit order: dedupe, splits, games table, shard specs."""
-
-    def __init__(self, out_dir: Path | str, splits: list[tuple[str, float]], opts: EncodeOptions, plan_key: str,
-                 storage: Storage | None = None) -> None:
-        self.out_dir = out_dir
-        self.storage = storage if storage is not None else Storage.for_url(out_dir)
-        self.splits = splits
-        self.opts = opts
-        self.plan_key = plan_key
-        self.seen: set[str] = set()
-        self.unit_digests: dict[int, str] = {}
-        self.games_read = 0
-        self.skipped: Counter = Counter()
-        self.partial: Counter = Counter()
-        self.examples: dict[str, str] = {}
-        names = [n for n, _ in splits]
-        if "test" not in names and opts.test_from:
-            names.append("test")
-        self.split_names = names
-        self.split_games: Counter = Counter()
-        self.split_rows: Counter = Counter()
-        self._cur: dict[str, list] = {n: [] for n in names}  # pieces of the shard being filled
-        self._cur_rows: Counter = Counter()
-        self._next_index: Counter = Counter()
-        self.games = S.ShardWriter(join(out_dir, M.GAMES_NAME), M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
-                                   dictionary=["archive", "black_rank", "white_rank", "rules", "split", "winner"],
-                                   statistics=[], storage=self.storage)
-
-    def add_unit(self, unit_id: int, stats: dict, table: pa.Table | None = None) -> list[dict]:
-        """Fold one unit's scan result in (``table``: its games, else read from the scan file);
-        returns the shard specs completed by it."""
-        self.unit_digests[unit_id] = stats["digest"]
-        self.games_read += stats["games_read"]
-        self.skipped.update(stats["skipped"])
-        self.partial.update(stats["partial"])
-        for k, v in stats["examples"].items():
-            self.examples.setdefault(k, v)
-        if not stats["candidates"]:
-            return []
-        if table is None:
-            table = W.read_scan_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id), self.storage)
-        t = table.select([f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
-                         + ["path", "rows"]).to_pydict()
-        ready: list[dict] = []
-        keep_rows: dict[str, list] = {f.name: [] for f in M.GAMES_SCHEMA}
-        for i, gid in enumerate(t["game_id"]):
-            where = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
-            if gid in self.seen:
-                self.skipped["duplicate"] += 1
-                self.examples.setdefault("duplicate", f"{where}: game_id {gid}")
-                if t["partial"][i]:
-                    self.partial[t["partial"][i]] -= 1
-                continue
-            self.seen.add(gid)
-            split = "test" if matches_test_from(t["path"][i], self.opts.test_from) else assign_split(gid, self.splits)
-            rows = int(t["rows"][i])
-            self.split_games[split] += 1
-            self.split_rows[split] += rows
-            for f in M.GAMES_SCHEMA.names:
-                keep_rows[f].append(split if f == "split" else rows if f == "positions" else t[f][i])
-            lo = 0
-            while lo < rows:
-                room = self.opts.shard_rows - self._cur_rows[split]
-                hi = min(rows, lo + room)
-                self._cur[split].append([unit_id, i, lo, hi])
-                self._cur_rows[split] += hi - lo
-                lo = hi
-                if self._cur_rows[split] == self.opts.shard_rows:
-                    ready.append(self._cut(split))
-        if keep_rows["game_id"]:
-            self.games.write(pa.Table.from_pydict(keep_rows, schema=M.GAMES_SCHEMA))
-        return ready
-
-    def _cut(self, split: str) -> dict:
-        pieces = self._cur[split]
-        index = self._next_index[split]
-        self._next_index[split] += 1
-        self._cur[split] = []
-        self._cur_rows[split] = 0
-        units = sorted({p[0] for p in pieces})
-        h = hashlib.blake2b(digest_size=16)
-        h.update(json.dumps([self.plan_key, split, index, pieces, [self.unit_digests[u] for u in units]]).encode())
-        return {"split": split, "index": index, "file": f"{split}/part-{index:05d}.parquet", "digest": h.hexdigest(),
-                "pieces": pieces}
-
-    def finish(self) -> list[dict]:
-        return [self._cut(n) for n in self.split_names if self._cur[n]]
-
-
-# --- the run -------------------------------------------------------------------------------------
 
 
 def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]) -> dict:
@@ -284,6 +177,21 @@ def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | 
     return False
 
 
+def source_entries(files: list[Path]) -> list[dict]:
+    """The manifest's ``sources``: each archive with its size and sha256; loose ``.sgf`` files as one entry
+    whose digest covers every file's path and bytes."""
+    entries = [{"path": str(f), "name": f.name, "bytes": f.stat().st_size, "sha256": sha256_file(f)}
+               for f in files if is_archive(f)]
+    loose = [f for f in files if not is_archive(f)]
+    if loose:
+        h = hashlib.sha256()
+        for f in loose:
+            h.update(f"{f}\0".encode() + bytes.fromhex(sha256_bytes(f.read_bytes())))
+        entries.append({"path": "(loose .sgf files)", "name": "", "files": len(loose),
+                        "bytes": sum(f.stat().st_size for f in loose), "sha256": h.hexdigest()})
+    return entries
+
+
 def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: EncodeOptions,
                    workers: int | None = None, resume: bool = False, progress: bool = True,
                    unit_size: int = DEFAULT_UNIT_SIZE, executor: str | X.Executor = "local",
@@ -295,217 +203,263 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
     be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
     :mod:`gotk.storage`)."""
-    t_start = time.perf_counter()
-    splits = opts.validate()
-    if isinstance(executor, str):
-        try:
-            X.require(executor, scheduler)
-        except X.ExecutorError as e:
-            raise EncodeError(e.reason, e.message) from e
-    try:
-        st = Storage.for_url(out_dir, storage_options)
-        st.check(out_dir)
-    except StorageError as e:
-        raise EncodeError(e.reason, e.message) from e
-    from gotk.encoders import get_encoder
-
-    try:
-        encoder = get_encoder(opts.encoder, board_size=opts.board_size, **opts.encoder_options)
-    except (KeyError, ValueError, TypeError) as e:
-        raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
-    desc = encoder.describe()
-    out: Path | str = str(out_dir).rstrip("/") if is_url(out_dir) else Path(out_dir)
-    files, sources_skipped = expand_sources(sources)
-    missing = [s["path"] for s in sources_skipped if s["reason"] == "missing"]
-    if missing:
-        raise EncodeError("missing_source", f"no such file or folder: {', '.join(missing)}")
-    source_entries = [{"path": str(f), "name": f.name, "bytes": f.stat().st_size, "sha256": _file_digest(f)}
-                      for f in files if is_archive(f)]
-    loose = [f for f in files if not is_archive(f)]
-    if loose:
-        h = hashlib.sha256()
-        for f in loose:
-            h.update(f"{f}\0".encode() + hashlib.sha256(f.read_bytes()).digest())
-        source_entries.append({"path": "(loose .sgf files)", "name": "", "files": len(loose),
-                               "bytes": sum(f.stat().st_size for f in loose), "sha256": h.hexdigest()})
-    record = _options_record(opts, desc, source_entries)
-    if _prepare_out_dir(out, resume, record, st):
-        m = M.load_manifest(out, st.storage_options)
+    run = EncodeRun(sources, out_dir, opts, resume, unit_size, executor, scheduler, storage_options)
+    if run.already_complete:
+        m = M.load_manifest(run.out, run.storage.storage_options)
         m["run"] = {"already_complete": True}
         return m
-    work = join(out, M.WORK_NAME)
-    abs_work, abs_out = (str(work), str(out)) if not st.is_local else (str(work.absolute()), str(out.absolute()))
-    min_rank = parse_min_rank(opts.min_rank) if opts.min_rank else None
-    scan_opts = {"work_dir": abs_work, "board_size": opts.board_size, "min_rank": min_rank,
-                 "no_handicap": opts.no_handicap, "include_passes": opts.include_passes,
-                 "skip_first": opts.skip_first, "drop_partial": opts.drop_partial}
-    enc_opts = {"encoder": opts.encoder, "encoder_options": opts.encoder_options, "board_size": opts.board_size,
-                "include_passes": opts.include_passes, "skip_first": opts.skip_first, "work_dir": abs_work,
-                "out_dir": abs_out, "row_group_rows": opts.row_group_rows, "zstd_level": S.ZSTD_LEVEL}
-    plan_key = json.dumps([asdict(opts), desc, S.SCHEMA_VERSION], sort_keys=True)
-    if not st.is_local:
-        scan_opts["storage_options"] = enc_opts["storage_options"] = st.storage_options
-    planner = _Planner(out, splits, opts, plan_key, st)
-    inputs_skipped: Counter = Counter()
-    read_s = [0.0]
+    return run.execute(workers, progress)
 
-    def units() -> Iterator[W.ScanUnit]:
+
+class EncodeRun:
+    """One ``gotk encode`` run. Construction checks everything that can be checked before work starts
+    (options, executor, output folder, encoder, sources) and prepares the output folder; :meth:`execute`
+    scans and encodes (steps 1-2 of the module docstring) and :meth:`finish` writes the games table,
+    manifest and run report (step 3)."""
+
+    def __init__(self, sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: EncodeOptions,
+                 resume: bool = False, unit_size: int = DEFAULT_UNIT_SIZE, executor: str | X.Executor = "local",
+                 scheduler: str | None = None, storage_options: dict | None = None) -> None:
+        self.t_start = time.perf_counter()
+        self.opts = opts
+        self.splits = opts.validate()
+        self.resume = resume
+        self.unit_size = unit_size
+        self.scheduler = scheduler
+        if isinstance(executor, str):
+            try:
+                X.require(executor, scheduler)
+            except X.ExecutorError as e:
+                raise EncodeError(e.reason, e.message) from e
+        self.executor = executor
+        try:
+            self.storage = st = Storage.for_url(out_dir, storage_options)
+            st.check(out_dir)
+        except StorageError as e:
+            raise EncodeError(e.reason, e.message) from e
+        from gotk.encoders import get_encoder
+
+        try:
+            encoder = get_encoder(opts.encoder, board_size=opts.board_size, **opts.encoder_options)
+        except (KeyError, ValueError, TypeError) as e:
+            raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
+        self.desc = encoder.describe()
+        self.out: Path | str = str(out_dir).rstrip("/") if is_url(out_dir) else Path(out_dir)
+        self.files, self.sources_skipped = expand_sources(sources)
+        missing = [s["path"] for s in self.sources_skipped if s["reason"] == "missing"]
+        if missing:
+            raise EncodeError("missing_source", f"no such file or folder: {', '.join(missing)}")
+        self.source_entries = source_entries(self.files)
+        record = _options_record(opts, self.desc, self.source_entries)
+        self.already_complete = _prepare_out_dir(self.out, resume, record, st)
+        self.work = work = join(self.out, M.WORK_NAME)
+        abs_work, abs_out = ((str(work), str(self.out)) if not st.is_local
+                             else (str(work.absolute()), str(self.out.absolute())))
+        remote = None if st.is_local else st.storage_options
+        self.scan_opts = W.ScanOptions(
+            work_dir=abs_work, board_size=opts.board_size,
+            min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None, no_handicap=opts.no_handicap,
+            include_passes=opts.include_passes, skip_first=opts.skip_first, drop_partial=opts.drop_partial,
+            storage_options=remote)
+        self.shard_opts = W.ShardOptions(
+            encoder=opts.encoder, encoder_options=opts.encoder_options, board_size=opts.board_size,
+            include_passes=opts.include_passes, skip_first=opts.skip_first, work_dir=abs_work, out_dir=abs_out,
+            row_group_rows=opts.row_group_rows, zstd_level=S.ZSTD_LEVEL, storage_options=remote)
+        plan_key = json.dumps([asdict(opts), self.desc, S.SCHEMA_VERSION], sort_keys=True)
+        self.planner: Planner | None = None
+        self.plan_key = plan_key
+        self.inputs_skipped: Counter = Counter()
+        self.read_s = 0.0
+        self.timing: Counter = Counter()
+        self.counts: Counter = Counter()
+        self.worker_rss = 0.0
+
+    # --- step 1: scan units, read from the sources in a fixed order ------------------------------------
+
+    def units(self) -> Iterator[W.ScanUnit]:
+        """The scan units: ``unit_size`` members at a time, never spanning two archives."""
         uid = 0
         batch: list = []
-        for f in files:
+        for f in self.files:
             t = time.perf_counter()
-            for item in iter_sources([f], opts.max_member_bytes):
+            for item in iter_sources([f], self.opts.max_member_bytes):
                 if isinstance(item, Skip):
-                    inputs_skipped[item.reason] += 1
-                    planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
+                    self.inputs_skipped[item.reason] += 1
+                    self.planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
                     continue
                 batch.append((str(f), item.archive, item.member, item.data))
-                if len(batch) >= unit_size:
-                    read_s[0] += time.perf_counter() - t
-                    yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+                if len(batch) >= self.unit_size:
+                    self.read_s += time.perf_counter() - t
+                    yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))
                     t = time.perf_counter()
                     uid += 1
                     batch = []
-            read_s[0] += time.perf_counter() - t
+            self.read_s += time.perf_counter() - t
             if batch and is_archive(f):
-                yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+                yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))
                 uid += 1
                 batch = []
         if batch:
-            yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+            yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))
 
-    timing = Counter()
-    counts = Counter()
-    worker_rss = 0.0
-    shard_results: list[tuple[dict, Future | dict]] = []
-    if isinstance(executor, str):
+    # --- steps 1-2 on the executor ---------------------------------------------------------------------
+
+    def execute(self, workers: int | None = None, progress: bool = True) -> dict:
+        """Scan, plan and encode every shard, then :meth:`finish`; returns the manifest with ``"run"``."""
+        executor = self.executor
+        if isinstance(executor, str):
+            try:
+                executor = X.make_executor(executor, workers, self.scheduler)
+            except X.ExecutorError as e:
+                raise EncodeError(e.reason, e.message) from e
+        self.executor = executor
         try:
-            executor = X.make_executor(executor, workers, scheduler)
-        except X.ExecutorError as e:
-            raise EncodeError(e.reason, e.message) from e
-    workers = executor.workers
-    try:
-        executor.start()  # start (fork) the workers now, before any progress-bar thread exists
-    except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
-        raise
-    bars = _Bars(progress)
-    try:
+            executor.start()  # start (fork) the workers now, before any progress-bar thread exists
+        except BaseException:
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.planner = Planner(self.out, self.splits, self.opts.shard_rows, self.opts.test_from, self.plan_key,
+                               self.storage)
+        self.bars = _Bars(progress)
+        try:
+            entries = self._run_units(executor)
+        except BaseException:
+            executor.shutdown(wait=False, cancel_futures=True)
+            self.planner.games.abort()
+            self.bars.close()
+            raise
+        executor.shutdown(wait=True)
+        self.bars.close()
+        return self.finish(entries)
+
+    def _submit_shard(self, spec: dict, results: list[tuple[dict, Future | dict]]) -> None:
+        self.bars.add_planned(sum(p[3] - p[2] for p in spec["pieces"]))
+        reused = W.reuse_shard(spec, self.shard_opts) if self.resume else None
+        if reused is not None:
+            self.counts["shards_reused"] += 1
+            self.bars.rows(reused["rows"])
+            results.append((spec, reused))
+        else:
+            fut = self.executor.submit(W.encode_shard, spec, self.shard_opts)
+            fut.add_done_callback(lambda f: self.bars.rows(f.result()["rows"]) if not f.exception() else None)
+            results.append((spec, fut))
+
+    def _scan_result(self, unit: W.ScanUnit) -> Future | dict:
+        """A unit's scan: reused from an earlier run's scan file when its digest matches, else submitted."""
+        if self.resume:
+            stats = W.read_scan_stats(W.scan_path(self.work, unit.unit_id), self.storage)
+            if stats is not None and stats.get("digest") == unit.digest:
+                self.counts["units_reused"] += 1
+                return stats
+        return self.executor.submit(W.scan_unit, unit, self.scan_opts)
+
+    def _collect(self, result: dict) -> dict:
+        """Fold a worker result's timings and peak memory into the run's; returns the rest."""
+        r = dict(result)
+        self.worker_rss = max(self.worker_rss, r.pop("peak_rss_mib", 0.0))
+        for k, v in r.pop("timing", {}).items():
+            self.timing[k] += v
+        return r
+
+    def _run_units(self, executor: X.Executor) -> dict[str, list[dict]]:
+        """Scan units (at most ``2 x workers`` in flight) consumed in unit order by the planner; each shard
+        submitted as soon as its content is known. Returns each split's shard entries."""
+        planner = self.planner
+        shard_results: list[tuple[dict, Future | dict]] = []
         window: deque = deque()
-        it = units()
+        it = self.units()
         exhausted = False
-
-        def submit_shard(spec: dict) -> None:
-            bars.add_planned(sum(p[3] - p[2] for p in spec["pieces"]))
-            reused = W.reuse_shard(spec, enc_opts) if resume else None
-            if reused is not None:
-                counts["shards_reused"] += 1
-                bars.rows(reused["rows"])
-                shard_results.append((spec, reused))
-            else:
-                fut = executor.submit(W.encode_shard, spec, enc_opts)
-                fut.add_done_callback(lambda f: bars.rows(f.result()["rows"]) if not f.exception() else None)
-                shard_results.append((spec, fut))
-
         while True:
-            while not exhausted and len(window) < 2 * workers:
+            while not exhausted and len(window) < 2 * executor.workers:
                 unit = next(it, None)
                 if unit is None:
                     exhausted = True
                     break
-                stats = W.read_scan_stats(W.scan_path(work, unit.unit_id), st) if resume else None
-                if stats is not None and stats.get("digest") == unit.digest:
-                    counts["units_reused"] += 1
-                    window.append((unit.unit_id, stats))
-                else:
-                    window.append((unit.unit_id, executor.submit(W.scan_unit, unit, scan_opts)))
+                window.append((unit.unit_id, self._scan_result(unit)))
             if not window:
                 break
             uid, item = window.popleft()
-            stats = dict(item.result()) if isinstance(item, Future) else item
+            stats = dict(item.result()) if isinstance(item, Future) else dict(item)
             games = stats.pop("games", None)
-            worker_rss = max(worker_rss, stats.pop("peak_rss_mib", 0.0))
-            counts["units"] += 1
+            self.worker_rss = max(self.worker_rss, stats.pop("peak_rss_mib", 0.0))
+            self.counts["units"] += 1
             for k, v in stats.get("timing", {}).items():
-                timing[k] += v
-            bars.games(stats["games_read"])
+                self.timing[k] += v
+            self.bars.games(stats["games_read"])
             for spec in planner.add_unit(uid, stats, games):
-                submit_shard(spec)
+                self._submit_shard(spec, shard_results)
         for spec in planner.finish():
-            submit_shard(spec)
+            self._submit_shard(spec, shard_results)
         entries: dict[str, list[dict]] = {n: [] for n in planner.split_names}
         for spec, res in shard_results:
-            r = dict(res.result()) if isinstance(res, Future) else res
-            worker_rss = max(worker_rss, r.pop("peak_rss_mib", 0.0))
-            for k, v in r.pop("timing", {}).items():
-                timing[k] += v
-            entries[spec["split"]].append(r)
-    except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
-        planner.games.abort()
-        bars.close()
-        raise
-    executor.shutdown(wait=True)
-    bars.close()
+            entries[spec["split"]].append(self._collect(res.result() if isinstance(res, Future) else res))
+        return entries
 
-    # --- finish: stale files, games table, manifest, run report --------------------------------------
-    planned = {e["file"] for es in entries.values() for e in es}
-    for d, is_dir in st.listdir(out):
-        if is_dir and d != M.WORK_NAME:
-            for f, _ in st.listdir(join(out, d)):
-                if fnmatch.fnmatchcase(f, "part-*.parquet*") and f"{d}/{f}" not in planned:
-                    st.rm(join(out, d, f))
-    games_info = planner.games.close()
-    splits_out = {}
-    for name in planner.split_names:
-        es = entries[name]
-        splits_out[name] = {"games": planner.split_games[name], "rows": planner.split_rows[name],
-                            "bytes": sum(e["bytes"] for e in es), "shards": es}
-    total_rows = sum(s["rows"] for s in splits_out.values())
-    total_bytes = sum(s["bytes"] for s in splits_out.values())
-    partial = {k: v for k, v in sorted(planner.partial.items()) if v}
-    manifest = {
-        "format": M.FORMAT,
-        "schema_version": S.SCHEMA_VERSION,
-        "gotk_version": __version__,
-        "encoder": desc,
-        "options": asdict(opts),
-        "sources": source_entries,
-        "sources_skipped": sources_skipped,
-        "inputs_skipped": dict(sorted(inputs_skipped.items())),
-        "games": {
-            "read": planner.games_read,
-            "kept": len(planner.seen),
-            "partial": sum(partial.values()),
-            "partial_reasons": partial,
-            "skipped": dict(sorted(planner.skipped.items())),
-            "examples": dict(sorted(planner.examples.items())),
-        },
-        "games_file": {"file": M.GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
-                       "sha256": games_info["sha256"]},
-        "splits": splits_out,
-        "rows": total_rows,
-        "bytes": total_bytes,
-        "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
-        "row_group_rows": opts.row_group_rows,
-    }
-    M.write_json_atomic(join(out, M.MANIFEST_NAME), manifest, st)
-    wall = time.perf_counter() - t_start
-    run = {
-        "executor": getattr(executor, "name", type(executor).__name__),
-        "workers": workers, "unit_size": unit_size, "wall_s": round(wall, 4),
-        "positions_per_s": round(total_rows / wall, 1) if wall > 0 else 0.0,
-        "games_per_s": round(planner.games_read / wall, 1) if wall > 0 else 0.0,
-        "stage_s": {"archive_read_s": round(read_s[0], 4), **{k: round(v, 4) for k, v in sorted(timing.items())}},
-        "units": counts["units"], "units_reused": counts["units_reused"], "shards_reused": counts["shards_reused"],
-        # peak resident memory: of this process, and the largest of any work unit's process (with one
-        # local worker the units run in this process; elsewhere, in the pool or cluster workers)
-        "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": worker_rss},
-    }
-    M.write_json_atomic(join(out, M.RUN_REPORT_NAME), run, st)
-    st.rm_tree(work)
-    manifest["run"] = run
-    return manifest
+    # --- step 3 ------------------------------------------------------------------------------------------
+
+    def finish(self, entries: dict[str, list[dict]]) -> dict:
+        """Remove stale shard files, close the games table, write the manifest and run report, drop
+        ``.work/``; returns the manifest with ``"run"``."""
+        st, out, planner, opts = self.storage, self.out, self.planner, self.opts
+        planned = {e["file"] for es in entries.values() for e in es}
+        for d, is_dir in st.listdir(out):
+            if is_dir and d != M.WORK_NAME:
+                for f, _ in st.listdir(join(out, d)):
+                    if fnmatch.fnmatchcase(f, "part-*.parquet*") and f"{d}/{f}" not in planned:
+                        st.rm(join(out, d, f))
+        games_info = planner.games.close()
+        splits_out = {}
+        for name in planner.split_names:
+            es = entries[name]
+            splits_out[name] = {"games": planner.split_games[name], "rows": planner.split_rows[name],
+                                "bytes": sum(e["bytes"] for e in es), "shards": es}
+        total_rows = sum(s["rows"] for s in splits_out.values())
+        total_bytes = sum(s["bytes"] for s in splits_out.values())
+        partial = {k: v for k, v in sorted(planner.partial.items()) if v}
+        manifest = {
+            "format": M.FORMAT,
+            "schema_version": S.SCHEMA_VERSION,
+            "gotk_version": __version__,
+            "encoder": self.desc,
+            "options": asdict(opts),
+            "sources": self.source_entries,
+            "sources_skipped": self.sources_skipped,
+            "inputs_skipped": dict(sorted(self.inputs_skipped.items())),
+            "games": {
+                "read": planner.games_read,
+                "kept": len(planner.seen),
+                "partial": sum(partial.values()),
+                "partial_reasons": partial,
+                "skipped": dict(sorted(planner.skipped.items())),
+                "examples": dict(sorted(planner.examples.items())),
+            },
+            "games_file": {"file": M.GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
+                           "sha256": games_info["sha256"]},
+            "splits": splits_out,
+            "rows": total_rows,
+            "bytes": total_bytes,
+            "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
+            "row_group_rows": opts.row_group_rows,
+        }
+        M.write_json_atomic(join(out, M.MANIFEST_NAME), manifest, st)
+        wall = time.perf_counter() - self.t_start
+        run = {
+            "executor": getattr(self.executor, "name", type(self.executor).__name__),
+            "workers": self.executor.workers, "unit_size": self.unit_size, "wall_s": round(wall, 4),
+            "positions_per_s": round(total_rows / wall, 1) if wall > 0 else 0.0,
+            "games_per_s": round(planner.games_read / wall, 1) if wall > 0 else 0.0,
+            "stage_s": {"archive_read_s": round(self.read_s, 4),
+                        **{k: round(v, 4) for k, v in sorted(self.timing.items())}},
+            "units": self.counts["units"], "units_reused": self.counts["units_reused"],
+            "shards_reused": self.counts["shards_reused"],
+            # peak resident memory: of this process, and the largest of any work unit's process (with one
+            # local worker the units run in this process; elsewhere, in the pool or cluster workers)
+            "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": self.worker_rss},
+        }
+        M.write_json_atomic(join(out, M.RUN_REPORT_NAME), run, st)
+        st.rm_tree(self.work)
+        manifest["run"] = run
+        return manifest
 
 
 class _Bars:

@@ -14,7 +14,7 @@ executor (e.g. Dask ``client.submit(scan_unit, spec, options)``) given a shared 
   every piece with the encoder, pack, write ``OUT/<split>/part-NNNNN.parquet``; a done-record in
   ``WORK/shards/`` marks it finished for ``--resume``.
 
-``work_dir``/``out_dir`` may be fsspec URLs (``options["storage_options"]`` go to fsspec): then every
+``work_dir``/``out_dir`` may be fsspec URLs (``options.storage_options`` go to fsspec): then every
 file goes through :mod:`gotk.storage`; local paths keep plain files + ``os.replace``.
 """
 
@@ -32,8 +32,9 @@ import numpy as np
 import pyarrow as pa
 
 from gotk.build.splits import passes_min_rank
+from gotk.encoders.base import kept_mask
 from gotk.errors import GotkError
-from gotk.sgf.record import GameRecord, Result
+from gotk.sgf.record import GameRecord, Result, value_targets
 from gotk.shards import format as S
 from gotk.shards.gameid import game_id
 from gotk.storage import Storage, join
@@ -62,24 +63,56 @@ class ScanUnit:
     digest: str = ""
 
 
-def unit_digest(items: list[tuple[str, str, str, bytes]], scan_options: dict) -> str:
+@dataclass(frozen=True)
+class ScanOptions:
+    """What a scan worker needs: where to write (``work_dir``, a path or fsspec URL with
+    ``storage_options``) and the options that decide which games are kept and how many rows each gives."""
+
+    work_dir: str
+    board_size: int = 19
+    min_rank: int | None = None  # see gotk.build.splits.rank_value
+    no_handicap: bool = False
+    include_passes: bool = False
+    skip_first: int = 0
+    drop_partial: bool = False
+    storage_options: dict | None = None
+
+    def key(self) -> dict:
+        """The options that change a unit's result (not the paths of the run)."""
+        return {k: getattr(self, k) for k in ("board_size", "min_rank", "no_handicap", "include_passes",
+                                               "skip_first", "drop_partial")}
+
+    def storage(self) -> Storage:
+        return Storage.for_url(self.work_dir, self.storage_options)
+
+
+@dataclass(frozen=True)
+class ShardOptions:
+    """What a shard worker needs: the encoder, the row rule, and where to read scans / write shards."""
+
+    encoder: str
+    work_dir: str
+    out_dir: str
+    encoder_options: dict = field(default_factory=dict)
+    board_size: int = 19
+    include_passes: bool = False
+    skip_first: int = 0
+    row_group_rows: int = S.ROW_GROUP_ROWS
+    zstd_level: int = S.ZSTD_LEVEL
+    storage_options: dict | None = None
+
+    def storage(self) -> Storage:
+        return Storage.for_url(self.out_dir, self.storage_options)
+
+
+def unit_digest(items: list[tuple[str, str, str, bytes]], scan_options: ScanOptions) -> str:
+    """Identity of a unit's inputs and the scan options that shape its result (reuse on ``--resume``)."""
     h = hashlib.blake2b(digest_size=16)
-    h.update(json.dumps(scan_options_key(scan_options), sort_keys=True).encode())
+    h.update(json.dumps(scan_options.key(), sort_keys=True).encode())
     for path, archive, member, data in items:
         h.update(f"{path}\0{archive}\0{member}\0{len(data)}\0".encode())
         h.update(data)
     return h.hexdigest()
-
-
-def scan_options_key(options: dict) -> dict:
-    """The scan options that change a unit's result (not paths of the run)."""
-    keys = ("board_size", "min_rank", "no_handicap", "include_passes", "skip_first", "drop_partial")
-    return {k: options.get(k) for k in keys}
-
-
-def storage_of(options: dict) -> Storage:
-    """The storage of a run's output (``out_dir`` or ``work_dir``: a local path or an fsspec URL)."""
-    return Storage.for_url(options.get("out_dir") or options["work_dir"], options.get("storage_options"))
 
 
 def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
@@ -132,28 +165,19 @@ def _u16(values) -> bytes:
 
 
 def _kept_rows(rec: GameRecord, played: int, include_passes: bool, skip_first: int) -> int:
-    """Rows the encoder yields for ``played`` replayed moves (the same rule as the game loops)."""
-    pts = rec.points[:played]
-    keep = np.arange(played) >= skip_first
-    if not include_passes:
-        keep &= pts != rec.size * rec.size
-    return int(np.count_nonzero(keep))
+    """Rows the encoder yields for ``played`` replayed moves (:func:`gotk.encoders.base.kept_mask`)."""
+    return int(np.count_nonzero(kept_mask(rec.points[:played], rec.size, include_passes, skip_first)))
 
 
-def scan_unit(unit: ScanUnit, options: dict) -> dict:
-    """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats.
-
-    ``options``: ``work_dir``, ``board_size``, ``min_rank`` (int or None, see
-    :func:`gotk.build.splits.rank_value`), ``no_handicap``, ``include_passes``, ``skip_first``,
-    ``drop_partial``.
-    """
+def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
+    """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats."""
     from gotk.game.replay import replay
     from gotk.sgf.reader import iter_sgf
 
-    size = int(options["board_size"])
-    include_passes = bool(options["include_passes"])
-    skip_first = int(options["skip_first"])
-    min_rank = options.get("min_rank")
+    size = options.board_size
+    include_passes = options.include_passes
+    skip_first = options.skip_first
+    min_rank = options.min_rank
     t_parse = t_replay = 0.0
     t0 = time.perf_counter()
     skipped: Counter = Counter()
@@ -185,7 +209,7 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
             if rec.size != size:
                 skip("bad_size", where, f"board {rec.size}x{rec.size}, expected {size}x{size}")
                 continue
-            if options.get("no_handicap") and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
+            if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
                 skip("filtered_handicap", where, f"handicap {rec.handicap}")
                 continue
             if not passes_min_rank(rec.black_rank, rec.white_rank, min_rank):
@@ -201,7 +225,7 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
             t_replay += time.perf_counter() - t
             rows = _kept_rows(rec, out.moves_played, include_passes, skip_first)
             err = out.error
-            if err is not None and options.get("drop_partial"):
+            if err is not None and options.drop_partial:
                 skip(err.reason, where, str(err))
                 continue
             if rows == 0:
@@ -239,7 +263,7 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
-    storage_of(options).write_bytes_atomic(scan_path(options["work_dir"], unit.unit_id), sink.getvalue())
+    options.storage().write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), sink.getvalue())
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -251,15 +275,15 @@ def scan_unit(unit: ScanUnit, options: dict) -> dict:
 _ENCODERS: dict[str, object] = {}
 
 
-def _encoder(options: dict):
-    key = json.dumps([options["encoder"], options["board_size"], options.get("encoder_options") or {}],
+def _encoder(options: ShardOptions):
+    key = json.dumps([options.encoder, options.board_size, options.encoder_options],
                      sort_keys=True)
     enc = _ENCODERS.get(key)
     if enc is None:
         from gotk.encoders import get_encoder
 
-        enc = get_encoder(options["encoder"], board_size=options["board_size"],
-                          **(options.get("encoder_options") or {}))
+        enc = get_encoder(options.encoder, board_size=options.board_size,
+                          **(options.encoder_options))
         _ENCODERS[key] = enc
     return enc
 
@@ -317,7 +341,7 @@ def shard_done_path(work_dir: str | os.PathLike, split: str, index: int) -> Path
     return join(work_dir, "shards", f"{split}-{index:05d}.json")
 
 
-def encode_shard(spec: dict, options: dict) -> dict:
+def encode_shard(spec: dict, options: ShardOptions) -> dict:
     """Encode one final shard: ``spec`` = ``{"split", "index", "file" (relative to the output
     folder), "digest", "pieces": [[unit_id, game_index, row_lo, row_hi], ...]}``; ``options``:
     ``encoder``, ``encoder_options``, ``board_size``, ``include_passes``, ``skip_first``,
@@ -332,12 +356,12 @@ def encode_shard(spec: dict, options: dict) -> dict:
     schema = S.shard_schema(desc)
     width = S.features_nbytes(desc)
     packed_bits = desc["dtype"] != "int8"
-    include_passes = bool(options["include_passes"])
-    skip_first = int(options["skip_first"])
-    st = storage_of(options)
-    out_path = join(options["out_dir"], spec["file"])
-    row_group_rows = int(options.get("row_group_rows", S.ROW_GROUP_ROWS))
-    writer = S.ShardWriter(out_path, schema, row_group_rows, int(options.get("zstd_level", S.ZSTD_LEVEL)), storage=st)
+    include_passes = options.include_passes
+    skip_first = options.skip_first
+    st = options.storage()
+    out_path = join(options.out_dir, spec["file"])
+    row_group_rows = options.row_group_rows
+    writer = S.ShardWriter(out_path, schema, row_group_rows, options.zstd_level, storage=st)
     batch_rows = max(row_group_rows, BATCH_BYTES // width)
     remaining = sum(hi - lo for _, _, lo, hi in spec["pieces"])
     t_encode = t_write = 0.0
@@ -367,7 +391,7 @@ def encode_shard(spec: dict, options: dict) -> dict:
         new_batch(0)
         for unit_id, game_index, lo, hi in spec["pieces"]:
             if unit_id != unit_id_now:  # pieces come in unit order: one unit's records at a time
-                unit = _UnitGames(read_scan_table(scan_path(options["work_dir"], unit_id), st))
+                unit = _UnitGames(read_scan_table(scan_path(options.work_dir, unit_id), st))
                 unit_id_now = unit_id
             rec = unit.record(game_index)
             t = time.perf_counter()
@@ -387,11 +411,7 @@ def encode_shard(spec: dict, options: dict) -> dict:
             tp = eg.to_play[lo:hi]
             cols["tp"][sl] = tp
             cols["label"][sl] = eg.labels[lo:hi]
-            winner = unit.winner[game_index]
-            if winner is None:
-                cols["value"][sl] = 0
-            else:
-                cols["value"][sl] = np.where(tp == (1 if winner == "b" else -1), 1, -1)
+            cols["value"][sl] = value_targets(unit.winner[game_index], tp)
             cols["gidx"][sl] = len(gids)
             gids.append(unit.game_id[game_index])
             pos += k
@@ -404,7 +424,7 @@ def encode_shard(spec: dict, options: dict) -> dict:
         writer.abort()
         raise
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
-    done = shard_done_path(options["work_dir"], spec["split"], spec["index"])
+    done = shard_done_path(options.work_dir, spec["split"], spec["index"])
     record = json.dumps({"digest": spec["digest"], **entry}, sort_keys=True)
     st.write_text_atomic(done, record)
     total = time.perf_counter() - t0
@@ -413,15 +433,15 @@ def encode_shard(spec: dict, options: dict) -> dict:
             "peak_rss_mib": peak_rss_mib()}
 
 
-def reuse_shard(spec: dict, options: dict) -> dict | None:
+def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
     """The entry of a shard finished by an earlier run with the same plan, or None."""
-    st = storage_of(options)
-    done = shard_done_path(options["work_dir"], spec["split"], spec["index"])
+    st = options.storage()
+    done = shard_done_path(options.work_dir, spec["split"], spec["index"])
     try:
         rec = json.loads(st.read_text(done))
     except (OSError, ValueError):
         return None
-    path = join(options["out_dir"], spec["file"])
+    path = join(options.out_dir, spec["file"])
     if rec.get("digest") != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
         return None
     return {k: rec[k] for k in ("file", "rows", "bytes", "sha256")}

@@ -68,7 +68,8 @@ def match_cmd(
     threads: int = _THREADS,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
-    from gotk.play.match import Match, MatchConfig, summarize
+    from gotk.play.match import Match, MatchConfig
+    from gotk.play.results import summarize
 
     argv = shlex.split(opponent)
     if not argv:

@@ -65,7 +65,9 @@ def train_cmd(
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
     Several processes: `torchrun --nproc_per_node N -m gotk train ...` (DDP; see docs/scaling.md)."""
-    from gotk.train.trainer import TrainConfig, launched_distributed, train
+    from gotk.distributed import launched_distributed
+    from gotk.train.config import TrainConfig
+    from gotk.train.trainer import train
 
     given = {k: v for k, v in dict(
         model=model, head=head, epochs=epochs, max_steps=max_steps, batch_size=batch_size, optimizer=optimizer,
@@ -130,8 +132,8 @@ def eval_cmd(
 ) -> None:
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against two baselines."""
     from gotk.nets.agent import AgentError, load_agent
+    from gotk.train.config import resolve_device
     from gotk.train.evaluate import evaluate, format_report, is_shard_dir
-    from gotk.train.trainer import resolve_device
 
     if threads:
         import torch

@@ -1,16 +1,18 @@
 """Reading gotk shards for training: the split index, sampling, and the streaming torch dataset.
 
-``ShardDataset`` is resolved lazily so importing gotk.datasets does not import torch.
+``ShardDataset`` (:mod:`gotk.datasets.torchdata`) is resolved lazily so importing gotk.datasets does not
+import torch.
 """
 
-from gotk.datasets.loader import SplitIndex, game_index, iter_numpy_batches
+from gotk.datasets.index import SplitIndex, game_index
+from gotk.datasets.sampling import iter_numpy_batches, worker_batch_offsets
 
-__all__ = ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches"]  # noqa: F822
+__all__ = ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches", "worker_batch_offsets"]  # noqa: F822
 
 
 def __getattr__(name: str):
     if name == "ShardDataset":
-        from gotk.datasets import loader
+        from gotk.datasets.torchdata import ShardDataset
 
-        return loader.ShardDataset
+        return ShardDataset
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

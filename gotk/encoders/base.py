@@ -122,3 +122,13 @@ class Encoder(ABC):
     def encode_game(self, record, include_passes: bool = False, skip_first: int = 0) -> EncodedGame:
         """Every position before a main-line move of ``record`` (passes only with
         ``include_passes``; the first ``skip_first`` moves dropped), in one compiled loop."""
+
+
+def kept_mask(points: np.ndarray, size: int, include_passes: bool = False, skip_first: int = 0) -> np.ndarray:
+    """Which main-line moves give a row: not among the first ``skip_first``, and not a pass unless
+    ``include_passes``. The one statement of the rule (the compiled game loops apply it move by move)."""
+    pts = np.asarray(points)
+    keep = np.arange(pts.shape[0]) >= max(0, int(skip_first))
+    if not include_passes:
+        keep &= pts != size * size
+    return keep

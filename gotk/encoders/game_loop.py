@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from gotk.encoders.base import EncodedGame, Encoder
-from gotk.errors import GotkError, IllegalMoveError, SGFError
+from gotk.encoders.base import EncodedGame, Encoder, kept_mask
 from gotk.game import kernels as K
+from gotk.game.replay import stop_error
 
 FILL_ARGS = "board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color"
 
@@ -55,8 +55,6 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
     return j, points.shape[0], 0
 """
 
-_REASONS = {K.OCCUPIED: "occupied", K.SUICIDE: "illegal_move", K.KO: "illegal_move", K.OFF_BOARD: "off_board"}
-_DETAIL = {K.OCCUPIED: "occupied", K.SUICIDE: "suicide", K.KO: "ko", K.OFF_BOARD: "off board"}
 
 
 @cache
@@ -144,12 +142,8 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
     n = size * size
     points = np.ascontiguousarray(record.points, dtype=np.int32)
     colors = np.ascontiguousarray(record.colors, dtype=np.int64)
-    m = points.shape[0]
     skip_first = max(0, int(skip_first))
-    keep = np.arange(m) >= skip_first
-    if not include_passes:
-        keep &= points != n
-    cap = int(np.count_nonzero(keep))
+    cap = int(np.count_nonzero(kept_mask(points, size, include_passes, skip_first)))
     out = np.zeros((cap, num_planes, n), dtype=dtype)
     labels = np.empty(cap, dtype=np.int16)
     move_numbers = np.empty(cap, dtype=np.int32)
@@ -160,18 +154,7 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
                                   state.nbr, state.diag, state.zob, colors, points, state.rules.suicide,
                                   bool(include_passes), skip_first)
     rows, replayed, status = int(rows), int(replayed), int(status)
-    error: GotkError | None = None
-    if status != K.OK:
-        from gotk import coords
-
-        p = int(points[replayed])
-        where = coords.to_gtp(p, size) if 0 <= p < n else str(p)
-        error = IllegalMoveError(_REASONS.get(status, "illegal_move"),
-                                 f"move {replayed + 1} ({'BW'[colors[replayed] - 1]} {where}): "
-                                 f"{_DETAIL.get(status, 'illegal')}")
-    elif record.defect is not None:
-        reason, _, message = record.defect
-        error = SGFError(reason, f"move {replayed + 1}: {message}")
+    error = stop_error(record, status, replayed, colors, points)
     return EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
                        to_play[:rows], replayed, error)
 

@@ -82,17 +82,26 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
         state.history = list(zip(record.colors[:played].tolist(), record.points[:played].tolist(), strict=True))
         if state._seen is not None:
             state._seen = {int(h) for h in hashes[: played + 1]}
-    error: GotkError | None = None
+    error = stop_error(record, int(status), played, colors, points)
+    return ReplayOutcome(state, played, error, hashes[: played + 1])
+
+
+def stop_error(record: GameRecord, status: int, played: int, colors: np.ndarray,
+               points: np.ndarray) -> GotkError | None:
+    """Why replaying ``record`` stopped after ``played`` moves: the engine's ``status`` for the next move
+    (the one table from engine status to reason code), else the record's own defect, else None."""
     if status != K.OK:
         from gotk import coords
 
-        where = coords.to_gtp(int(points[played]), record.size) if 0 <= points[played] < record.size ** 2 else "?"
-        error = IllegalMoveError(_REASONS[int(status)],
-                                 f"move {played + 1} ({'BW'[colors[played] - 1]} {where}): {_DETAIL[int(status)]}")
-    elif record.defect is not None:
+        p = int(points[played])
+        where = coords.to_gtp(p, record.size) if 0 <= p < record.size ** 2 else "?"
+        return IllegalMoveError(_REASONS.get(status, "illegal_move"),
+                                f"move {played + 1} ({'BW'[colors[played] - 1]} {where}): "
+                                f"{_DETAIL.get(status, 'illegal')}")
+    if record.defect is not None:
         reason, _, message = record.defect
-        error = SGFError(reason, f"move {played + 1}: {message}")
-    return ReplayOutcome(state, played, error, hashes[: played + 1])
+        return SGFError(reason, f"move {played + 1}: {message}")
+    return None
 
 
 def iter_positions(record: GameRecord, rules: Rules | None = None):

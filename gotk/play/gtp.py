@@ -28,6 +28,7 @@ from gotk.game.handicap import fixed_handicap_points, max_fixed_handicap
 from gotk.game.render import render_board
 from gotk.game.state import BLACK, EMPTY, WHITE, GameState
 from gotk.play.players import RESIGN
+from gotk.play.results import format_score
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _VERTEX = re.compile(r"^[A-Za-z][0-9]{1,3}$")
@@ -68,15 +69,6 @@ def parse_float(text: str) -> float:
     if not math.isfinite(value):
         raise GtpError("syntax error (float)")
     return value
-
-
-def format_score(score: float) -> str:
-    """Black-minus-white score → GTP ``B+3.5`` / ``W+0.5`` / ``0``."""
-    if score > 0:
-        return f"B+{score:g}"
-    if score < 0:
-        return f"W+{-score:g}"
-    return "0"
 
 
 class GtpEngine:
@@ -341,4 +333,4 @@ class GtpEngine:
         return "\n".join(lines)
 
 
-__all__ = ["GtpEngine", "GtpError", "format_score", "preprocess"]
+__all__ = ["GtpEngine", "GtpError", "preprocess"]

@@ -40,9 +40,16 @@ class Result:
 
     def value_for(self, color: int) -> int:
         """+1 if ``color`` (1 black, 2 white) won, -1 if it lost, 0 if unknown, void or drawn."""
-        if self.winner is None:
-            return 0
-        return 1 if (self.winner == "b") == (color == BLACK) else -1
+        return int(value_targets(self.winner, np.array([1 if color == BLACK else -1]))[0])
+
+
+def value_targets(winner: str | None, to_play: np.ndarray) -> np.ndarray:
+    """The value target of each position (int8): +1 where the player to move (``to_play``: +1 black, -1
+    white) went on to win, -1 where they lost, 0 everywhere when ``winner`` (``"b"``/``"w"``) is None
+    (unknown, void or drawn). The one place this rule is coded."""
+    if winner is None:
+        return np.zeros(len(to_play), dtype=np.int8)
+    return np.where(np.asarray(to_play) == (1 if winner == "b" else -1), 1, -1).astype(np.int8)
 
 
 _RESULT_WIN = re.compile(r"^\s*([BW])\s*\+\s*(.*?)\s*$", re.IGNORECASE)

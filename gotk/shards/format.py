@@ -13,7 +13,6 @@ counts whatever the batch sizes fed to it, so the bytes depend only on the rows.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -23,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gotk.atomic import temp_path
+from gotk.hashing import sha256_file
 from gotk.storage import Storage
 
 SCHEMA_VERSION = 1
@@ -101,14 +101,6 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
     )
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 class ShardWriter:
     """Write one shard file: feed tables with :meth:`write`, then :meth:`close` (→ rows, sha256,
     bytes). Row groups are exactly ``row_group_rows`` rows (the last may be shorter). The file is
@@ -185,13 +177,78 @@ class ShardWriter:
                 self.tmp.unlink(missing_ok=True)
 
 
-def read_shard_metadata(path: str | os.PathLike) -> dict:
-    """The ``gotk`` metadata object of a shard file (reads only the footer)."""
-    schema = pq.read_schema(path)
+def schema_metadata(schema: pa.Schema, where: str = "this schema", required: bool = True) -> dict | None:
+    """The ``gotk`` metadata object of a shard's Arrow schema, its schema version checked (ValueError
+    with a clear message when of another version, or when absent and ``required``; else None)."""
     raw = (schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
-        raise ValueError(f"{path} has no gotk metadata: not a gotk shard")
-    return json.loads(raw)
+        if not required:
+            return None
+        raise ValueError(f"{where} has no gotk metadata: not a gotk shard (pass the encoder description explicitly)")
+    meta = json.loads(raw)
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"{where} is a gotk shard of schema version {meta.get('schema_version')}; this gotk reads "
+                         f"version {SCHEMA_VERSION}")
+    return meta
+
+
+def read_shard_metadata(path: str | os.PathLike) -> dict:
+    """The ``gotk`` metadata object of a shard file (reads only the footer)."""
+    return schema_metadata(pq.read_schema(path), str(path))
+
+
+def encoder_description(source) -> dict:
+    """The encoder description (``Encoder.describe()``) of a shard: from a pyarrow Schema, Table,
+    RecordBatch, ParquetFile, a path to a shard, or the ``gotk`` metadata object / description itself."""
+    if isinstance(source, dict):
+        return source.get("encoder", source)
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        import pyarrow.parquet as pq
+
+        source = pq.read_schema(source)
+    schema = getattr(source, "schema_arrow", None) or getattr(source, "schema", None) or source
+    if not isinstance(schema, pa.Schema):
+        raise TypeError(f"cannot find an encoder description in {type(source).__name__}")
+    return schema_metadata(schema)["encoder"]
+
+
+def decode_features(batch, encoder: dict | None = None) -> np.ndarray:
+    """Rows → ``(N, C, H, W)`` planes: uint8 0/1 for bit encoders, int8 for ``int8`` encoders.
+
+    ``batch``: a pyarrow Table or RecordBatch with a ``features`` column (the description is read
+    from its schema metadata unless ``encoder`` is given), or the ``features`` column itself
+    (Array / ChunkedArray) with ``encoder`` given. ``encoder`` may be ``Encoder.describe()``, the
+    shard's ``gotk`` metadata object, or a path to a shard.
+    """
+    if isinstance(batch, (pa.Table, pa.RecordBatch)):
+        desc = encoder_description(encoder if encoder is not None else batch.schema)
+        column = batch.column("features")
+    else:
+        if encoder is None:
+            raise ValueError("decode_features(column) needs the encoder description")
+        desc = encoder_description(encoder)
+        column = batch
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    c, h, w = (int(x) for x in desc["shape"])
+    n = len(column)
+    width = column.type.byte_width
+    size = c * h * w
+    expected = features_nbytes(desc)
+    if width != expected:
+        raise ValueError(f"features are {width} bytes per row; encoder {desc.get('name')!r} {desc['shape']} "
+                         f"({desc['dtype']}) needs {expected}")
+    if column.null_count:
+        raise ValueError("features column has nulls")
+    buf = column.buffers()[1]
+    raw = np.frombuffer(buf, dtype=np.uint8, count=(column.offset + n) * width)[column.offset * width:]
+    raw = raw.reshape(n, width)
+    if desc["dtype"] == "int8":
+        return raw.view(np.int8).reshape(n, c, h, w)
+    bits = np.unpackbits(raw, axis=1, count=size, bitorder="big")
+    return bits.reshape(n, c, h, w)
+
+
 
 
 def read_row(folder: Path | str, split: str, row: int, storage_options: dict | None = None):

@@ -12,6 +12,8 @@ import os
 
 import pyarrow as pa
 
+from gotk.hashing import sha256_bytes, sha256_stream
+from gotk.shards.format import SCHEMA_VERSION
 from gotk.storage import Storage, is_url, join
 
 MANIFEST_NAME = "manifest.json"
@@ -50,12 +52,27 @@ def load_manifest(folder: str | os.PathLike, storage_options: dict | None = None
     path = join(folder, MANIFEST_NAME)
     if not st.isfile(path):
         hint = " (an unfinished run: rerun gotk encode with --resume)" if st.exists(join(folder, WORK_NAME)) else ""
-        raise ValueError(f"{folder} is not a gotk dataset: no {MANIFEST_NAME}{hint}")
-    m = json.loads(st.read_text(path))
+        raise ValueError(f"{folder} is not a gotk dataset folder: no {MANIFEST_NAME}{hint}; "
+                         "make one with `gotk encode`")
+    return check_manifest(json.loads(st.read_text(path)), str(path))
+
+
+def read_manifest(folder: str | os.PathLike, storage_options: dict | None = None) -> tuple[dict, str]:
+    """``(manifest, sha256 of its bytes)``: :func:`load_manifest` plus the digest that identifies the exact
+    dataset a network was trained on."""
+    st = Storage.for_url(folder, storage_options)
+    m = load_manifest(folder, storage_options)
+    raw = st.read_bytes(join(str(folder).rstrip("/") if is_url(folder) else folder, MANIFEST_NAME))
+    return m, sha256_bytes(raw)
+
+
+def check_manifest(m: dict, where: str = MANIFEST_NAME) -> dict:
+    """``m`` itself when it is a gotk shards manifest of the schema version this gotk reads; else ValueError."""
     if m.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a gotk shards manifest")
-    if m.get("schema_version") != 1:
-        raise ValueError(f"{path} has schema_version {m.get('schema_version')}; this gotk reads version 1")
+        raise ValueError(f"{where} is not a gotk shards manifest")
+    if m.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"{where} has schema_version {m.get('schema_version')}; this gotk reads version "
+                         f"{SCHEMA_VERSION} (re-encode the dataset with this gotk)")
     return m
 
 
@@ -64,8 +81,6 @@ def verify_dataset(folder: str | os.PathLike, storage_options: dict | None = Non
     """Check every file the manifest lists (``games.parquet`` and each shard) against it: present,
     same size, same sha256, same Parquet row count. Returns ``{"files": N, "bytes": B, "problems":
     [{"file", "problem"}, ...]}`` (no problems: the dataset is intact), e.g. after a copy or upload."""
-    import hashlib
-
     import pyarrow.parquet as pq
 
     st = Storage.for_url(folder, storage_options)
@@ -80,17 +95,13 @@ def verify_dataset(folder: str | os.PathLike, storage_options: dict | None = Non
         if not st.isfile(path):
             problems.append({"file": rel, "problem": "missing"})
             continue
-        h = hashlib.sha256()
-        size = 0
         src = st.open_input(path)
         with open(src, "rb") if isinstance(src, str) else src as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-                size += len(block)
+            digest, size = sha256_stream(f)
         total += size
         if size != entry["bytes"]:
             problems.append({"file": rel, "problem": f"{size:,} bytes, the manifest says {entry['bytes']:,}"})
-        elif h.hexdigest() != entry["sha256"]:
+        elif digest != entry["sha256"]:
             problems.append({"file": rel, "problem": "sha256 differs from the manifest's (the file is damaged)"})
         else:
             src = st.open_input(path)

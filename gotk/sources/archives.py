@@ -19,7 +19,8 @@ from pathlib import Path
 
 from gotk.sgf.reader import MAX_SGF_BYTES
 
-ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar")
+# the archive formats read, in order of preference when one archive is published in several (same stem)
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".zip", ".tar")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,17 @@ class Skip:
 
 
 def is_archive(path: str | os.PathLike) -> bool:
+    """Whether the name ends in one of :data:`ARCHIVE_SUFFIXES` (any case)."""
     return str(path).lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def archive_stem(name: str) -> tuple[str, int] | None:
+    """``(name without its archive suffix, rank of the suffix in ARCHIVE_SUFFIXES)``, None for a non-archive."""
+    low = name.lower()
+    for rank, suffix in enumerate(ARCHIVE_SUFFIXES):
+        if low.endswith(suffix):
+            return name[: -len(suffix)], rank
+    return None
 
 
 # what reading a damaged or unsupported archive can raise: zlib/bz2/lzma errors, CRC mismatches,

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import hashlib
 import json
 import os
 import random
 import sys
 import tarfile
-import tempfile
 import threading
 import time
 import zipfile
@@ -34,7 +32,9 @@ import urllib3
 from tqdm import tqdm
 
 from gotk import __version__
+from gotk.atomic import write_text_atomic
 from gotk.errors import GotkError
+from gotk.hashing import sha256_file
 from gotk.sources.listing import ArchiveLink
 
 INDEX_NAME = "index.json"
@@ -153,28 +153,6 @@ def verify_archive(path: str | os.PathLike, name: str | None = None) -> int:
     return n
 
 
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def load_index(dest: str | os.PathLike) -> dict:
     """``DEST/index.json`` as ``{"files": {name: record}}``; an empty index if absent or unreadable."""
     path = Path(dest) / INDEX_NAME
@@ -189,7 +167,7 @@ def load_index(dest: str | os.PathLike) -> dict:
 
 def save_index(dest: str | os.PathLike, index: dict) -> None:
     """Write ``DEST/index.json`` atomically (temp file + rename)."""
-    _atomic_write_text(Path(dest) / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(Path(dest) / INDEX_NAME, json.dumps(index, indent=2, sort_keys=True) + "\n")
 
 
 def is_complete(path: Path, record: dict | None) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -148,17 +148,18 @@ def _ratio(a: float, b: float) -> float | None:
 
 def is_shard_dir(path: str | os.PathLike, storage_options: dict | None = None) -> bool:
     """Whether ``path`` (a folder or an fsspec URL) holds a dataset: a ``manifest.json``."""
+    from gotk.shards.manifest import MANIFEST_NAME
     from gotk.storage import Storage, is_url, join
 
     if is_url(path):
-        return Storage.for_url(path, storage_options).isfile(join(path, "manifest.json"))
-    return (Path(path) / "manifest.json").is_file()
+        return Storage.for_url(path, storage_options).isfile(join(path, MANIFEST_NAME))
+    return (Path(path) / MANIFEST_NAME).is_file()
 
 
 def shard_batches(path: str | os.PathLike, split: str, batch_size: int,
                   storage_options: dict | None = None) -> tuple[dict, Iterator[dict]]:
     """``(encoder description, batches)`` of a shard folder's split, in file order, unaugmented."""
-    from gotk.datasets.loader import ShardDataset
+    from gotk.datasets import ShardDataset
 
     ds = ShardDataset(path, split=split, batch_size=batch_size, shuffle=False, symmetries="none",
                       storage_options=storage_options)
@@ -170,56 +171,11 @@ def shard_batches(path: str | os.PathLike, split: str, batch_size: int,
     return ds.encoder, gen()
 
 
-def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
-                stats: dict | None = None) -> Iterator[dict]:
-    """Encode SGF files/folders/archives on the fly with ``encoder``; batches shaped like the loader's
-    (``features``, ``label``, ``value``, ``move_number``). ``stats`` counts games read/skipped."""
-    from gotk.errors import GotkError
-    from gotk.sgf.reader import read_sgf
-    from gotk.sources.archives import Skip, iter_sources
-
-    stats = stats if stats is not None else {}
-    buf: list[tuple[np.ndarray, ...]] = []
-    held = 0
-
-    def flush() -> dict:
-        parts = list(zip(*buf, strict=True))
-        return {"features": np.concatenate(parts[0]), "label": np.concatenate(parts[1]).astype(np.int64),
-                "value": np.concatenate(parts[2]).astype(np.float32),
-                "move_number": np.concatenate(parts[3]).astype(np.int32)}
-
-    for src in iter_sources(paths):
-        if isinstance(src, Skip):
-            stats["skipped"] = stats.get("skipped", 0) + 1
-            continue
-        try:
-            records = read_sgf(src.data, src.archive, src.member)
-        except GotkError:  # an unreadable SGF is counted and skipped, as the pipeline does
-            stats["skipped"] = stats.get("skipped", 0) + 1
-            continue
-        for rec in records:
-            if rec.size != encoder.board_size:
-                stats["skipped"] = stats.get("skipped", 0) + 1
-                continue
-            enc = encoder.encode_game(rec)
-            stats["games"] = stats.get("games", 0) + 1
-            if len(enc) == 0:
-                continue
-            colors = np.where(enc.to_play > 0, 1, 2)
-            value = np.array([rec.result.value_for(int(c)) for c in colors], dtype=np.int8)
-            buf.append((enc.features, enc.labels, value, enc.move_numbers))
-            held += len(enc)
-            if held >= batch_size:
-                yield flush()
-                buf, held = [], 0
-    if buf:
-        yield flush()
-
-
 def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
              batch_size: int = 512, progress: bool = False, storage_options: dict | None = None) -> dict:
     """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
     go to fsspec) or on SGF files/folders/archives."""
+    from gotk.build.rows import sgf_batches
     from gotk.nets.agent import AgentError
 
     t0 = time.perf_counter()

@@ -1,13 +1,9 @@
-"""Training loop behind ``gotk train``: streaming shards → a policy and/or value network → an agent.
+"""The training loop behind ``gotk train``: streaming shards → a policy and/or value network → an agent.
 
 A run directory holds ``config.json`` (everything needed to reproduce the run), ``metrics.jsonl``
-(one JSON object per logged step, per epoch and per validation), ``curves.png``, ``checkpoint.pt``
-(model, optimizer, AMP scaler, RNG states, loader position, counters: ``--resume`` continues exactly)
-and ``agent.gotk`` (the best model by validation, or the last one without a ``val`` split).
-
-Learning-rate schedules are pure functions of the step (``cosine``: linear warm-up then cosine decay
-to 0 over the horizon; ``step``: ×0.1 at 1/3 and 2/3 of the horizon; ``none``). The horizon is
-``--schedule-steps`` when given, else ``--max-steps``, else ``epochs × batches per epoch``.
+(:mod:`gotk.train.metrics`), ``curves.png`` (:mod:`gotk.train.curves`), ``checkpoint.pt``
+(:mod:`gotk.train.checkpoint`: ``--resume`` continues exactly) and ``agent.gotk`` (the best model by
+validation, or the last one without a ``val`` split). Settings: :mod:`gotk.train.config`.
 
 When the value head is trained, at most ``positions_per_game`` positions (default 8) of each game
 are drawn per epoch, so long games do not dominate and the value net does not memorise outcomes;
@@ -15,28 +11,23 @@ policy-only runs use every position. Rows with value 0 (draw, void or unknown re
 the value loss.
 
 Distributed (``torchrun --nproc_per_node N -m gotk train ...``, see ``docs/scaling.md``): the process
-group is set up from torchrun's environment (gloo on CPU, NCCL on CUDA, ``dist_timeout`` seconds before a
-stuck collective fails), the model is wrapped in DDP and each rank reads its share of the row groups.
-Every rank takes the same number of steps per epoch, the largest per-rank batch count: a rank whose rows
-are used up takes *empty* steps (a zero-weight forward/backward that only joins the gradient all-reduce),
-so every row is still used exactly once per epoch. Losses are weighted by rows, so one step's gradient is
-the mean over all the rows of all ranks. Logged metrics and validation are summed over ranks; only rank 0
-writes files; the checkpoint holds every rank's loader position, RNG states and metric sums.
+group is set up from torchrun's environment (:mod:`gotk.distributed`), the model is wrapped in DDP and each
+rank reads its share of the row groups. Every rank takes the same number of steps per epoch, the largest
+per-rank batch count: a rank whose rows are used up takes *empty* steps (a zero-weight forward/backward that
+only joins the gradient all-reduce), so every row is still used exactly once per epoch. Losses are weighted
+by rows, so one step's gradient is the mean over all the rows of all ranks. Logged metrics and validation are
+summed over ranks; only rank 0 writes files; the checkpoint holds every rank's loader position, RNG states
+and metric sums.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import hashlib
 import json
-import math
 import os
 import random
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -44,57 +35,22 @@ import torch
 import torch.nn.functional as F
 
 from gotk import __version__
-from gotk.nets.networks import HEADS, MODELS, build_model, count_parameters, model_hparams
-from gotk.storage import Storage, is_url, join
+from gotk.atomic import write_text_atomic
+from gotk.datasets import ShardDataset
+from gotk.distributed import dist_info, init_distributed
+from gotk.nets.networks import build_model, count_parameters
+from gotk.shards.manifest import read_manifest
+from gotk.storage import is_url
+from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from gotk.train.config import TrainConfig, amp_dtype, lr_factor, make_optimizer, resolve_device
+from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
+from gotk.train.metrics import append_record, summarise, trim_after
 
-OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
-SCHEDULES = ("cosine", "step", "none")
-DEFAULT_LR = {"sgd": 0.05, "adagrad": 0.01, "adadelta": 1.0, "adam": 1e-3, "adamw": 1e-3}
-DEFAULT_POSITIONS_PER_GAME = 8
-CHECKPOINT = "checkpoint.pt"
 AGENT = "agent.gotk"
-DEFAULT_DIST_TIMEOUT = 300.0
 # failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
 # responding instead (sleeps), so that the others hit --dist-timeout
 KILL_ENV = "GOTK_DEBUG_KILL_RANK_AT_STEP"
-
-
-# --- processes -----------------------------------------------------------------------------------
-
-
-def dist_info() -> tuple[int, int]:
-    """``(rank, world_size)``; ``(0, 1)`` outside ``torch.distributed``."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
-
-
-def is_main_process() -> bool:
-    """True on the process that writes files (rank 0, or the only process)."""
-    return dist_info()[0] == 0
-
-
-def launched_distributed() -> bool:
-    """True when started by torchrun (or another launcher setting ``WORLD_SIZE``) with more than one process."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
-
-
-def init_distributed(device: str = "auto", timeout: float = DEFAULT_DIST_TIMEOUT) -> bool:
-    """Join the process group described by torchrun's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
-    ``MASTER_ADDR``, ``MASTER_PORT``): NCCL when the run uses CUDA (each process on ``cuda:LOCAL_RANK``),
-    else gloo. A collective that waits longer than ``timeout`` seconds (a dead or stuck rank) raises instead
-    of hanging. Returns True when it created the group (the caller then destroys it)."""
-    dist = torch.distributed
-    if not launched_distributed() or (dist.is_available() and dist.is_initialized()):
-        return False
-    if not dist.is_available():
-        raise RuntimeError("WORLD_SIZE > 1 but this torch build has no torch.distributed")
-    cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if cuda:
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=timeout))
-    return True
 
 
 def _debug_kill_step() -> tuple[int, bool] | None:
@@ -114,164 +70,10 @@ def _debug_kill(rank: int, step: int, hang: bool) -> None:
     os._exit(13)
 
 
-# --- configuration -------------------------------------------------------------------------------
-
-
-@dataclass
-class TrainConfig:
-    """Every setting of a run (stored in ``config.json``)."""
-
-    data: str
-    out: str
-    model: str = "resnet"
-    head: str | None = None  # None: the model's default head
-    hparams: dict = field(default_factory=dict)
-    epochs: int = 1
-    max_steps: int | None = None
-    batch_size: int = 256
-    optimizer: str = "sgd"
-    lr: float | None = None  # None: DEFAULT_LR[optimizer]
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    schedule: str = "cosine"
-    schedule_steps: int | None = None
-    warmup_steps: int = 0
-    amp: bool | None = None  # None: on with CUDA, off on CPU
-    device: str = "auto"
-    workers: int = 0
-    threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
-    seed: int = 0
-    symmetries: str = "random"
-    shuffle_buffer: int = 16384
-    positions_per_game: int | None = None  # None: 8 when the value head is trained, else all
-    value_weight: float = 1.0
-    log_every: int = 50
-    checkpoint_every: int = 1000
-    patience: int | None = None
-    val_split: str = "val"
-    max_val_positions: int | None = None
-    train_split: str = "train"
-    progress: bool = True
-    dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
-    storage_options: dict = field(default_factory=dict)  # fsspec options when ``data`` is a URL (s3://...)
-
-    def resolved(self) -> TrainConfig:
-        """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""
-        c = dataclasses.replace(self, hparams=dict(self.hparams))
-        if c.model not in MODELS:
-            raise ValueError(f"unknown model {c.model!r}; choose from {', '.join(MODELS)}")
-        c.hparams = model_hparams(c.model, **c.hparams)
-        c.head = c.head or MODELS[c.model].default_head
-        if c.head not in HEADS:
-            raise ValueError(f"--head must be one of {', '.join(HEADS)}")
-        if c.optimizer not in OPTIMIZERS:
-            raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
-        if c.schedule not in SCHEDULES:
-            raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}")
-        if c.device not in ("auto", "cpu", "cuda") and not c.device.startswith("cuda:"):
-            raise ValueError("--device must be auto, cpu or cuda")
-        c.lr = DEFAULT_LR[c.optimizer] if c.lr is None else float(c.lr)
-        if c.positions_per_game is None and c.head in ("value", "both"):
-            c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
-        for name in ("epochs", "batch_size", "log_every", "checkpoint_every"):
-            if getattr(c, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
-        if c.max_steps is not None and c.max_steps < 1:
-            raise ValueError("--max-steps must be >= 1")
-        if c.workers < 0:
-            raise ValueError("--workers must be >= 0")
-        if c.dist_timeout <= 0:
-            raise ValueError("--dist-timeout must be > 0")
-        return c
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto``/``cpu``/``cuda``/``cuda:N``; under torchrun, ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK``."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda asked for, but torch sees no CUDA device")
-    if name == "cuda" and launched_distributed():
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device(name)
-
-
-def amp_dtype(device: torch.device) -> torch.dtype:
-    """bf16 where supported (CUDA Ampere+, CPU), else fp16 (which needs a GradScaler)."""
-    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        return torch.float16
-    return torch.bfloat16
-
-
-def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
-    wd = cfg.weight_decay
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd, nesterov=cfg.momentum > 0)
-    if cfg.optimizer == "adagrad":
-        return torch.optim.Adagrad(params, lr=cfg.lr, weight_decay=wd)
-    if cfg.optimizer == "adadelta":
-        return torch.optim.Adadelta(params, lr=cfg.lr, weight_decay=wd)
-    if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=wd)
-    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=wd)
-
-
-def lr_factor(schedule: str, step: int, horizon: int, warmup: int = 0) -> float:
-    """Multiplier of the base learning rate for the update number ``step`` (0-based)."""
-    if warmup and step < warmup:
-        return (step + 1) / warmup
-    if schedule == "none" or horizon <= 0:
-        return 1.0
-    if schedule == "step":
-        return 0.1 ** min(2, int(3 * step / horizon))
-    t = min(1.0, (step - warmup) / max(1, horizon - warmup))
-    return 0.5 * (1.0 + math.cos(math.pi * t))
-
-
-# --- training ------------------------------------------------------------------------------------
-
-
-def _rng_state() -> dict:
-    np_state = np.random.get_state()
-    st = {
-        "torch": torch.get_rng_state(),
-        "numpy": {"key": torch.from_numpy(np_state[1].astype(np.int64)), "pos": int(np_state[2]),
-                  "has_gauss": int(np_state[3]), "cached": float(np_state[4])},
-        "python": random.getstate(),
-    }
-    if torch.cuda.is_available():
-        st["cuda"] = torch.cuda.get_rng_state_all()
-    return st
-
-
-def _set_rng_state(st: dict) -> None:
-    torch.set_rng_state(st["torch"])
-    n = st["numpy"]
-    np.random.set_state(("MT19937", n["key"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
-    py = st["python"]
-    random.setstate((py[0], tuple(py[1]), py[2]))
-    if "cuda" in st and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(st["cuda"])
-
-
-def _to_jsonable(d: dict) -> dict:
-    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in d.items()}
-
-
 class Trainer:
     """One training run; ``Trainer(cfg, resume=...).run()`` returns the final summary dict."""
 
     def __init__(self, cfg: TrainConfig, resume: bool = False) -> None:
-        from gotk.datasets.loader import ShardDataset
-
         self.cfg = cfg = cfg.resolved()
         self.out = Path(cfg.out)
         self.rank, self.world = dist_info()
@@ -282,14 +84,8 @@ class Trainer:
         if not resume and ckpt_path.exists():
             raise FileExistsError(f"{self.out} already holds a run ({CHECKPOINT}); pass --resume to continue it "
                                   "or choose another --out")
-        store = Storage.for_url(cfg.data, cfg.storage_options)  # a local folder or an fsspec URL
-        manifest = join(cfg.data, "manifest.json")
-        if not store.isfile(manifest):
-            raise FileNotFoundError(f"{cfg.data} is not a gotk dataset folder (no manifest.json); "
-                                    "make one with `gotk encode`")
-        raw = store.read_bytes(manifest)
-        self.manifest_sha256 = hashlib.sha256(raw).hexdigest()
-        self.manifest = json.loads(raw)
+        # a local folder or an fsspec URL; format and schema version checked
+        self.manifest, self.manifest_sha256 = read_manifest(cfg.data, cfg.storage_options)
         self.device = resolve_device(cfg.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -343,7 +139,7 @@ class Trainer:
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             self._write_config()
-            self._trim_metrics()
+            trim_after(self.out, self.step)
 
     # --- bookkeeping ----------------------------------------------------------------------------
 
@@ -379,33 +175,17 @@ class Trainer:
             "world_size": self.world, "schedule_horizon_steps": self.horizon,
             "command": sys.argv if sys.argv and "gotk" in os.path.basename(sys.argv[0]) else None,
         }
-        _atomic_write(self.out / "config.json", json.dumps(d, indent=2))
-
-    def _trim_metrics(self) -> None:
-        """On resume, drop metrics logged after the checkpoint (they will be logged again)."""
-        p = self.out / "metrics.jsonl"
-        if not p.exists():
-            return
-        keep = []
-        for line in p.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if rec.get("step", 0) <= self.step:
-                keep.append(line)
-        _atomic_write(p, "".join(x + "\n" for x in keep))
+        write_text_atomic(self.out / "config.json", json.dumps(d, indent=2))
 
     def log(self, record: dict) -> None:
         if self.main:
-            with open(self.out / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(_to_jsonable(record)) + "\n")
+            append_record(self.out, record)
 
     def _rank_state(self) -> dict:
-        return {"rng": _rng_state(), "loader": self.loader_state, "window": self.window.cpu(),
+        return {"rng": rng_state(), "loader": self.loader_state, "window": self.window.cpu(),
                 "epoch_sums": self.epoch_sums.cpu()}
 
-    def save_checkpoint(self) -> None:
+    def checkpoint(self) -> None:
         """Rank 0 writes the checkpoint; under DDP every rank must call this (it gathers per-rank state)."""
         ranks = None
         if self.world > 1:
@@ -414,12 +194,11 @@ class Trainer:
         if not self.main:
             return
         state = {
-            "format": "gotk-train-checkpoint", "version": 1,
             "config": self.cfg.to_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(),
-            "rng": _rng_state(),
+            "rng": rng_state(),
             "loader": self.loader_state,
             "step": self.step, "epoch": self.epoch,
             "best": self.best, "best_epoch": self.best_epoch, "bad_epochs": self.bad_epochs,
@@ -429,12 +208,10 @@ class Trainer:
         }
         if ranks is not None:
             state["ranks"] = ranks
-        tmp = self.out / (CHECKPOINT + ".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, self.out / CHECKPOINT)
+        save_checkpoint(self.out / CHECKPOINT, state)
 
     def _load_checkpoint(self, path: Path) -> None:
-        st = torch.load(path, map_location="cpu", weights_only=True)
+        st = load_checkpoint(path)
         saved = TrainConfig.from_dict(st["config"]).resolved()
         for key in ("model", "head", "hparams", "batch_size", "optimizer", "seed", "symmetries",
                     "positions_per_game", "train_split"):
@@ -458,7 +235,7 @@ class Trainer:
             mine = {"rng": ranks[0]["rng"], "loader": None,
                     "window": sum((r["window"] for r in ranks), zero) if self.main else zero,
                     "epoch_sums": sum((r["epoch_sums"] for r in ranks), zero) if self.main else zero}
-        _set_rng_state(mine["rng"])
+        set_rng_state(mine["rng"])
         self.loader_state = mine["loader"]
         self.window = mine["window"].to(self.device)
         self.epoch_sums = mine["epoch_sums"].to(self.device)
@@ -678,7 +455,7 @@ class Trainer:
                 if self.step % cfg.log_every == 0:
                     now = time.perf_counter()
                     rec = {"kind": "step", "step": self.step, "epoch": self.epoch,
-                           **_summarise(self._all_reduce(self.window).tolist(), now - t0),
+                           **summarise(self._all_reduce(self.window).tolist(), now - t0),
                            "lr": self.optimizer.param_groups[0]["lr"]}
                     self.log(rec)
                     if bar is not None:
@@ -691,76 +468,22 @@ class Trainer:
                     hit_max = True
                     break
                 if self.step % cfg.checkpoint_every == 0:
-                    self.save_checkpoint()
+                    self.checkpoint()
             if steps is not None and not hit_max and next(batches, None) is not None:
                 raise RuntimeError(f"rank {self.rank}: more batches than the {steps} steps planned for epoch "
                                    f"{self.epoch} (loader batch counts out of sync)")
             if not hit_max:  # the loader ran dry: the epoch is complete
                 self.epoch += 1
                 self.loader_state = None
-            summary = _summarise(self._all_reduce(self.epoch_sums).tolist(), None)
+            summary = summarise(self._all_reduce(self.epoch_sums).tolist(), None)
             stop = self.end_of_epoch(summary, partial=hit_max) or hit_max
-            self.save_checkpoint()
+            self.checkpoint()
         if bar is not None:
             bar.close()
         result = {"step": self.step, "epoch": self.epoch, "best_epoch": self.best_epoch,
                   "val": self.last_val, "seconds": round(time.perf_counter() - t_start, 2),
                   "out": str(self.out)}
         return result
-
-
-def _summarise(s: list[float], seconds: float | None) -> dict:
-    """Window/epoch sums ``[rows, policy loss, top1, top5, value se, value rows, loss, steps]`` → means."""
-    rows, ploss, top1, top5, vse, vrows, loss_sum, steps = s
-    out: dict = {"positions": int(rows), "loss": loss_sum / steps if steps else None}
-    if rows and (ploss or top1 or top5):
-        out.update(policy_loss=ploss / rows, top1=top1 / rows, top5=top5 / rows)
-    if vrows:
-        out["value_mse"] = vse / vrows
-    if seconds:
-        out["samples_per_s"] = rows / seconds
-    return out
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def plot_curves(run_dir: str | os.PathLike) -> Path | None:
-    """Draw ``curves.png`` (loss, top-1, value MSE by step; validation per epoch) from ``metrics.jsonl``."""
-    run_dir = Path(run_dir)
-    p = run_dir / "metrics.jsonl"
-    if not p.exists():
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    recs = [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
-    steps = [r for r in recs if r.get("kind") == "step"]
-    epochs = [r for r in recs if r.get("kind") == "epoch"]
-    panels = [("loss", "loss"), ("top1", "top-1 accuracy"), ("value_mse", "value MSE")]
-    panels = [(k, t) for k, t in panels if any(k in r for r in steps) or any(f"val_{k}" in r for r in epochs)]
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(5 * max(1, len(panels)), 3.6), squeeze=False)
-    for ax, (key, title) in zip(axes[0], panels, strict=False):
-        xs = [r["step"] for r in steps if key in r]
-        if xs:
-            ax.plot(xs, [r[key] for r in steps if key in r], label="train", lw=1)
-        ve = [r for r in epochs if f"val_{key}" in r and r[f"val_{key}"] is not None]
-        if ve:
-            ax.plot([r["step"] for r in ve], [r[f"val_{key}"] for r in ve], "o-", label="val")
-        ax.set_title(title)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    out = run_dir / "curves.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return out
 
 
 def train(cfg: TrainConfig, resume: bool = False) -> dict:

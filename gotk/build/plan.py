@@ -1,0 +1,109 @@
+"""The plan of an encode run (parent side): which game goes to which split and shard."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from gotk.build import workers as W
+from gotk.build.splits import assign_split, matches_test_from
+from gotk.shards import format as S
+from gotk.shards import manifest as M
+from gotk.storage import Storage, join
+
+
+class Planner:
+    """Consumes scan results in unit order: global dedupe by ``game_id`` (first in source order wins), split
+    assignment, ``games.parquet`` rows, and each split's row stream cut into shard specs of exactly
+    ``shard_rows`` rows (the digest of a spec identifies its content for ``--resume``)."""
+
+    def __init__(self, out_dir: Path | str, splits: list[tuple[str, float]], shard_rows: int, test_from: list[str],
+                 plan_key: str, storage: Storage | None = None) -> None:
+        self.out_dir = out_dir
+        self.storage = storage if storage is not None else Storage.for_url(out_dir)
+        self.splits = splits
+        self.shard_rows = shard_rows
+        self.test_from = test_from
+        self.plan_key = plan_key
+        self.seen: set[str] = set()
+        self.unit_digests: dict[int, str] = {}
+        self.games_read = 0
+        self.skipped: Counter = Counter()
+        self.partial: Counter = Counter()
+        self.examples: dict[str, str] = {}
+        names = [n for n, _ in splits]
+        if "test" not in names and test_from:
+            names.append("test")
+        self.split_names = names
+        self.split_games: Counter = Counter()
+        self.split_rows: Counter = Counter()
+        self._cur: dict[str, list] = {n: [] for n in names}  # pieces of the shard being filled
+        self._cur_rows: Counter = Counter()
+        self._next_index: Counter = Counter()
+        self.games = S.ShardWriter(join(out_dir, M.GAMES_NAME), M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
+                                   dictionary=["archive", "black_rank", "white_rank", "rules", "split", "winner"],
+                                   statistics=[], storage=self.storage)
+
+    def add_unit(self, unit_id: int, stats: dict, table: pa.Table | None = None) -> list[dict]:
+        """Fold one unit's scan result in (``table``: its games, else read from the scan file);
+        returns the shard specs completed by it."""
+        self.unit_digests[unit_id] = stats["digest"]
+        self.games_read += stats["games_read"]
+        self.skipped.update(stats["skipped"])
+        self.partial.update(stats["partial"])
+        for k, v in stats["examples"].items():
+            self.examples.setdefault(k, v)
+        if not stats["candidates"]:
+            return []
+        if table is None:
+            table = W.read_scan_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id), self.storage)
+        t = table.select([f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
+                         + ["path", "rows"]).to_pydict()
+        ready: list[dict] = []
+        keep_rows: dict[str, list] = {f.name: [] for f in M.GAMES_SCHEMA}
+        for i, gid in enumerate(t["game_id"]):
+            where = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
+            if gid in self.seen:
+                self.skipped["duplicate"] += 1
+                self.examples.setdefault("duplicate", f"{where}: game_id {gid}")
+                if t["partial"][i]:
+                    self.partial[t["partial"][i]] -= 1
+                continue
+            self.seen.add(gid)
+            split = "test" if matches_test_from(t["path"][i], self.test_from) else assign_split(gid, self.splits)
+            rows = int(t["rows"][i])
+            self.split_games[split] += 1
+            self.split_rows[split] += rows
+            for f in M.GAMES_SCHEMA.names:
+                keep_rows[f].append(split if f == "split" else rows if f == "positions" else t[f][i])
+            lo = 0
+            while lo < rows:
+                room = self.shard_rows - self._cur_rows[split]
+                hi = min(rows, lo + room)
+                self._cur[split].append([unit_id, i, lo, hi])
+                self._cur_rows[split] += hi - lo
+                lo = hi
+                if self._cur_rows[split] == self.shard_rows:
+                    ready.append(self._cut(split))
+        if keep_rows["game_id"]:
+            self.games.write(pa.Table.from_pydict(keep_rows, schema=M.GAMES_SCHEMA))
+        return ready
+
+    def _cut(self, split: str) -> dict:
+        pieces = self._cur[split]
+        index = self._next_index[split]
+        self._next_index[split] += 1
+        self._cur[split] = []
+        self._cur_rows[split] = 0
+        units = sorted({p[0] for p in pieces})
+        h = hashlib.blake2b(digest_size=16)
+        h.update(json.dumps([self.plan_key, split, index, pieces, [self.unit_digests[u] for u in units]]).encode())
+        return {"split": split, "index": index, "file": f"{split}/part-{index:05d}.parquet", "digest": h.hexdigest(),
+                "pieces": pieces}
+
+    def finish(self) -> list[dict]:
+        return [self._cut(n) for n in self.split_names if self._cur[n]]

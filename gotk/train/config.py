@@ -1,0 +1,143 @@
+"""The settings of a training run (:class:`TrainConfig`, stored in ``config.json``), devices, optimizers and
+learning-rate schedules.
+
+Learning-rate schedules are pure functions of the step (``cosine``: linear warm-up then cosine decay
+to 0 over the horizon; ``step``: x0.1 at 1/3 and 2/3 of the horizon; ``none``). The horizon is
+``--schedule-steps`` when given, else ``--max-steps``, else ``epochs x batches per epoch``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+
+import torch
+
+from gotk.distributed import DEFAULT_DIST_TIMEOUT, launched_distributed
+from gotk.nets.networks import HEADS, MODELS, model_hparams
+
+OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
+SCHEDULES = ("cosine", "step", "none")
+DEFAULT_LR = {"sgd": 0.05, "adagrad": 0.01, "adadelta": 1.0, "adam": 1e-3, "adamw": 1e-3}
+DEFAULT_POSITIONS_PER_GAME = 8
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a run (stored in ``config.json``)."""
+
+    data: str
+    out: str
+    model: str = "resnet"
+    head: str | None = None  # None: the model's default head
+    hparams: dict = field(default_factory=dict)
+    epochs: int = 1
+    max_steps: int | None = None
+    batch_size: int = 256
+    optimizer: str = "sgd"
+    lr: float | None = None  # None: DEFAULT_LR[optimizer]
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"
+    schedule_steps: int | None = None
+    warmup_steps: int = 0
+    amp: bool | None = None  # None: on with CUDA, off on CPU
+    device: str = "auto"
+    workers: int = 0
+    threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
+    seed: int = 0
+    symmetries: str = "random"
+    shuffle_buffer: int = 16384
+    positions_per_game: int | None = None  # None: 8 when the value head is trained, else all
+    value_weight: float = 1.0
+    log_every: int = 50
+    checkpoint_every: int = 1000
+    patience: int | None = None
+    val_split: str = "val"
+    max_val_positions: int | None = None
+    train_split: str = "train"
+    progress: bool = True
+    dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
+    storage_options: dict = field(default_factory=dict)  # fsspec options when ``data`` is a URL (s3://...)
+
+    def resolved(self) -> TrainConfig:
+        """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""
+        c = dataclasses.replace(self, hparams=dict(self.hparams))
+        if c.model not in MODELS:
+            raise ValueError(f"unknown model {c.model!r}; choose from {', '.join(MODELS)}")
+        c.hparams = model_hparams(c.model, **c.hparams)
+        c.head = c.head or MODELS[c.model].default_head
+        if c.head not in HEADS:
+            raise ValueError(f"--head must be one of {', '.join(HEADS)}")
+        if c.optimizer not in OPTIMIZERS:
+            raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+        if c.schedule not in SCHEDULES:
+            raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}")
+        if c.device not in ("auto", "cpu", "cuda") and not c.device.startswith("cuda:"):
+            raise ValueError("--device must be auto, cpu or cuda")
+        c.lr = DEFAULT_LR[c.optimizer] if c.lr is None else float(c.lr)
+        if c.positions_per_game is None and c.head in ("value", "both"):
+            c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
+        for name in ("epochs", "batch_size", "log_every", "checkpoint_every"):
+            if getattr(c, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if c.max_steps is not None and c.max_steps < 1:
+            raise ValueError("--max-steps must be >= 1")
+        if c.workers < 0:
+            raise ValueError("--workers must be >= 0")
+        if c.dist_timeout <= 0:
+            raise ValueError("--dist-timeout must be > 0")
+        return c
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto``/``cpu``/``cuda``/``cuda:N``; under torchrun, ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK``."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("--device cuda asked for, but torch sees no CUDA device")
+    if name == "cuda" and launched_distributed():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device(name)
+
+
+def amp_dtype(device: torch.device) -> torch.dtype:
+    """bf16 where supported (CUDA Ampere+, CPU), else fp16 (which needs a GradScaler)."""
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16
+    return torch.bfloat16
+
+
+def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
+    wd = cfg.weight_decay
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=wd, nesterov=cfg.momentum > 0)
+    if cfg.optimizer == "adagrad":
+        return torch.optim.Adagrad(params, lr=cfg.lr, weight_decay=wd)
+    if cfg.optimizer == "adadelta":
+        return torch.optim.Adadelta(params, lr=cfg.lr, weight_decay=wd)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=wd)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=wd)
+
+
+def lr_factor(schedule: str, step: int, horizon: int, warmup: int = 0) -> float:
+    """Multiplier of the base learning rate for the update number ``step`` (0-based)."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "none" or horizon <= 0:
+        return 1.0
+    if schedule == "step":
+        return 0.1 ** min(2, int(3 * step / horizon))
+    t = min(1.0, (step - warmup) / max(1, horizon - warmup))
+    return 0.5 * (1.0 + math.cos(math.pi * t))
