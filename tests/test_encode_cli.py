@@ -276,8 +276,8 @@ def test_inspect_verify_finds_damaged_missing_and_truncated_files(tmp_path, slic
 
 @pytest.mark.parametrize("name", ["oneplane", "sevenplane", "simple", "alphago"])
 def test_show_recovers_the_board_from_planes(sample_archive, name):
-    from gotk.encoders.stones import stones_from_planes
     from gotk.encoders import get_encoder
+    from gotk.encoders.stones import stones_from_planes
     from gotk.game.replay import iter_positions
 
     rec = read_sgf(_slice(sample_archive, 1)[0][1])[0]

@@ -39,11 +39,7 @@ def gtp_cmd(
         _fail("give exactly one of --agent FILE or --random")
     player = _player(None if random else str(agent), seed, temperature, pass_threshold, resign,
                          resign_threshold, resign_moves, threads)
-    fixed = getattr(player, "board_size", None)
-    if size is not None and fixed and size != fixed:
-        _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
-    if size is not None and not 2 <= size <= 25:
-        _fail("--size must be 2..25")
+    _check_size(player, size)
     GtpEngine(player, name=player.name, size=size, komi=komi).serve_stdio()
 
 
@@ -79,12 +75,8 @@ def match_cmd(
     if max_moves is not None and max_moves < 1:
         _fail("--max-moves must be >= 1")
     player = _player(agent, seed, temperature, pass_threshold, resign, resign_threshold, resign_moves, threads)
-    fixed = getattr(player, "board_size", None)
-    size = size or fixed or 19
-    if fixed and size != fixed:
-        _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
-    if not 2 <= size <= 25:
-        _fail("--size must be 2..25")
+    _check_size(player, size)
+    size = size or getattr(player, "board_size", None) or 19
 
     def emit(line: str) -> None:
         typer.echo(line, err=as_json)
@@ -120,3 +112,12 @@ def _player(*args, **kwargs):
         return make_player(*args, **kwargs)
     except GotkError as e:
         _fail(str(e))
+
+
+def _check_size(player, size: int | None) -> None:
+    """``--size`` must be a board the engine handles and, for an agent, the one it was trained on."""
+    fixed = getattr(player, "board_size", None)
+    if size is not None and fixed and size != fixed:
+        _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
+    if size is not None and not 2 <= size <= 25:
+        _fail("--size must be 2..25")

@@ -10,7 +10,6 @@ safetensors header and every tensor's name and shape are checked, and any mismat
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -22,7 +21,9 @@ import numpy as np
 import torch
 
 from gotk import __version__
+from gotk.atomic import atomic_path
 from gotk.errors import GotkError
+from gotk.hashing import sha256_bytes
 from gotk.nets.networks import HEADS, MODELS, GoNet, build_model
 
 FORMAT = "gotk-agent"
@@ -37,10 +38,6 @@ class AgentError(GotkError):
 
     def __init__(self, message: str, path: str | os.PathLike | None = None) -> None:
         super().__init__("bad_agent", f"{path}: {message}" if path else message)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def save_agent(path: str | os.PathLike, model: GoNet, model_name: str, hparams: dict, encoder: dict,
@@ -64,18 +61,15 @@ def save_agent(path: str | os.PathLike, model: GoNet, model_name: str, hparams: 
         "metrics": metrics or {},
         "weights": {
             "file": WEIGHTS,
-            "sha256": _sha256(blob),
+            "sha256": sha256_bytes(blob),
             "tensors": {k: list(v.shape) for k, v in tensors.items()},
         },
         **(extra or {}),
     }
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(AGENT_JSON, json.dumps(meta, indent=2, sort_keys=True))
         zf.writestr(WEIGHTS, blob)
-    os.replace(tmp, path)
     return path
 
 
@@ -134,7 +128,7 @@ def read_agent_files(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Ten
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise AgentError(f"agent.json is not valid JSON: {e}", path) from e
     meta = _validate_meta(meta, path)
-    _require(_sha256(blob) == meta["weights"]["sha256"],
+    _require(sha256_bytes(blob) == meta["weights"]["sha256"],
              "weights.safetensors does not match the sha256 recorded in agent.json (tampered or corrupted)", path)
     try:
         tensors = load(blob)
