@@ -104,15 +104,20 @@ def train_cmd(
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)
-    if launched_distributed() and os.environ.get("RANK", "0") != "0":
-        return  # the summary is printed once, by rank 0
-    val = result.get("val") or {}
-    bits = [f"steps {result['step']}", f"epochs {result['epoch']}", f"{result['seconds']:.1f}s"]
-    for key in ("top1", "top5", "value_mse"):
-        if val.get(key) is not None:
-            bits.append(f"val {key} {val[key]:.4f}")
-    typer.echo("; ".join(bits))
-    typer.echo(f"agent: {out / 'agent.gotk'}")
+    if not launched_distributed() or os.environ.get("RANK", "0") == "0":  # the summary is printed once
+        val = result.get("val") or {}
+        bits = [f"steps {result['step']}", f"epochs {result['epoch']}", f"{result['seconds']:.1f}s"]
+        for key in ("top1", "top5", "value_mse"):
+            if val.get(key) is not None:
+                bits.append(f"val {key} {val[key]:.4f}")
+        typer.echo("; ".join(bits))
+        typer.echo(f"agent: {out / 'agent.gotk'}")
+    if launched_distributed():
+        # every file is written and the process group destroyed: leave without the interpreter's teardown,
+        # which gloo's C++ threads can still abort (SIGABRT) on a loaded host, turning success into a crash
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def eval_cmd(
