@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 
 def _demo(out, *extra):
-    return subprocess.run([sys.executable, "-m", "gotk", "demo", "--out", str(out), "--steps", "20",
+    return subprocess.run([sys.executable, "-m", "gotk", "demo", "--out", str(out), "--minutes", "0.1",
                            "--eval-positions", "2000", "--games", "1", "--threads", "1", *extra],
                           capture_output=True, text=True, timeout=900)
 

@@ -55,7 +55,7 @@ def _run(args: list[str], log: list[dict]) -> None:
 def demo_cmd(
     out: Path = typer.Option(Path("gotk-demo"), "--out", "-o", help="Folder for everything the demo makes."),
     encoder: str = typer.Option("sevenplane", "--encoder", "-e", help="Encoder for the dataset."),
-    steps: int = typer.Option(600, help="Training steps (batch 128; a few minutes on 2 CPU cores)."),
+    minutes: float = typer.Option(3.0, help="Training budget in minutes (wall clock, whatever the host's speed)."),
     eval_positions: int = typer.Option(20000, help="Held-out positions to evaluate (0: all)."),
     games: int = typer.Option(2, help="Games of the closing match against the random engine."),
     threads: int = typer.Option(0, help="torch CPU threads for training (0: torch's default)."),
@@ -88,7 +88,7 @@ def demo_cmd(
           "--test-from", held_out, "--no-progress"], log)
     _run(["inspect", str(dataset)], log)
     train_args = ["train", "--data", str(dataset), "--model", "resnet", "--blocks", "4", "--filters", "48",
-                  "--out", str(run), "--max-steps", str(steps), "--batch-size", "128", "--optimizer", "adam",
+                  "--out", str(run), "--max-minutes", str(minutes), "--batch-size", "128", "--optimizer", "adam",
                   "--lr", "0.002", "--schedule", "cosine", "--seed", "1", "--no-progress"]
     if threads:
         train_args += ["--threads", str(threads)]

@@ -24,6 +24,9 @@ def train_cmd(
     head: str = typer.Option(None, "--head", help="policy | value | both (default: the model's default)."),
     epochs: int = typer.Option(None, help="Passes over the train split (default: 1)."),
     max_steps: int = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps in total."),
+    max_minutes: float = typer.Option(None, "--max-minutes", help="Wall-clock budget of the training loop in "
+                                      "minutes: the run then ends cleanly (validation, agent). Without --max-steps "
+                                      "the learning-rate schedule spans the budget."),
     batch_size: int = typer.Option(None, "--batch-size", help="Positions per step (default: 256)."),
     optimizer: str = typer.Option(None, help="sgd | adagrad | adadelta | adam | adamw (default: sgd)."),
     lr: float = typer.Option(None, help="Base learning rate (default: sgd 0.05, adagrad 0.01, adadelta 1.0, "
@@ -70,7 +73,8 @@ def train_cmd(
     from gotk.train.trainer import train
 
     given = {k: v for k, v in dict(
-        model=model, head=head, epochs=epochs, max_steps=max_steps, batch_size=batch_size, optimizer=optimizer,
+        model=model, head=head, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, batch_size=batch_size,
+        optimizer=optimizer,
         lr=lr, momentum=momentum, weight_decay=weight_decay, schedule=schedule, schedule_steps=schedule_steps,
         warmup_steps=warmup_steps, amp=amp, device=device, workers=workers, threads=threads, seed=seed,
         symmetries=symmetries,
@@ -134,8 +138,12 @@ def eval_cmd(
     amp: bool = typer.Option(False, "--amp", help="bf16 autocast for the forward passes (faster, not bit-exact)."),
     storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
                                              "--data; repeatable."),
+    plot: Path = typer.Option(None, "--plot", help="Where to draw the value calibration plot (PNG) of an agent "
+                              "with a value head [default: calibration.png beside the agent]."),
+    no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the calibration plot."),
 ) -> None:
-    """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against two baselines."""
+    """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against baselines; for a value
+    head also its calibration, winner accuracy by phase and a komi/handicap-only baseline."""
     from gotk.nets.agent import AgentError, load_agent
     from gotk.train.config import resolve_device
     from gotk.train.evaluate import evaluate, format_report, is_shard_dir
@@ -157,4 +165,14 @@ def eval_cmd(
         return
     if report["positions"] == 0:
         _fail("no positions to evaluate (empty split or no readable games)")
+    if report.get("calibration") and not no_plot:
+        from gotk.train.curves import plot_calibration
+
+        target = plot or agent.with_name("calibration.png")
+        try:
+            report["calibration_plot"] = str(plot_calibration(report, target))
+        except OSError as e:
+            _fail(f"--plot {target}: {e}")
     typer.echo(json.dumps(report, indent=2) if as_json else format_report(report))
+    if report.get("calibration_plot") and not as_json:
+        typer.echo(f"calibration plot: {report['calibration_plot']}")

@@ -66,6 +66,23 @@ def read_manifest(folder: str | os.PathLike, storage_options: dict | None = None
     return m, sha256_bytes(raw)
 
 
+def read_games(folder: str | os.PathLike, storage_options: dict | None = None,
+               columns: list[str] | None = None) -> pa.Table:
+    """The dataset's games table (``games.parquet``; only ``columns`` when given), local or at a URL."""
+    import pyarrow.parquet as pq
+
+    st = Storage.for_url(folder, storage_options)
+    path = join(str(folder).rstrip("/") if is_url(folder) else folder, GAMES_NAME)
+    if not st.isfile(path):
+        raise ValueError(f"{folder} has no {GAMES_NAME}: not a complete gotk dataset")
+    src = st.open_input(path)
+    try:
+        return pq.read_table(src, columns=columns)
+    finally:
+        if not isinstance(src, str):
+            src.close()
+
+
 def check_manifest(m: dict, where: str = MANIFEST_NAME) -> dict:
     """``m`` itself when it is a gotk shards manifest of the schema version this gotk reads; else ValueError."""
     if m.get("format") != FORMAT:

@@ -35,6 +35,7 @@ class TrainConfig:
     hparams: dict = field(default_factory=dict)
     epochs: int = 1
     max_steps: int | None = None
+    max_minutes: float | None = None  # wall-clock budget of the training loop (validation and agent follow)
     batch_size: int = 256
     optimizer: str = "sgd"
     lr: float | None = None  # None: DEFAULT_LR[optimizer]
@@ -85,6 +86,8 @@ class TrainConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         if c.max_steps is not None and c.max_steps < 1:
             raise ValueError("--max-steps must be >= 1")
+        if c.max_minutes is not None and not (c.max_minutes > 0 and math.isfinite(c.max_minutes)):
+            raise ValueError(f"--max-minutes must be a positive number of minutes, not {c.max_minutes}")
         if c.workers < 0:
             raise ValueError("--workers must be >= 0")
         if c.dist_timeout <= 0:
@@ -135,9 +138,17 @@ def lr_factor(schedule: str, step: int, horizon: int, warmup: int = 0) -> float:
     """Multiplier of the base learning rate for the update number ``step`` (0-based)."""
     if warmup and step < warmup:
         return (step + 1) / warmup
-    if schedule == "none" or horizon <= 0:
+    if horizon <= 0:
         return 1.0
+    return lr_factor_at(schedule, (step - warmup) / max(1, horizon - warmup))
+
+
+def lr_factor_at(schedule: str, progress: float) -> float:
+    """Multiplier of the base learning rate after ``progress`` (0..1) of the schedule: by steps, or by the
+    wall-clock budget when a run is bounded by ``--max-minutes`` only."""
+    if schedule == "none":
+        return 1.0
+    t = min(1.0, max(0.0, progress))
     if schedule == "step":
-        return 0.1 ** min(2, int(3 * step / horizon))
-    t = min(1.0, (step - warmup) / max(1, horizon - warmup))
+        return 0.1 ** min(2, int(3 * t))
     return 0.5 * (1.0 + math.cos(math.pi * t))

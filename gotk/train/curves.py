@@ -40,3 +40,34 @@ def plot_curves(run_dir: str | os.PathLike) -> Path | None:
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return out
+
+
+def plot_calibration(report: dict, path: str | os.PathLike) -> Path | None:
+    """Draw the calibration of an evaluation report (``gotk eval`` of an agent with a value head): observed
+    win rate against predicted win probability per bin, the diagonal for reference, rows per bin below."""
+    rows = [r for r in report.get("calibration") or [] if r["positions"]]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, hist) = plt.subplots(2, 1, figsize=(5, 6), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--", label="perfect calibration")
+    ax.plot([r["predicted"] for r in rows], [r["observed"] for r in rows], "o-", label="value head")
+    ax.set_ylabel("observed win rate")
+    ece = report.get("calibration_ece")
+    ax.set_title(f"value calibration (MSE {report.get('value_mse', float('nan')):.3f}"
+                 + (f", ECE {ece:.3f})" if ece is not None else ")"))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left")
+    centres = [(float(r["bin"].split("-")[0]) + float(r["bin"].split("-")[1])) / 2 for r in rows]
+    hist.bar(centres, [r["positions"] for r in rows], width=0.09)
+    hist.set_xlabel("predicted win probability of the player to move")
+    hist.set_ylabel("positions")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=90)
+    plt.close(fig)
+    return out

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import torch
 
 PHASES: tuple[tuple[str, int, int | None], ...] = (("1-50", 1, 50), ("51-150", 51, 150), ("151+", 151, None))
@@ -49,12 +50,17 @@ def empty_points(features: np.ndarray, encoder: dict) -> np.ndarray | None:
 class Metrics:
     """Running sums of policy/value metrics, overall and by phase (all-reducible across processes)."""
 
-    # per phase: rows, top1, top5, nll, value rows, value sq err, value sign ok, rnd top1, rnd top5, rnd rows
-    _FIELDS = ("rows", "top1", "top5", "nll", "vrows", "vse", "vsign", "rnd1", "rnd5", "rndrows")
+    # per phase: rows, top1, top5, nll, value rows, value sq err, value sign ok, rnd top1, rnd top5, rnd rows,
+    # komi/handicap baseline: rows, sq err, sign ok
+    _FIELDS = ("rows", "top1", "top5", "nll", "vrows", "vse", "vsign", "rnd1", "rnd5", "rndrows", "brows", "bse",
+               "bsign")
 
     def __init__(self, num_moves: int) -> None:
+        from gotk.train.value_eval import Calibration
+
         self.num_moves = num_moves
         self.sums = np.zeros((len(PHASES), len(self._FIELDS)), dtype=np.float64)
+        self.calibration = Calibration()
         self.label_counts = np.zeros(num_moves, dtype=np.int64)
         self.has_policy = False
         self.has_value = False
@@ -66,8 +72,9 @@ class Metrics:
 
     def update(self, labels: np.ndarray, move_numbers: np.ndarray, logp: np.ndarray | None = None,
                values: np.ndarray | None = None, value_targets: np.ndarray | None = None,
-               empty: np.ndarray | None = None) -> None:
-        """Add a batch: ``logp`` (B, M) log-probabilities, ``values`` (B,) predictions in [-1, 1]."""
+               empty: np.ndarray | None = None, baseline_values: np.ndarray | None = None) -> None:
+        """Add a batch: ``logp`` (B, M) log-probabilities, ``values`` (B,) predictions in [-1, 1],
+        ``baseline_values`` (B,) the komi/handicap baseline's predictions for the same rows."""
         labels = np.asarray(labels, dtype=np.int64)
         phase = phase_index(move_numbers)
         self._add(phase, "rows", np.ones(len(labels)))
@@ -88,6 +95,12 @@ class Metrics:
             self._add(phase, "vrows", known)
             self._add(phase, "vse", np.where(known, (v - t) ** 2, 0.0))
             self._add(phase, "vsign", known & (np.sign(v) == np.sign(t)))
+            self.calibration.update(v, t)
+            if baseline_values is not None:
+                b = np.asarray(baseline_values, dtype=np.float64)
+                self._add(phase, "brows", known)
+                self._add(phase, "bse", np.where(known, (b - t) ** 2, 0.0))
+                self._add(phase, "bsign", known & (np.sign(b) == np.sign(t)))
         if empty is None:
             self.has_random = False
         else:
@@ -100,13 +113,16 @@ class Metrics:
     def all_reduce(self) -> None:
         """Sum over the processes of a ``torch.distributed`` group (no-op when not distributed)."""
         if torch.distributed.is_available() and torch.distributed.is_initialized():
-            t = torch.from_numpy(np.concatenate([self.sums.ravel(), self.label_counts.astype(np.float64)]))
+            cal = self.calibration.sums
+            t = torch.from_numpy(np.concatenate([self.sums.ravel(), cal.ravel(), self.label_counts.astype(np.float64)]))
             if torch.distributed.get_backend() == "nccl":  # NCCL reduces CUDA tensors only
                 t = t.cuda()
             torch.distributed.all_reduce(t)
             a = t.cpu().numpy()
-            self.sums = a[: self.sums.size].reshape(self.sums.shape)
-            self.label_counts = a[self.sums.size:].astype(np.int64)
+            n, c = self.sums.size, cal.size
+            self.sums = a[:n].reshape(self.sums.shape)
+            self.calibration.sums = a[n:n + c].reshape(cal.shape)
+            self.label_counts = a[n + c:].astype(np.int64)
 
     @property
     def rows(self) -> int:
@@ -121,6 +137,9 @@ class Metrics:
         if self.has_value:
             out.update(value_positions=int(f["vrows"]), value_mse=_ratio(f["vse"], f["vrows"]),
                        value_sign_accuracy=_ratio(f["vsign"], f["vrows"]))
+            if f["brows"]:
+                out.update(komi_handicap_mse=_ratio(f["bse"], f["brows"]),
+                           komi_handicap_sign_accuracy=_ratio(f["bsign"], f["brows"]))
         return out
 
     def summary(self) -> dict:
@@ -136,6 +155,16 @@ class Metrics:
             tot = self.sums.sum(axis=0)
             j1, j5, jr = (self._FIELDS.index(k) for k in ("rnd1", "rnd5", "rndrows"))
             out["baselines"]["random"] = {"top1": _ratio(tot[j1], tot[jr]), "top5": _ratio(tot[j5], tot[jr])}
+        if self.has_value:
+            tot = self.sums.sum(axis=0)
+            vrows, brows = (tot[self._FIELDS.index(k)] for k in ("vrows", "brows"))
+            value = {"always_0": {"value_mse": 1.0 if vrows else None, "value_sign_accuracy": None}}
+            if brows:
+                value["komi_handicap"] = {"value_mse": out.get("komi_handicap_mse"),
+                                          "value_sign_accuracy": out.get("komi_handicap_sign_accuracy")}
+            out["baselines"]["value"] = value
+            out["calibration"] = self.calibration.table()
+            out["calibration_ece"] = self.calibration.ece()
         return out
 
 
@@ -171,6 +200,25 @@ def shard_batches(path: str | os.PathLike, split: str, batch_size: int,
     return ds.encoder, gen()
 
 
+def komi_handicap_baseline(path: str | os.PathLike, split: str, storage_options: dict | None = None):
+    """The komi/handicap value baseline of a dataset, fit on its ``train`` split's games (on every other
+    split's when it has no ``train``) and indexing every game, or None when no training game has a result."""
+    import pyarrow.compute as pc
+
+    from gotk.shards.manifest import read_games
+    from gotk.train.value_eval import KomiHandicapBaseline
+
+    games = read_games(path, storage_options, ["game_id", "handicap", "komi", "winner", "split"])
+    splits = set(games.column("split").to_pylist())
+    fit_on = ["train"] if "train" in splits and split != "train" else sorted(splits - {split})
+    train = games.filter(pc.is_in(games.column("split"), pa.array(fit_on)))
+    if not fit_on or pc.sum(pc.is_valid(train.column("winner"))).as_py() in (0, None):
+        return None
+    baseline = KomiHandicapBaseline.fit(train)
+    baseline.index_games(games)
+    return baseline
+
+
 def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
              batch_size: int = 512, progress: bool = False, storage_options: dict | None = None) -> dict:
     """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
@@ -190,10 +238,12 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
                                  f"uses {mine.get(key)!r}: re-encode the data with the agent's encoder or "
                                  "pass SGF files instead")
         source = {"kind": "shards", "path": str(paths[0]), "split": split}
+        baseline = komi_handicap_baseline(paths[0], split, storage_options) if agent.has_value else None
     else:
         desc = agent.encoder.describe()
         batches = sgf_batches(paths, agent.encoder, batch_size, stats)
         source = {"kind": "sgf", "paths": [str(p) for p in paths]}
+        baseline = None  # no training games to fit it on
     metrics = Metrics(agent.num_moves)
     bar = None
     if progress:
@@ -208,8 +258,9 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
                 break
         feats = b["features"][:n]
         logp, val = agent.predict(feats)
+        base = baseline.predict(b["game_index"][:n], b["to_play"][:n]) if baseline is not None else None
         metrics.update(b["label"][:n], b["move_number"][:n], logp, val,
-                       b["value"][:n] if val is not None else None, empty_points(feats, desc))
+                       b["value"][:n] if val is not None else None, empty_points(feats, desc), base)
         if bar is not None:
             bar.update(n)
     if bar is not None:
@@ -239,8 +290,24 @@ def format_report(r: dict) -> str:
     for name, p in r["by_phase"].items():
         extra = f"  top-1 {pct(p.get('top1'))}  top-5 {pct(p.get('top5'))}" if "top1" in p else ""
         if "value_mse" in p and p["value_mse"] is not None:
-            extra += f"  value mse {p['value_mse']:.4f}"
+            extra += f"  value mse {p['value_mse']:.4f}  winner {pct(p['value_sign_accuracy'])}"
+            if p.get("komi_handicap_mse") is not None:
+                extra += f"  (komi/handicap mse {p['komi_handicap_mse']:.4f})"
         lines.append(f"  {name:<8} {p['positions']:>9,}{extra}")
     for name, b in r["baselines"].items():
-        lines.append(f"baseline {name:<10} top-1 {pct(b['top1'])}   top-5 {pct(b['top5'])}")
+        if name != "value":
+            lines.append(f"baseline {name:<10} top-1 {pct(b['top1'])}   top-5 {pct(b['top5'])}")
+    for name, b in r["baselines"].get("value", {}).items():
+        mse = b["value_mse"]
+        lines.append(f"value baseline {name:<14} mse {'n/a' if mse is None else f'{mse:.4f}'}   "
+                     f"sign accuracy {pct(b['value_sign_accuracy'])}")
+    if r.get("calibration"):
+        ece = r.get("calibration_ece")
+        lines.append(f"calibration (win probability of the player to move; ECE "
+                     f"{'n/a' if ece is None else f'{ece:.4f}'}):")
+        lines.append(f"  {'bin':<9} {'positions':>10} {'predicted':>10} {'observed':>10}")
+        for row in r["calibration"]:
+            if row["positions"]:
+                lines.append(f"  {row['bin']:<9} {row['positions']:>10,} {row['predicted']:>10.3f} "
+                             f"{row['observed']:>10.3f}")
     return "\n".join(lines)

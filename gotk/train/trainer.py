@@ -39,10 +39,10 @@ from gotk.atomic import write_text_atomic
 from gotk.datasets import ShardDataset
 from gotk.distributed import dist_info, init_distributed
 from gotk.nets.networks import build_model, count_parameters
-from gotk.shards.manifest import read_manifest
+from gotk.shards.manifest import read_games, read_manifest
 from gotk.storage import is_url
 from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from gotk.train.config import TrainConfig, amp_dtype, lr_factor, make_optimizer, resolve_device
+from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer, resolve_device
 from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
 from gotk.train.metrics import append_record, summarise, trim_after
@@ -86,6 +86,7 @@ class Trainer:
                                   "or choose another --out")
         # a local folder or an fsspec URL; format and schema version checked
         self.manifest, self.manifest_sha256 = read_manifest(cfg.data, cfg.storage_options)
+        self._check_data()
         self.device = resolve_device(cfg.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -122,6 +123,9 @@ class Trainer:
         use_scaler = self.amp and self.device.type == "cuda" and self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
         self.horizon = cfg.schedule_steps or cfg.max_steps or cfg.epochs * self.batches_per_epoch()
+        self.budget_s = cfg.max_minutes * 60.0 if cfg.max_minutes else None
+        self.budget_used = 0.0  # share of the time budget spent (the same on every rank)
+        self._t_budget = time.perf_counter()
         # counters
         self.step = 0
         self.epoch = 0
@@ -140,6 +144,29 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             self._write_config()
             trim_after(self.out, self.step)
+
+    def _check_data(self) -> None:
+        """Refuse what would train a useless model, say what is missing (ValueError)."""
+        cfg = self.cfg
+        splits = self.manifest.get("splits") or {}
+        if cfg.train_split not in splits:
+            raise ValueError(f"{cfg.data} has no {cfg.train_split!r} split (it has {', '.join(splits) or 'none'})")
+        if cfg.val_split not in splits or cfg.val_split == cfg.train_split:
+            if cfg.patience is not None:
+                raise ValueError(f"--patience needs a {cfg.val_split!r} split to validate on; {cfg.data} has "
+                                 f"{', '.join(splits)} (encode with e.g. --split train=0.95,val=0.05)")
+            if self.main:
+                print(f"warning: {cfg.data} has no {cfg.val_split!r} split: no validation, the agent is the model "
+                      "after the last step (encode with e.g. --split train=0.95,val=0.05)", file=sys.stderr)
+        if cfg.head in ("value", "both"):
+            import pyarrow.compute as pc
+
+            games = read_games(cfg.data, cfg.storage_options, ["winner", "split"])
+            train = games.filter(pc.equal(games.column("split"), cfg.train_split))
+            if pc.sum(pc.is_valid(train.column("winner"))).as_py() in (0, None):
+                raise ValueError(f"the value head needs game results, but none of the {train.num_rows:,} games of "
+                                 f"the {cfg.train_split!r} split has one (no RE, or void/unknown results); "
+                                 "train with --head policy")
 
     # --- bookkeeping ----------------------------------------------------------------------------
 
@@ -286,6 +313,19 @@ class Trainer:
             return scaled, loss.detach(), stats
         return loss, stats
 
+    def _out_of_time(self) -> bool:
+        """Whether the ``--max-minutes`` budget is spent; updates :attr:`budget_used`. Under DDP the ranks
+        agree (the largest elapsed time wins), so they stop at the same step and share one learning rate."""
+        if self.budget_s is None:
+            return False
+        elapsed = time.perf_counter() - self._t_budget
+        if self.world > 1:
+            t = torch.tensor([elapsed], dtype=torch.float64, device=self.device)
+            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+            elapsed = float(t.item())
+        self.budget_used = elapsed / self.budget_s
+        return self.budget_used >= 1.0
+
     def _empty_batch(self) -> dict:
         """One all-zero row, for the empty steps of a rank whose share of the epoch is used up."""
         c, h, w = (int(x) for x in self.encoder["shape"])
@@ -298,7 +338,10 @@ class Trainer:
         loss, 1]``. Under DDP ``batch=None`` is an empty step: this rank joins the step with zero weight
         (eval mode, so batch-norm statistics are not touched) and its stats are all zero."""
         cfg = self.cfg
-        lr = cfg.lr * lr_factor(cfg.schedule, self.step, self.horizon, cfg.warmup_steps)
+        if self.budget_s is not None and not (cfg.schedule_steps or cfg.max_steps) and self.step >= cfg.warmup_steps:
+            lr = cfg.lr * lr_factor_at(cfg.schedule, self.budget_used)  # the schedule spans the time budget
+        else:
+            lr = cfg.lr * lr_factor(cfg.schedule, self.step, self.horizon, cfg.warmup_steps)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         empty = batch is None
@@ -418,11 +461,13 @@ class Trainer:
         if self.main and cfg.progress:
             from tqdm import tqdm
 
-            total = cfg.max_steps or self.horizon
-            bar = tqdm(total=total, initial=min(self.step, total), unit="step", desc="train", dynamic_ncols=True,
-                       disable=None)
+            total = cfg.max_steps or (None if self.budget_s is not None else self.horizon)
+            bar = tqdm(total=total, initial=min(self.step, total or self.step), unit="step", desc="train",
+                       dynamic_ncols=True, disable=None)
+        self._t_budget = time.perf_counter()
         kill_at = _debug_kill_step()
         stop = cfg.max_steps is not None and self.step >= cfg.max_steps
+        first_step = self.step
         while not stop and self.epoch < cfg.epochs:
             self.train_ds.set_epoch(self.epoch)
             done = 0  # batches of this rank's share consumed this epoch
@@ -440,6 +485,9 @@ class Trainer:
             t0 = time.perf_counter()
             hit_max = False
             while steps is None or taken < steps:
+                if self.step > first_step and self._out_of_time():  # at least one step per run
+                    hit_max = True
+                    break
                 batch = next(batches, None)
                 if batch is None and steps is None:
                     break  # one process: the loader ran dry
