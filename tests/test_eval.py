@@ -132,3 +132,53 @@ def test_empty_points_match_the_board(encoder: str) -> None:
         state.play(point)
     got = empty_points(np.stack(feats), enc.describe())
     assert list(got) == expected
+
+
+def test_value_report_calibration_and_baselines(agent_path: Path, dataset: Path, tmp_path: Path) -> None:
+    """An agent with a value head: calibration table (its rows add up to the value positions), winner accuracy
+    by phase, the always-0 baseline (MSE exactly 1) and the komi/handicap baseline, and the PNG plot."""
+    plot = tmp_path / "cal.png"
+    r = _eval("--agent", str(agent_path), "--data", str(dataset), "--split", "test", "--plot", str(plot))
+    assert sum(row["positions"] for row in r["calibration"]) == r["value_positions"] > 0
+    for row in r["calibration"]:
+        lo, hi = (float(x) for x in row["bin"].split("-"))
+        if row["positions"]:
+            assert lo <= row["predicted"] <= hi and 0 <= row["observed"] <= 1
+    assert 0 <= r["calibration_ece"] <= 1
+    value = r["baselines"]["value"]
+    assert value["always_0"]["value_mse"] == 1.0
+    kh = value["komi_handicap"]
+    # a few hundred KGS games: the group means stay small, so the MSE stays near 1 (noisy on ~50 test games)
+    assert 0.5 < kh["value_mse"] < 1.5 and kh["value_mse"] == r["komi_handicap_mse"]
+    for phase in r["by_phase"].values():
+        assert 0 <= phase["value_sign_accuracy"] <= 1
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and r["calibration_plot"] == str(plot)
+
+
+def test_calibration_and_komi_handicap_arithmetic() -> None:
+    import pyarrow as pa
+
+    from gotk.train.value_eval import Calibration, KomiHandicapBaseline
+
+    cal = Calibration(bins=4)
+    # win probabilities 0.1, 0.1, 0.6, 0.9 (values -0.8, -0.8, 0.2, 0.8); the 0-target row is ignored
+    cal.update(np.array([-0.8, -0.8, 0.2, 0.8, 0.5]), np.array([-1, 1, 1, 1, 0]))
+    t = cal.table()
+    assert [row["positions"] for row in t] == [2, 0, 1, 1]
+    assert t[0]["predicted"] == pytest.approx(0.1) and t[0]["observed"] == pytest.approx(0.5)
+    assert cal.ece() == pytest.approx((2 * 0.4 + 1 * 0.4 + 1 * 0.1) / 4)
+
+    # handicap-2 games that Black wins 3 times in 4; even games split evenly
+    games = pa.table({"game_id": [f"{i:015x}" for i in range(8)],
+                      "handicap": [2, 2, 2, 2, 0, 0, 0, 0], "komi": [0.5] * 4 + [6.5] * 4,
+                      "winner": ["b", "b", "b", "w", "b", "w", None, "w"]})
+    base = KomiHandicapBaseline.fit(games, prior=0.0)
+    assert base.value(2, 0.5, 1) == pytest.approx(0.5) and base.value(2, 0.5, -1) == pytest.approx(-0.5)
+    assert base.value(0, 6.5, 1) == pytest.approx(-1 / 3)  # b, w, w: the game without a winner is left out
+    shrunk = KomiHandicapBaseline.fit(games, prior=4.0)
+    assert 0 < shrunk.value(2, 0.5, 1) < 0.5  # pulled towards the coarser group's mean
+    base.index_games(games)
+    from gotk.datasets import game_index
+
+    pred = base.predict(np.array([game_index("0" * 15), game_index(f"{5:015x}"), 12345]), np.array([1, -1, 1]))
+    assert pred.tolist() == pytest.approx([0.5, 1 / 3, 0.0])
