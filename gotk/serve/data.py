@@ -1,0 +1,253 @@
+"""Datasets as the web app sees them: the manifest summary, the games table (filtered, sorted and paged
+with ``pyarrow.compute``) and the positions of one game, read through the loader's own APIs
+(:class:`gotk.datasets.SplitIndex` for the split's files and row groups, :func:`gotk.datasets.decode_features`
+for the planes), so the planes shown are the ones training reads.
+
+Every request names a dataset by its id (given at start-up) and a game by its ``game_id`` (looked up
+in ``games.parquet``): nothing a request sends is ever used as a path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from gotk.errors import GotkError
+
+GAME_COLUMNS = ("game_id", "split", "date", "black", "black_rank", "white", "white_rank", "result", "komi",
+                "handicap", "num_moves", "positions", "partial")
+SORTABLE = set(GAME_COLUMNS)
+MAX_PAGE = 500
+
+
+class ServeError(GotkError):
+    """A request the app answers with a 4xx status and a message (``status``: the HTTP code)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__("bad_request" if status < 500 else "error", message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class GamePositions:
+    """One game's rows of its split, in move order: planes ``(N, C, H, W)`` as the loader decodes them,
+    ``label``, ``move_number``, ``to_play``, ``value``."""
+
+    planes: np.ndarray
+    label: np.ndarray
+    move_number: np.ndarray
+    to_play: np.ndarray
+    value: np.ndarray
+
+
+class DatasetView:
+    """One dataset folder named on the command line (``ident``: its id in URLs)."""
+
+    def __init__(self, path: str | Path, ident: str) -> None:
+        from gotk.pipeline.manifest import load_manifest
+
+        self.path = Path(path)
+        self.ident = ident
+        self.manifest = load_manifest(self.path)
+        self.encoder = self.manifest["encoder"]
+        self.size = int(self.encoder["board_size"])
+        self._lock = threading.Lock()
+        self._games: pa.Table | None = None
+        self._game_rows: dict[str, dict[str, list[int]]] = {}  # split -> game_id -> row-group positions
+        self._indexes: dict = {}
+        self._cache: OrderedDict[str, GamePositions] = OrderedDict()
+
+    # --- availability --------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise a 410 :class:`ServeError` when the dataset has gone (removed or moved while serving)."""
+        from gotk.pipeline.manifest import MANIFEST_NAME
+
+        if not (self.path / MANIFEST_NAME).is_file():
+            raise ServeError(410, f"dataset {self.ident!r} is no longer there ({MANIFEST_NAME} is missing): "
+                                  "was it removed or moved while gotk serve was running?")
+
+    def _gone(self, e: Exception) -> ServeError:
+        return ServeError(410, f"dataset {self.ident!r} cannot be read any more ({type(e).__name__}: "
+                               f"{str(e).replace(str(self.path), '<dataset>')}); was it changed while serving?")
+
+    # --- summary -------------------------------------------------------------------------------
+
+    def summary(self) -> dict:
+        from gotk.pipeline.manifest import summary_lines
+
+        self.check()
+        m = self.manifest
+        return {"id": self.ident, "name": self.path.name, "lines": summary_lines(m), "encoder": self.encoder,
+                "splits": {k: {"games": v["games"], "rows": v["rows"], "shards": len(v["shards"])}
+                           for k, v in m["splits"].items()},
+                "games": m["games"]}
+
+    # --- games table ---------------------------------------------------------------------------
+
+    def games(self) -> pa.Table:
+        with self._lock:
+            if self._games is None:
+                from gotk.pipeline.manifest import GAMES_NAME
+
+                self.check()
+                try:
+                    t = pq.read_table(self.path / GAMES_NAME, columns=list(GAME_COLUMNS))
+                except (OSError, pa.ArrowInvalid) as e:
+                    raise self._gone(e) from e
+                self._games = t.combine_chunks()
+            return self._games
+
+    def query_games(self, player: str = "", rank: str = "", date_from: str = "", date_to: str = "",
+                    result: str = "", split: str = "", sort: str = "date", desc: bool = False, offset: int = 0,
+                    limit: int = 50) -> dict:
+        """Filter (player: substring of either name, case-insensitive; rank: either player's rank, exact;
+        dates as ISO prefixes, inclusive; result: prefix of the SGF result, e.g. ``B+`` or ``W+R``), sort
+        (nulls last) and page the games table."""
+        if sort not in SORTABLE:
+            raise ServeError(400, f"cannot sort by {sort!r}; sortable columns: {', '.join(GAME_COLUMNS)}")
+        if not 1 <= limit <= MAX_PAGE:
+            raise ServeError(400, f"limit must be 1..{MAX_PAGE}, got {limit}")
+        if offset < 0:
+            raise ServeError(400, f"offset must be >= 0, got {offset}")
+        t = self.games()
+        mask = None
+
+        def both(expr_b, expr_w):
+            return pc.or_kleene(expr_b, expr_w)
+
+        conds = []
+        if player:
+            conds.append(both(pc.match_substring(t["black"], player, ignore_case=True),
+                              pc.match_substring(t["white"], player, ignore_case=True)))
+        if rank:
+            conds.append(both(pc.equal(t["black_rank"], rank), pc.equal(t["white_rank"], rank)))
+        if date_from:
+            conds.append(pc.greater_equal(t["date"], date_from))
+        if date_to:
+            # inclusive of every date starting with date_to ("2017-02" keeps the whole month)
+            conds.append(pc.less_equal(pc.utf8_slice_codeunits(t["date"], 0, len(date_to)), date_to))
+        if result:
+            conds.append(pc.starts_with(t["result"], result, ignore_case=True))
+        if split:
+            conds.append(pc.equal(t["split"], split))
+        for c in conds:
+            mask = c if mask is None else pc.and_kleene(mask, c)
+        if mask is not None:
+            t = t.filter(pc.fill_null(mask, False))
+        total = t.num_rows
+        if offset >= total and total:
+            raise ServeError(400, f"offset {offset} is past the {total:,} matching games")
+        order = "descending" if desc else "ascending"
+        idx = pc.sort_indices(t, sort_keys=[(sort, order), ("game_id", "ascending")], null_placement="at_end")
+        page = t.take(idx[offset:offset + limit])
+        return {"total": total, "offset": offset, "limit": limit, "sort": sort, "desc": desc,
+                "columns": list(GAME_COLUMNS), "rows": page.to_pylist()}
+
+    def game_meta(self, game_id: str) -> dict:
+        t = self.games()
+        hit = pc.indices_nonzero(pc.equal(t["game_id"], game_id))
+        if len(hit) == 0:
+            raise ServeError(404, f"no game {game_id!r} in dataset {self.ident!r}")
+        row = t.take(hit[:1]).to_pylist()[0]
+        if row["split"] not in self.manifest["splits"]:
+            raise ServeError(404, f"game {game_id!r} has no positions (split {row['split']!r} is empty)")
+        return row
+
+    # --- positions -----------------------------------------------------------------------------
+
+    def _index(self, split: str):
+        from gotk.datasets import SplitIndex
+
+        if split not in self._indexes:
+            try:
+                self._indexes[split] = SplitIndex(self.path, split)
+            except (OSError, ValueError) as e:
+                raise self._gone(e) from e
+        return self._indexes[split]
+
+    def _rows_of_games(self, split: str) -> dict[str, list[int]]:
+        """game_id -> positions (in ``SplitIndex.row_groups``) of the row groups that hold its rows; built once
+        per split from the ``game_id`` column only."""
+        if split not in self._game_rows:
+            index = self._index(split)
+            where: dict[str, list[int]] = {}
+            try:
+                files = {}
+                for pos, rg in enumerate(index.row_groups):
+                    if rg.file not in files:
+                        files[rg.file] = index.open_file(rg.file)
+                    col = files[rg.file].read_row_group(rg.index, columns=["game_id"]).column(0).combine_chunks()
+                    used = np.unique(col.indices.to_numpy(zero_copy_only=False))
+                    for g in col.dictionary.take(pa.array(used)).to_pylist():
+                        where.setdefault(g, []).append(pos)
+            except (OSError, pa.ArrowInvalid) as e:
+                raise self._gone(e) from e
+            self._game_rows[split] = where
+        return self._game_rows[split]
+
+    def positions(self, game_id: str) -> tuple[dict, GamePositions]:
+        """The game's metadata and its positions (cached: the last 8 games opened)."""
+        from gotk.datasets import decode_features
+
+        self.check()
+        meta = self.game_meta(game_id)
+        with self._lock:
+            if game_id in self._cache:
+                self._cache.move_to_end(game_id)
+                return meta, self._cache[game_id]
+            split = meta["split"]
+            index = self._index(split)
+            groups = self._rows_of_games(split).get(game_id)
+            if not groups:
+                raise ServeError(404, f"game {game_id!r} has no rows in split {split!r}")
+            parts = []
+            try:
+                for pos in groups:
+                    rg = index.row_groups[pos]
+                    t = index.open_file(rg.file).read_row_group(rg.index)
+                    parts.append(t.filter(pc.equal(t["game_id"].cast(pa.string()), game_id)))
+                table = pa.concat_tables(parts)
+            except (OSError, pa.ArrowInvalid) as e:
+                raise self._gone(e) from e
+            table = table.take(pc.sort_indices(table, [("move_number", "ascending")]))
+            gp = GamePositions(
+                planes=decode_features(table, index.encoder),
+                label=table["label"].to_numpy().astype(np.int64),
+                move_number=table["move_number"].to_numpy().astype(np.int64),
+                to_play=table["to_play"].to_numpy().astype(np.int64),
+                value=table["value"].to_numpy().astype(np.int64),
+            )
+            self._cache[game_id] = gp
+            while len(self._cache) > 8:
+                self._cache.popitem(last=False)
+            return meta, gp
+
+
+def stones_at(gp: GamePositions, k: int, encoder: dict) -> np.ndarray | None:
+    """The stones of position ``k`` recovered from its planes (None when the encoder has no stone planes)."""
+    from gotk.cli.encode import stones_from_planes
+
+    return stones_from_planes(gp.planes[k], encoder["plane_names"], int(gp.to_play[k]))
+
+
+def move_numbers(gp: GamePositions, k: int, stones: np.ndarray, size: int) -> dict[int, int]:
+    """Move number (1-based) of each stone on the board at position ``k``: the latest earlier recorded move
+    at that point (setup and handicap stones get none)."""
+    out: dict[int, int] = {}
+    for j in range(k):
+        p = int(gp.label[j])
+        if p < size * size:
+            out[p] = int(gp.move_number[j]) + 1
+    return {p: n for p, n in out.items() if stones[p] != 0}
+
+
+__all__ = ["DatasetView", "GamePositions", "ServeError", "move_numbers", "stones_at"]
