@@ -43,6 +43,10 @@ def serve_cmd(
         typer.echo(f"error: {message}", err=True)
         raise typer.Exit(2)
 
+    if not is_loopback(host):
+        typer.echo(f"warning: --host {host} is not a loopback address: gotk serve has NO authentication; anyone "
+                   "who can reach it can read the datasets and use the agents", err=True)
+
     paths = list(datasets or [])
     views = []
     for path, ident in zip(paths, dataset_ids(paths), strict=True):
@@ -70,9 +74,6 @@ def serve_cmd(
         fail(f"cannot listen on {host}:{port}: {e}")
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    if not is_loopback(host):
-        typer.echo(f"warning: listening on {host}, not loopback: gotk serve has NO authentication; anyone who can "
-                   "reach this address can read the datasets and use the agents", err=True)
     typer.echo(f"gotk serve: {len(views)} dataset(s), {len(slots)} agent(s) at http://{shown}:{bound}/")
     sys.stdout.flush()
     config = uvicorn.Config(make_app(views, slots), log_level="warning", access_log=False)

@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gotk.serve import agents as A
-from gotk.serve.data import DatasetView, ServeError, move_numbers, stones_at
+from gotk.serve.data import DatasetView, ServeError, position_board, stones_at
 from gotk.serve.draw import PALETTE, Board, to_svg
 from gotk.sgftools import coords
 
@@ -69,7 +69,7 @@ def qint(request: Request, name: str, default: int, lo: int, hi: int | None = No
     if raw is None or raw == "":
         return default
     try:
-        if len(raw) > 30:
+        if len(raw) > 100:
             raise ValueError
         value = int(raw)
     except ValueError:
@@ -161,25 +161,20 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         ds = reg.dataset(request.path_params["ds"])
         meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0, 0))
         names = ds.encoder["plane_names"]
-        wanted = [p for p in request.query_params.get("planes", "").split(",") if p][:len(PALETTE)]
-        unknown = [p for p in wanted if p not in names]
-        if unknown:
-            raise ServeError(400, f"no plane {unknown[0][:60]!r} in encoder {ds.encoder['name']}; planes: "
-                                  f"{', '.join(names)}")
+        wanted = [p for p in request.query_params.get("planes", "").split(",") if p]
+        try:
+            board = position_board(gp, k, ds.encoder, wanted)
+        except ValueError as e:
+            raise ServeError(400, str(e)) from None
         size = ds.size
-        stones = stones_at(gp, k, ds.encoder)
         label = int(gp.label[k])
-        board = Board(size, stones=stones, numbers=move_numbers(gp, k, stones, size) if stones is not None else {},
-                      next_move=label if label < size * size else None,
-                      last_move=int(gp.label[k - 1]) if k > 0 else None,
-                      overlays=[(n, gp.planes[k][names.index(n)]) for n in wanted])
         counts = {n: int(np.count_nonzero(gp.planes[k][i])) for i, n in enumerate(names)}
         return JSONResponse({
             "game": meta, "move": k, "count": len(gp.label), "move_number": int(gp.move_number[k]),
             "to_play": "B" if gp.to_play[k] > 0 else "W", "next": coords.to_gtp(label, size),
             "value": int(gp.value[k]), "planes": names, "plane_counts": counts,
             "legend": [{"plane": n, "colour": PALETTE[i]} for i, n in enumerate(wanted)],
-            "stones_known": stones is not None, "svg": to_svg(board),
+            "stones_known": board.stones is not None, "svg": to_svg(board),
         })
 
     def source_state(src: dict):

@@ -118,6 +118,7 @@ class DatasetView:
             raise ServeError(400, f"limit must be 1..{MAX_PAGE}, got {limit}")
         if offset < 0:
             raise ServeError(400, f"offset must be >= 0, got {offset}")
+        self.check()
         t = self.games()
         mask = None
 
@@ -147,7 +148,7 @@ class DatasetView:
         if offset >= total and total:
             raise ServeError(400, f"offset {offset} is past the {total:,} matching games")
         order = "descending" if desc else "ascending"
-        idx = pc.sort_indices(t, sort_keys=[(sort, order), ("game_id", "ascending")], null_placement="at_end")
+        idx = pc.sort_indices(t, sort_keys=[(sort, order), ("game_id", "ascending")])  # nulls last (the default)
         page = t.take(idx[offset:offset + limit])
         return {"total": total, "offset": offset, "limit": limit, "sort": sort, "desc": desc,
                 "columns": list(GAME_COLUMNS), "rows": page.to_pylist()}
@@ -234,7 +235,7 @@ class DatasetView:
 
 def stones_at(gp: GamePositions, k: int, encoder: dict) -> np.ndarray | None:
     """The stones of position ``k`` recovered from its planes (None when the encoder has no stone planes)."""
-    from gotk.cli.encode import stones_from_planes
+    from gotk.encoders.stones import stones_from_planes
 
     return stones_from_planes(gp.planes[k], encoder["plane_names"], int(gp.to_play[k]))
 
@@ -250,4 +251,46 @@ def move_numbers(gp: GamePositions, k: int, stones: np.ndarray, size: int) -> di
     return {p: n for p, n in out.items() if stones[p] != 0}
 
 
-__all__ = ["DatasetView", "GamePositions", "ServeError", "move_numbers", "stones_at"]
+def position_board(gp: GamePositions, k: int, encoder: dict, overlay: list[str] | tuple[str, ...] = ()):
+    """The :class:`~gotk.serve.draw.Board` of position ``k``: stones from the planes with their move numbers,
+    the recorded next move ringed, the previous move dotted, the ``overlay`` planes (by name) coloured.
+    The game viewer and ``gotk show --svg/--png`` both draw this. ValueError for an unknown plane name."""
+    from gotk.serve.draw import PALETTE, Board
+
+    names = encoder["plane_names"]
+    unknown = [n for n in overlay if n not in names]
+    if unknown:
+        raise ValueError(f"no plane {unknown[0][:60]!r} in encoder {encoder['name']}; planes: {', '.join(names)}")
+    if len(overlay) > len(PALETTE):
+        raise ValueError(f"at most {len(PALETTE)} planes at once")
+    size = int(encoder["board_size"])
+    stones = stones_at(gp, k, encoder)
+    label = int(gp.label[k])
+    return Board(size, stones=stones, numbers=move_numbers(gp, k, stones, size) if stones is not None else {},
+                 next_move=label if label < size * size else None,
+                 last_move=int(gp.label[k - 1]) if k > 0 else None,
+                 overlays=[(n, gp.planes[k][names.index(n)]) for n in overlay])
+
+
+def row_board(folder, row: dict, planes: np.ndarray, encoder: dict, overlay: list[str]):
+    """The board ``gotk show --svg/--png`` draws for one shard row (``row``: its columns as a dict,
+    ``planes``: its decoded planes): for a local dataset the whole game is read, so the picture is the
+    game viewer's (move numbers included); for a URL only that row is known (no move numbers)."""
+    from gotk.storage import is_url
+
+    if not is_url(folder):
+        try:
+            ds = DatasetView(folder, "show")
+            _meta, gp = ds.positions(row["game_id"])
+            hit = np.flatnonzero(gp.move_number == int(row["move_number"]))
+            if hit.size:
+                return position_board(gp, int(hit[0]), encoder, overlay)
+        except ServeError:
+            pass
+    one = GamePositions(planes=planes[None], label=np.array([row["label"]]),
+                        move_number=np.array([row["move_number"]]), to_play=np.array([row["to_play"]]),
+                        value=np.array([row["value"]]))
+    return position_board(one, 0, encoder, overlay)
+
+
+__all__ = ["DatasetView", "GamePositions", "ServeError", "move_numbers", "position_board", "row_board", "stones_at"]

@@ -48,17 +48,18 @@ def _xy(point: int, size: int) -> tuple[float, float]:
 
 
 def star_points(size: int) -> list[int]:
-    """Hoshi: the 4-4 (3-3 below 13x13) points, sides and centre on odd boards from 9x9."""
+    """Hoshi: the 4-4 points (3-3 below 13x13), the centre of odd boards, the side points from 15x15."""
     if size < 7:
         return []
     low = 3 if size >= 13 else 2
-    lines = [low, size - 1 - low]
-    if size % 2 == 1 and size >= 9:
-        lines.insert(1, size // 2)
-    pts = [r * size + c for r in lines for c in lines]
-    if size % 2 == 1 and size < 9:
-        pts.append((size // 2) * size + size // 2)
-    return pts
+    far = size - 1 - low
+    pts = [r * size + c for r in (low, far) for c in (low, far)]
+    if size % 2 == 1:
+        mid = size // 2
+        pts.append(mid * size + mid)
+        if size >= 15:
+            pts += [low * size + mid, far * size + mid, mid * size + low, mid * size + far]
+    return sorted(pts)
 
 
 def top_moves(probs: np.ndarray, size: int, n: int) -> list[tuple[int, float]]:
@@ -105,10 +106,6 @@ def primitives(b: Board) -> list[tuple]:
             black = int(b.stones[p]) == 1
             out.append(("circle", x, y, CELL / 2 - 1, "#111" if black else "#f8f8f8", "#000", 1.0,
                         {"class": "stone", "data-point": coords.to_gtp(p, s), "data-color": "B" if black else "W"}))
-            if p in b.numbers:
-                num = str(b.numbers[p])
-                out.append(("text", x, y, num, 13 if len(num) < 3 else 10, "#fff" if black else "#000",
-                            {"class": "number"}))
     k = len(b.overlays)
     for i, (name, values) in enumerate(b.overlays):
         flat = np.asarray(values).reshape(-1)
@@ -119,6 +116,13 @@ def primitives(b: Board) -> list[tuple]:
             out.append(("rect", x - CELL / 2 + 2 + i * w, y - CELL / 2 + 2, w, CELL - 4, colour, 0.55,
                         {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
                          "data-value": str(int(flat[p]))}))
+    if b.stones is not None:  # numbers above the overlays, so both stay readable
+        for p, num in sorted(b.numbers.items()):
+            if b.stones[p] != 0:
+                x, y = _xy(p, s)
+                text = str(num)
+                out.append(("text", x, y, text, 13 if len(text) < 3 else 10, "#fff" if b.stones[p] == 1 else "#000",
+                            {"class": "number"}))
     if b.last_move is not None and 0 <= b.last_move < n and b.last_move not in b.numbers:
         x, y = _xy(b.last_move, s)
         out.append(("circle", x, y, 5, "#d00", None, 1.0, {"class": "last-move"}))

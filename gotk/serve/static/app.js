@@ -135,8 +135,8 @@ async function viewerPage(id, game, k, query) {
     <div class="viewer"><div class="board-wrap" id="board">${r.svg}</div>
     <div class="side">
       <div class="controls">
-        <button id="first" title="Home">⏮</button><button id="back10" title="↑">−10</button><button id="back" title="←">◀</button>
-        <button id="fwd" title="→">▶</button><button id="fwd10" title="↓">+10</button><button id="last" title="End">⏭</button>
+        <button id="first" title="Home">|◀</button><button id="back10" title="↑">−10</button><button id="back" title="←">◀</button>
+        <button id="fwd" title="→">▶</button><button id="fwd10" title="↓">+10</button><button id="last" title="End">▶|</button>
       </div>
       <p id="position-info">position <b id="pos">${r.move + 1}</b> of ${r.count} · move number ${r.move_number + 1} ·
         <b>${r.to_play === "B" ? "Black" : "White"}</b> to play · recorded next move <b id="next-move">${esc(r.next)}</b> ·
