@@ -228,7 +228,21 @@ def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
     ds = DatasetView(folder, "x")
     _m, gp = ds.positions(g["game_id"])
     state = state_from_stones(stones_at(gp, 20, ds.encoder), 19, int(gp.to_play[20]), g["komi"])
-    assert r["results"][0]["top"][0]["move"] == coords.to_gtp(int(np.argmax(agent.policy(state))), 19)
+    # the agent was trained on this encoder: the network reads the shard's planes, illegal moves masked
+    logp, value = agent.predict(ref_planes(folder, g, 20)[None])
+    probs = np.exp(logp[0])
+    legal = np.zeros(probs.size, bool)
+    legal[state.legal_moves()] = True
+    probs[~legal] = 0
+    res = r["results"][0]
+    assert res["planes_from"] == "shard" and abs(res["value"] - float(value[0])) < 1e-6
+    assert res["top"][0]["move"] == coords.to_gtp(int(np.argmax(probs)), 19)
+    assert abs(res["top"][0]["prob"] - probs.max() / probs.sum()) < 1e-5
+
+
+def ref_planes(folder: Path, g: dict, k: int) -> np.ndarray:
+    ref = game_rows(folder, g["split"], g["game_id"])
+    return ref["bits"][k].reshape(ref["shape"]).astype(np.uint8)
 
 
 def test_play_undo_and_sgf_round_trip(client) -> None:

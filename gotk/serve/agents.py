@@ -121,14 +121,36 @@ def check_size(slot: AgentSlot, size: int) -> None:
         raise ServeError(400, f"agent {slot.name!r} plays {slot.size}x{slot.size}, the position is {size}x{size}")
 
 
-def analyse(slot: AgentSlot, state: GameState, top: int = 10) -> dict:
+def same_encoder(a: dict | None, b: dict | None) -> bool:
+    """True when two encoder descriptions encode alike (name, version, options, board size)."""
+    keys = ("name", "version", "board_size", "shape", "dtype")
+    return bool(a and b) and all(a.get(k) == b.get(k) for k in keys) and (a.get("options") or {}) == (
+        b.get("options") or {})
+
+
+def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarray | None = None,
+            encoder: dict | None = None) -> dict:
     """The agent's policy for the player to move (the probabilities ``agent.policy`` gives, illegal moves 0,
-    as ``gotk-policy`` prints them) with its ``top`` moves, and its value (mover's view) when it has one."""
+    as ``gotk-policy`` prints them) with its ``top`` moves, and its value (mover's view) when it has one.
+
+    ``features``/``encoder``: a dataset row's planes and their encoder; when the agent was trained on that
+    encoder, the network reads these planes (what trains) instead of re-encoding ``state``, which has no
+    history (planes such as ko or turns-since then match the shard)."""
     check_size(slot, state.size)
+    direct = features is not None and slot.agent is not None and same_encoder(encoder, slot.agent.meta.get("encoder"))
     with _LOCK:
-        probs = np.asarray(slot.player.policy(state), dtype=np.float64)
-        value = float(slot.player.value(state)) if slot.has_value else None
-    return {"agent": slot.ident, "name": slot.name, "policy": probs,
+        if direct:
+            logp, v = slot.agent.predict(features[None])
+            probs = np.exp(logp[0].astype(np.float64))
+            mask = np.zeros(probs.size, dtype=bool)
+            mask[state.legal_moves()] = True
+            probs = np.where(mask, probs, 0.0)
+            probs = probs / probs.sum() if probs.sum() > 0 else mask / mask.sum()
+            value = float(v[0]) if v is not None else None
+        else:
+            probs = np.asarray(slot.player.policy(state), dtype=np.float64)
+            value = float(slot.player.value(state)) if slot.has_value else None
+    return {"agent": slot.ident, "name": slot.name, "policy": probs, "planes_from": "shard" if direct else "state",
             "top": [{"move": coords.to_gtp(p, state.size), "prob": round(pr, 6)}
                     for p, pr in top_moves(probs, state.size, top)],
             "value": value}

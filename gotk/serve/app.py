@@ -196,7 +196,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
     async def analyse(request: Request) -> Response:
         req = await body(request)
         src = field(req, "source", dict, {})
-        state, _features, _enc = source_state(src)
+        state, features, enc = source_state(src)
         ids = field(req, "agents", list, list(reg.agents))
         top = field(req, "top", int, 10)
         if not 1 <= top <= 50:
@@ -208,7 +208,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
                 results.append({"agent": slot.ident, "name": slot.name,
                                 "error": f"plays {slot.size}x{slot.size}, the position is {state.size}x{state.size}"})
                 continue
-            res = A.analyse(slot, state, top)
+            res = A.analyse(slot, state, top, features, enc)
             probs = res.pop("policy")
             res["pass"] = round(float(probs[-1]), 6)
             res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
