@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -146,10 +147,10 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
             "agents": [s.describe() for s in reg.agents.values()],
         })
 
-    async def summary(request: Request) -> Response:
+    def summary(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         return JSONResponse(reg.dataset(request.path_params["ds"]).summary())
 
-    async def games(request: Request) -> Response:
+    def games(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         ds = reg.dataset(request.path_params["ds"])
         q = request.query_params
         text = {k: q.get(k, "")[:100] for k in ("player", "rank", "date_from", "date_to", "result", "split")}
@@ -157,7 +158,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
                              offset=qint(request, "offset", 0, 0), limit=qint(request, "limit", 50, 1, 500))
         return JSONResponse(out)
 
-    async def position(request: Request) -> Response:
+    def position(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         ds = reg.dataset(request.path_params["ds"])
         meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0, 0))
         names = ds.encoder["plane_names"]
@@ -194,7 +195,9 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         return state, None, None
 
     async def analyse(request: Request) -> Response:
-        req = await body(request)
+        return await run_in_threadpool(_analyse, await body(request))
+
+    def _analyse(req: dict) -> Response:
         src = field(req, "source", dict, {})
         state, features, enc = source_state(src)
         ids = field(req, "agents", list, list(reg.agents))
@@ -215,9 +218,13 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
                                       last_move=state_last(state)))
             results.append(res)
         board, numbers = stones_of_moves(state)
+        recorded = None  # a dataset position: its recorded next move is ringed, as in the viewer
+        if "dataset" in src:
+            _m, gp, k = dataset_position(reg.dataset(src["dataset"]), src["game"], src.get("move", 0))
+            recorded = int(gp.label[k]) if gp.label[k] < state.size * state.size else None
         return JSONResponse({"size": state.size, "to_play": "B" if state.to_play == 1 else "W",
-                             "svg": to_svg(Board(state.size, stones=board, numbers=numbers,
-                                                 last_move=state_last(state), clickable=True)),
+                             "svg": to_svg(Board(state.size, stones=board, numbers=numbers, next_move=recorded,
+                                                 last_move=state_last(state), clickable="dataset" not in src)),
                              "results": results})
 
     def game_reply(slot, state, agent_move=None) -> dict:
@@ -233,7 +240,9 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
                                     clickable=not over))}
 
     async def play(request: Request) -> Response:
-        req = await body(request)
+        return await run_in_threadpool(_play, await body(request))
+
+    def _play(req: dict) -> Response:
         slot = reg.agent(field(req, "agent", str, "random"))
         human = field(req, "human", str, "B")
         if human not in ("B", "W"):
@@ -261,9 +270,11 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         return JSONResponse(game_reply(slot, state, agent_move))
 
     async def sgf(request: Request) -> Response:
+        return await run_in_threadpool(_sgf, await body(request))
+
+    def _sgf(req: dict) -> Response:
         from gotk.models.match import game_sgf
 
-        req = await body(request)
         size = field(req, "size", int, 19)
         handicap = field(req, "handicap", int, 0)
         state = A.build_state(size, field(req, "komi", float, 7.5), handicap, field(req, "moves", list, []))

@@ -123,9 +123,13 @@ def primitives(b: Board) -> list[tuple]:
                 text = str(num)
                 out.append(("text", x, y, text, 13 if len(text) < 3 else 10, "#fff" if b.stones[p] == 1 else "#000",
                             {"class": "number"}))
-    if b.last_move is not None and 0 <= b.last_move < n and b.last_move not in b.numbers:
+    if b.last_move is not None and 0 <= b.last_move < n:
         x, y = _xy(b.last_move, s)
-        out.append(("circle", x, y, 5, "#d00", None, 1.0, {"class": "last-move"}))
+        if b.stones is not None and b.stones[b.last_move] != 0 and b.last_move in b.numbers:  # ring the stone
+            out.append(("circle", x, y, CELL / 2 - 1, "none", "#d00", 1.0,
+                        {"class": "last-move", "stroke-width": "2.5"}))
+        else:
+            out.append(("circle", x, y, 5, "#d00", None, 1.0, {"class": "last-move"}))
     if b.next_move is not None and 0 <= b.next_move < n:
         x, y = _xy(b.next_move, s)
         out.append(("circle", x, y, CELL / 2 - 3, "none", "#00a000", 1.0,

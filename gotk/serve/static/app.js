@@ -228,6 +228,13 @@ async function playPage() {
       <p class="controls"><button id="pass">pass</button><button id="undo">undo</button><button id="resign">resign</button>
       <button id="save">save SGF</button></p>
       <p class="muted" id="moves"></p></div></div>`;
+  const fixSize = () => {
+    const a = INFO.agents.find(x => x.id === $("#agent").value);
+    $("#psize").disabled = !!a.board_size;
+    if (a.board_size) $("#psize").value = a.board_size;
+  };
+  $("#agent").addEventListener("change", fixSize);
+  fixSize();
   $("#newgame").addEventListener("submit", async ev => {
     ev.preventDefault();
     const agentSel = $("#agent").value;
@@ -278,6 +285,7 @@ async function send(move) {
   } catch (e) { showError(e.message); return; }
   showError("");
   game.moves = r.moves; game.over = r.over; game.result = r.result;
+  $("#psize").value = game.size;
   $("#board").innerHTML = r.svg;
   $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", () => send(t.dataset.point)));
   $("#status").textContent = r.over ? `game over: ${r.result}` :
