@@ -30,7 +30,7 @@ def make_agent(path: Path, size: int = 19) -> Path:
     import torch
 
     from gotk.encoders import get_encoder
-    from gotk.models import build_model, save_agent
+    from gotk.nets import build_model, save_agent
 
     torch.manual_seed(0)
     enc = get_encoder("sevenplane", size)

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
 
-from gotk.sgftools import coords
+from gotk import coords
 
 pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx (pip install -e '.[test]')")
 from starlette.testclient import TestClient  # noqa: E402
@@ -208,7 +208,7 @@ def _attr_points(svg: str, marker: str) -> list[str]:
 
 
 def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
-    from gotk.models.agent import load_agent
+    from gotk.nets.agent import load_agent
     from gotk.serve.agents import build_state, state_from_stones
     from gotk.serve.data import DatasetView, stones_at
 
@@ -247,7 +247,7 @@ def ref_planes(folder: Path, g: dict, k: int) -> np.ndarray:
 
 def test_play_undo_and_sgf_round_trip(client) -> None:
     from gotk.game.handicap import fixed_handicap_points
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
 
     r = client.post("/api/play", json={"size": 9, "handicap": 2, "komi": 0.5, "human": "B", "moves": []}).json()
     assert r["agent_move"] and len(r["moves"]) == 1  # white moves first after handicap

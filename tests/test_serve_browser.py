@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
 
-from gotk.sgftools import coords
+from gotk import coords
 
 CHROMIUM = os.environ.get("GOTK_CHROMIUM", "/usr/bin/chromium")
 
@@ -201,7 +201,7 @@ def test_play_three_moves_against_random(page, served) -> None:
     with page.expect_download() as dl:
         page.click("#save")
     text = Path(dl.value.path()).read_text()
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
 
     rec = read_sgf(text.encode())[0]
     assert rec.size == 9 and rec.num_moves == 4 and str(rec.result).startswith("W+R") or "W+R" in text

@@ -1,5 +1,5 @@
-"""Agents as the web app sees them: the agent files named on the command line (:func:`gotk.models.agent.load_agent`)
-plus the built-in random player, each wrapped as a :mod:`gotk.models.players` player. Positions come from a
+"""Agents as the web app sees them: the agent files named on the command line (:func:`gotk.nets.agent.load_agent`)
+plus the built-in random player, each wrapped as a :mod:`gotk.play.players` player. Positions come from a
 request as a move list (replayed by the rules engine, so an illegal move is refused with its reason) or as
 the stones of a dataset position.
 """
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from gotk import coords
 from gotk.errors import GotkError
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.serve.data import ServeError
 from gotk.serve.draw import top_moves
-from gotk.sgftools import coords
 
 MAX_MOVES = 1000
 
@@ -24,7 +24,7 @@ MAX_MOVES = 1000
 @dataclass
 class AgentSlot:
     """One agent: ``ident`` in URLs, ``name`` shown, ``player`` (choose / policy / value), ``size`` (None:
-    any board size), ``agent`` (the loaded :class:`~gotk.models.agent.Agent`, None for the random player)."""
+    any board size), ``agent`` (the loaded :class:`~gotk.nets.agent.Agent`, None for the random player)."""
 
     ident: str
     name: str
@@ -44,9 +44,9 @@ class AgentSlot:
 
 def load_slots(files: list[str | Path]) -> list[AgentSlot]:
     """The random player (``random``) plus one slot per agent file (ids ``a0``, ``a1``...); raises
-    :class:`~gotk.models.agent.AgentError` for a file that cannot be used."""
-    from gotk.models.agent import load_agent
-    from gotk.models.players import PolicyPlayer, RandomPlayer
+    :class:`~gotk.nets.agent.AgentError` for a file that cannot be used."""
+    from gotk.nets.agent import load_agent
+    from gotk.play.players import PolicyPlayer, RandomPlayer
 
     slots = [AgentSlot("random", "random (uniform sensible moves)", RandomPlayer(), None)]
     for i, f in enumerate(files):

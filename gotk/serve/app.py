@@ -21,10 +21,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from gotk import coords
 from gotk.serve import agents as A
 from gotk.serve.data import DatasetView, ServeError, position_board, stones_at
 from gotk.serve.draw import PALETTE, Board, to_svg
-from gotk.sgftools import coords
 
 STATIC = Path(__file__).with_name("static")
 MAX_BODY = 1 << 20
@@ -273,7 +273,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         return await run_in_threadpool(_sgf, await body(request))
 
     def _sgf(req: dict) -> Response:
-        from gotk.models.match import game_sgf
+        from gotk.sgf.writer import game_sgf
 
         size = field(req, "size", int, 19)
         handicap = field(req, "handicap", int, 0)

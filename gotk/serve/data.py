@@ -1,6 +1,6 @@
 """Datasets as the web app sees them: the manifest summary, the games table (filtered, sorted and paged
 with ``pyarrow.compute``) and the positions of one game, read through the loader's own APIs
-(:class:`gotk.datasets.SplitIndex` for the split's files and row groups, :func:`gotk.datasets.decode_features`
+(:class:`gotk.datasets.SplitIndex` for the split's files and row groups, :func:`gotk.shards.decode_features`
 for the planes), so the planes shown are the ones training reads.
 
 Every request names a dataset by its id (given at start-up) and a game by its ``game_id`` (looked up
@@ -52,7 +52,7 @@ class DatasetView:
     """One dataset folder named on the command line (``ident``: its id in URLs)."""
 
     def __init__(self, path: str | Path, ident: str) -> None:
-        from gotk.pipeline.manifest import load_manifest
+        from gotk.shards.manifest import load_manifest
 
         self.path = Path(path)
         self.ident = ident
@@ -69,7 +69,7 @@ class DatasetView:
 
     def check(self) -> None:
         """Raise a 410 :class:`ServeError` when the dataset has gone (removed or moved while serving)."""
-        from gotk.pipeline.manifest import MANIFEST_NAME
+        from gotk.shards.manifest import MANIFEST_NAME
 
         if not (self.path / MANIFEST_NAME).is_file():
             raise ServeError(410, f"dataset {self.ident!r} is no longer there ({MANIFEST_NAME} is missing): "
@@ -82,7 +82,7 @@ class DatasetView:
     # --- summary -------------------------------------------------------------------------------
 
     def summary(self) -> dict:
-        from gotk.pipeline.manifest import summary_lines
+        from gotk.shards.manifest import summary_lines
 
         self.check()
         m = self.manifest
@@ -96,7 +96,7 @@ class DatasetView:
     def games(self) -> pa.Table:
         with self._lock:
             if self._games is None:
-                from gotk.pipeline.manifest import GAMES_NAME
+                from gotk.shards.manifest import GAMES_NAME
 
                 self.check()
                 try:
@@ -197,7 +197,7 @@ class DatasetView:
 
     def positions(self, game_id: str) -> tuple[dict, GamePositions]:
         """The game's metadata and its positions (cached: the last 8 games opened)."""
-        from gotk.datasets import decode_features
+        from gotk.shards import decode_features
 
         self.check()
         meta = self.game_meta(game_id)

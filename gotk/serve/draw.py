@@ -1,6 +1,6 @@
 """One board drawing for the web app and ``gotk show --svg/--png``: a :class:`Board` becomes a list of
 drawing primitives, written either as SVG (the browser shows exactly this SVG) or onto a matplotlib
-figure (PNG). Points follow :mod:`gotk.sgftools.coords` (flat ``row * size + col``, row 0 at the top).
+figure (PNG). Points follow :mod:`gotk.coords` (flat ``row * size + col``, row 0 at the top).
 
 SVG elements carry ``data-*`` attributes (``data-point`` in GTP notation, ``data-plane``,
 ``data-rank``, ``data-prob``) so that the page and its browser tests read what is drawn, not
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gotk.sgftools import coords
+from gotk import coords
 
 CELL = 32
 MARGIN = 34
