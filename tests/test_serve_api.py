@@ -155,6 +155,13 @@ def test_dataset_removed_while_serving(tmp_path, encode_expected) -> None:
     c2 = make_client([folder], [])
     msg = error(c2.get(f"/api/datasets/gone/games/{g}/position"), 410)
     assert "cannot be read" in msg and str(folder) not in msg
+    # written again while serving: the manifest changed, the app says so instead of showing stale rows
+    write_dataset(encode_expected, folder)
+    c3 = make_client([folder], [])
+    assert c3.get(f"/api/datasets/gone/games/{g}/position").status_code == 200
+    manifest = folder / "manifest.json"
+    manifest.write_text(manifest.read_text() + " ")
+    assert "written again" in error(c3.get(f"/api/datasets/gone/games/{g}/position"), 410)
 
 
 # --- the data shown is the data on disk ------------------------------------------------------------------
@@ -265,6 +272,9 @@ def test_play_undo_and_sgf_round_trip(client) -> None:
     assert rec.size == 9 and rec.komi == 0.5 and rec.black == "me" and str(rec.result).startswith("W+R")
     assert sorted(rec.setup_black) == sorted(fixed_handicap_points(9, 2))
     assert [coords.to_gtp(p, 9) for _c, p in rec.moves] == moves
+    # the human takes white: the agent opens as black
+    r = client.post("/api/play", json={"size": 9, "human": "W", "moves": []}).json()
+    assert len(r["moves"]) == 1 and r["agent_move"] == r["moves"][0] and r["to_play"] == "W"
     # two passes end the game with an area score
     r = client.post("/api/play", json={"size": 9, "human": "B", "moves": ["E5", "pass"], "move": "pass"}).json()
     assert r["over"] and r["result"] == "B+73.5"

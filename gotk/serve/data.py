@@ -57,6 +57,7 @@ class DatasetView:
         self.path = Path(path)
         self.ident = ident
         self.manifest = load_manifest(self.path)
+        self._stamp = self._manifest_stamp()
         self.encoder = self.manifest["encoder"]
         self.size = int(self.encoder["board_size"])
         self._lock = threading.Lock()
@@ -67,13 +68,27 @@ class DatasetView:
 
     # --- availability --------------------------------------------------------------------------
 
-    def check(self) -> None:
-        """Raise a 410 :class:`ServeError` when the dataset has gone (removed or moved while serving)."""
+    def _manifest_stamp(self) -> tuple[int, int] | None:
         from gotk.shards.manifest import MANIFEST_NAME
 
-        if not (self.path / MANIFEST_NAME).is_file():
+        try:
+            st = (self.path / MANIFEST_NAME).stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def check(self) -> None:
+        """Raise a 410 :class:`ServeError` when the dataset has gone (removed or moved while serving) or was
+        written again (its manifest changed: what was read at start-up no longer describes it)."""
+        from gotk.shards.manifest import MANIFEST_NAME
+
+        stamp = self._manifest_stamp()
+        if stamp is None:
             raise ServeError(410, f"dataset {self.ident!r} is no longer there ({MANIFEST_NAME} is missing): "
                                   "was it removed or moved while gotk serve was running?")
+        if stamp != self._stamp:
+            raise ServeError(410, f"dataset {self.ident!r} was written again while gotk serve was running "
+                                  f"({MANIFEST_NAME} changed): restart gotk serve to see the new data")
 
     def _gone(self, e: Exception) -> ServeError:
         return ServeError(410, f"dataset {self.ident!r} cannot be read any more ({type(e).__name__}: "
