@@ -3,8 +3,9 @@
 A copy of a real dataset folder gets a ``games.parquet`` of ``--games`` rows (default 200,000): the real rows
 tiled, each copy with its own ``game_id`` and its date shifted by whole years so that the filters keep
 selecting real-looking subsets. Each query runs through :meth:`gotk.serve.data.DatasetView.query_games` (what
-the HTTP handler calls) ``--repeat`` times; the median and the best are reported, plus the one-off cost of
-loading the table.
+the HTTP handler calls) ``--repeat`` times in a fresh process: the first run (which sorts the whole table by
+that column the first time the column is asked for), the median of the repeats and the best are reported,
+plus the one-off cost of loading the table.
 
 Usage::
 
@@ -58,8 +59,8 @@ def tiled(games: pa.Table, n: int) -> pa.Table:
 
 
 def viewer_times(folder: Path) -> dict:
-    """The game viewer on the real dataset: first game (reads the split's game_id column once), a second
-    game of the same split, and drawing one position (median of 20)."""
+    """The game viewer on the real dataset: first game (reads the split's game_id column once), five other
+    games of the same split (median), and drawing one position (median of 20)."""
     from gotk.serve.data import position_board
     from gotk.serve.draw import to_svg
 
@@ -70,9 +71,12 @@ def viewer_times(folder: Path) -> dict:
     t0 = time.perf_counter()
     _m, gp = ds.positions(ids[0])
     first = 1000 * (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    _m, gp = ds.positions(ids[-1])
-    second = 1000 * (time.perf_counter() - t0)
+    later = []
+    for g in ids[len(ids) // 7::len(ids) // 7][:5]:  # five other games, spread over the split (none cached)
+        t0 = time.perf_counter()
+        _m, gp = ds.positions(g)
+        later.append(1000 * (time.perf_counter() - t0))
+    second = statistics.median(later)
     names = ds.encoder["plane_names"][:2]
     times = []
     for _ in range(20):
@@ -109,16 +113,18 @@ def main() -> None:
                 t0 = time.perf_counter()
                 total = ds.query_games(**q)["total"]
                 times.append(1000 * (time.perf_counter() - t0))
-            results[name] = {"median_ms": statistics.median(times), "best_ms": min(times), "matches": total}
+            results[name] = {"first_ms": times[0], "median_ms": statistics.median(times[1:] or times),
+                             "best_ms": min(times), "matches": total}
     viewer = viewer_times(a.dataset)
     out = {"games": a.games, "load_ms": load_ms, "repeat": a.repeat, "queries": results, "viewer": viewer}
     print(f"games.parquet with {a.games:,} games: loaded in {load_ms:.0f} ms (once per dataset)")
-    print("| query | matching games | median ms | best ms |\n|---|--:|--:|--:|")
+    print("| query | matching games | first ms | median ms (repeats) | best ms |\n|---|--:|--:|--:|--:|")
     for name, r in results.items():
-        print(f"| {name} | {r['matches']:,} | {r['median_ms']:.1f} | {r['best_ms']:.1f} |")
+        print(f"| {name} | {r['matches']:,} | {r['first_ms']:.1f} | {r['median_ms']:.1f} | {r['best_ms']:.1f} |")
     print(f"\ngame viewer on {a.dataset} ({viewer['rows']:,} positions in its largest split): first game opened "
-          f"in {viewer['first_game_ms']:.0f} ms (builds the split's game index), another game in "
-          f"{viewer['next_game_ms']:.0f} ms, one position drawn as SVG with 2 planes in {viewer['position_ms']:.2f} ms")
+          f"in {viewer['first_game_ms']:.0f} ms (builds the split's game index), other games in "
+          f"{viewer['next_game_ms']:.0f} ms (median of 5), one position drawn as SVG with 2 planes in "
+          f"{viewer['position_ms']:.2f} ms")
     if a.json_out:
         a.json_out.write_text(json.dumps(out, indent=2))
 

@@ -62,9 +62,11 @@ class DatasetView:
         self.size = int(self.encoder["board_size"])
         self._lock = threading.Lock()
         self._games: pa.Table | None = None
+        self._folded: dict[str, pa.ChunkedArray] = {}
         self._game_rows: dict[str, dict[str, list[int]]] = {}  # split -> game_id -> row-group positions
         self._indexes: dict = {}
         self._cache: OrderedDict[str, GamePositions] = OrderedDict()
+        self._orders: OrderedDict[tuple[str, bool], pa.Array] = OrderedDict()
 
     # --- availability --------------------------------------------------------------------------
 
@@ -119,6 +121,8 @@ class DatasetView:
                 except (OSError, pa.ArrowInvalid) as e:
                     raise self._gone(e) from e
                 self._games = t.combine_chunks()
+                # case-folded copies for the substring filters (10x faster than ignore_case matching)
+                self._folded = {c: pc.utf8_lower(self._games[c]) for c in ("black", "white", "result")}
             return self._games
 
     def query_games(self, player: str = "", rank: str = "", date_from: str = "", date_to: str = "",
@@ -141,9 +145,10 @@ class DatasetView:
             return pc.or_kleene(expr_b, expr_w)
 
         conds = []
+        low = self._folded
         if player:
-            conds.append(both(pc.match_substring(t["black"], player, ignore_case=True),
-                              pc.match_substring(t["white"], player, ignore_case=True)))
+            conds.append(both(pc.match_substring(low["black"], player.lower()),
+                              pc.match_substring(low["white"], player.lower())))
         if rank:
             conds.append(both(pc.equal(t["black_rank"], rank), pc.equal(t["white_rank"], rank)))
         if date_from:
@@ -152,21 +157,36 @@ class DatasetView:
             # inclusive of every date starting with date_to ("2017-02" keeps the whole month)
             conds.append(pc.less_equal(pc.utf8_slice_codeunits(t["date"], 0, len(date_to)), date_to))
         if result:
-            conds.append(pc.starts_with(t["result"], result, ignore_case=True))
+            conds.append(pc.starts_with(low["result"], result.lower()))
         if split:
             conds.append(pc.equal(t["split"], split))
         for c in conds:
             mask = c if mask is None else pc.and_kleene(mask, c)
-        if mask is not None:
-            t = t.filter(pc.fill_null(mask, False))
-        total = t.num_rows
+        idx = self._order(sort, desc)
+        if mask is not None:  # the sorted order, kept where the filter holds: no sort per request
+            idx = idx.filter(pc.take(pc.fill_null(mask, False), idx))
+        total = len(idx)
         if offset >= total and total:
             raise ServeError(400, f"offset {offset} is past the {total:,} matching games")
-        order = "descending" if desc else "ascending"
-        idx = pc.sort_indices(t, sort_keys=[(sort, order), ("game_id", "ascending")])  # nulls last (the default)
         page = t.take(idx[offset:offset + limit])
         return {"total": total, "offset": offset, "limit": limit, "sort": sort, "desc": desc,
                 "columns": list(GAME_COLUMNS), "rows": page.to_pylist()}
+
+    def _order(self, sort: str, desc: bool) -> pa.Array:
+        """Row indices of the whole games table sorted by ``sort`` (nulls last, ties by game_id), computed once
+        per column and direction (the last 6 kept)."""
+        key = (sort, desc)
+        with self._lock:
+            if key in self._orders:
+                self._orders.move_to_end(key)
+                return self._orders[key]
+        t = self.games()
+        idx = pc.sort_indices(t, sort_keys=[(sort, "descending" if desc else "ascending"), ("game_id", "ascending")])
+        with self._lock:
+            self._orders[key] = idx
+            while len(self._orders) > 6:
+                self._orders.popitem(last=False)
+        return idx
 
     def game_meta(self, game_id: str) -> dict:
         t = self.games()
