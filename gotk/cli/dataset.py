@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import typer
@@ -57,9 +58,13 @@ def show_cmd(
                               "default: the move played)."),
     storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
                                              "folder; repeatable."),
+    svg: Path = typer.Option(None, "--svg", help="Also draw the board as SVG in this file (gotk serve's drawing)."),
+    png: Path = typer.Option(None, "--png", help="Also draw the board as PNG in this file (matplotlib)."),
+    plane: list[str] = typer.Option(None, "--plane", help="Overlay this plane on the --svg/--png board "
+                                    "(repeatable, up to 8, coloured in order)."),
 ) -> None:
     """Draw one encoded position as a text board, the move played marked ``*`` (``+`` marks --point),
-    and list the planes that are set at a point."""
+    and list the planes that are set at a point; --svg/--png draw it as a picture with planes overlaid."""
     from gotk import coords
     from gotk.encoders.stones import stones_from_planes
     from gotk.game.render import render_board
@@ -105,3 +110,15 @@ def show_cmd(
         active = [f"{n}={int(v)}" if planes.dtype == np.int8 else n
                   for n, v in zip(enc["plane_names"], vals, strict=True) if v != 0]
         typer.echo(f"planes set at {coords.to_gtp(pt, size)}: {', '.join(active) if active else '(none)'}")
+    if svg or png:
+        from gotk.serve.data import row_board
+        from gotk.serve.draw import to_png, to_svg
+
+        try:
+            picture = row_board(folder, r, planes, enc, list(plane or []))
+        except ValueError as e:
+            _fail(f"--plane: {e}", 2)
+        if svg:
+            svg.write_text(to_svg(picture), encoding="utf-8")
+        if png:
+            to_png(picture, png)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from gotk import __version__
-from gotk.cli import dataset, demo, download, encode, encoders, play, replay, train
+from gotk.cli import dataset, demo, download, encode, encoders, play, replay, serve, train
 
 app = typer.Typer(
     name="gotk",
@@ -42,6 +42,7 @@ COMMANDS = [
     ("gtp", play.gtp_cmd),
     ("match", play.match_cmd),
     ("demo", demo.demo_cmd),
+    ("serve", serve.serve_cmd),
 ]
 for _name, _fn in COMMANDS:
     app.command(_name)(_fn)

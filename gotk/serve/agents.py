@@ -1,0 +1,167 @@
+"""Agents as the web app sees them: the agent files named on the command line (:func:`gotk.nets.agent.load_agent`)
+plus the built-in random player, each wrapped as a :mod:`gotk.play.players` player. Positions come from a
+request as a move list (replayed by the rules engine, so an illegal move is refused with its reason) or as
+the stones of a dataset position.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gotk import coords
+from gotk.errors import GotkError
+from gotk.game.state import BLACK, WHITE, GameState
+from gotk.serve.data import ServeError
+from gotk.serve.draw import top_moves
+
+MAX_MOVES = 1000
+
+
+@dataclass
+class AgentSlot:
+    """One agent: ``ident`` in URLs, ``name`` shown, ``player`` (choose / policy / value), ``size`` (None:
+    any board size), ``agent`` (the loaded :class:`~gotk.nets.agent.Agent`, None for the random player)."""
+
+    ident: str
+    name: str
+    player: object
+    size: int | None
+    agent: object | None = None
+
+    @property
+    def has_value(self) -> bool:
+        return bool(getattr(self.player, "has_value", False))
+
+    def describe(self) -> dict:
+        meta = getattr(self.agent, "meta", {}) or {}
+        return {"id": self.ident, "name": self.name, "board_size": self.size, "has_value": self.has_value,
+                "encoder": (meta.get("encoder") or {}).get("name"), "model": (meta.get("model") or {}).get("name")}
+
+
+def load_slots(files: list[str | Path]) -> list[AgentSlot]:
+    """The random player (``random``) plus one slot per agent file (ids ``a0``, ``a1``...); raises
+    :class:`~gotk.nets.agent.AgentError` for a file that cannot be used."""
+    from gotk.nets.agent import load_agent
+    from gotk.play.players import PolicyPlayer, RandomPlayer
+
+    slots = [AgentSlot("random", "random (uniform sensible moves)", RandomPlayer(), None)]
+    for i, f in enumerate(files):
+        agent = load_agent(f)
+        if not agent.has_policy:
+            raise GotkError("bad_agent", f"{f}: the agent has no policy head")
+        player = PolicyPlayer(agent, resign_threshold=None)  # requests are stateless: no resignation streak
+        slots.append(AgentSlot(f"a{i}", Path(f).name, player, agent.board_size, agent))
+    return slots
+
+
+_LOCK = threading.Lock()  # torch inference and the players' state are not shared across threads
+
+
+def parse_point(value, size: int) -> int:
+    """A move from a request: a GTP vertex (``D4``), ``pass``, or a flat index; ServeError otherwise."""
+    if isinstance(value, bool):
+        raise ServeError(400, f"bad move {value!r}")
+    if isinstance(value, int):
+        if not 0 <= value <= size * size:
+            raise ServeError(400, f"move index {value} is not on a {size}x{size} board (0..{size * size})")
+        return value
+    if isinstance(value, str) and len(value) <= 8:
+        if value.lower() == "pass":
+            return size * size
+        try:
+            return coords.from_gtp(value, size)
+        except ValueError as e:
+            raise ServeError(400, f"bad move {value!r}: {e}") from e
+    raise ServeError(400, f"bad move {str(value)[:40]!r}: expected a vertex like D4, 'pass' or an index")
+
+
+def build_state(size: int, komi: float, handicap: int, moves: list) -> GameState:
+    """Replay ``moves`` (alternating colours, black first or white first after handicap stones) from the
+    empty board with fixed handicap stones. ServeError (400) names the first illegal move."""
+    from gotk.game.handicap import fixed_handicap_points, max_fixed_handicap
+
+    if not isinstance(size, int) or not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
+        raise ServeError(400, f"board size must be {coords.MIN_SIZE}..{coords.MAX_SIZE}, got {size!r}")
+    if not isinstance(komi, (int, float)) or not -1000 <= komi <= 1000:
+        raise ServeError(400, f"bad komi {komi!r}")
+    if not isinstance(handicap, int) or handicap < 0 or handicap == 1 or handicap > max_fixed_handicap(size):
+        raise ServeError(400, f"handicap must be 0 or 2..{max_fixed_handicap(size)} on {size}x{size}, got "
+                              f"{handicap!r}")
+    if not isinstance(moves, list) or len(moves) > MAX_MOVES:
+        raise ServeError(400, f"moves must be a list of at most {MAX_MOVES} moves")
+    state = GameState(size, komi=float(komi))
+    if handicap:
+        state.setup(black=fixed_handicap_points(size, handicap), to_play=WHITE)
+    for i, m in enumerate(moves):
+        p = parse_point(m, size)
+        try:
+            state.play(p)
+        except GotkError as e:
+            raise ServeError(400, f"move {i + 1} ({coords.to_gtp(p, size)}) is illegal: {e}") from e
+    return state
+
+
+def state_from_stones(stones: np.ndarray, size: int, to_play: int, komi: float) -> GameState:
+    """A position from a board of stones (a dataset row): no history, so no ko point is known."""
+    state = GameState(size, komi=komi)
+    try:
+        state.setup(black=np.flatnonzero(stones == BLACK).tolist(), white=np.flatnonzero(stones == WHITE).tolist(),
+                    to_play=BLACK if to_play > 0 else WHITE)
+    except GotkError as e:
+        raise ServeError(400, f"the stones of this position do not form a legal board: {e}") from e
+    return state
+
+
+def check_size(slot: AgentSlot, size: int) -> None:
+    if slot.size is not None and slot.size != size:
+        raise ServeError(400, f"agent {slot.name!r} plays {slot.size}x{slot.size}, the position is {size}x{size}")
+
+
+def same_encoder(a: dict | None, b: dict | None) -> bool:
+    """True when two encoder descriptions encode alike (name, version, options, board size)."""
+    keys = ("name", "version", "board_size", "shape", "dtype")
+    return bool(a and b) and all(a.get(k) == b.get(k) for k in keys) and (a.get("options") or {}) == (
+        b.get("options") or {})
+
+
+def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarray | None = None,
+            encoder: dict | None = None) -> dict:
+    """The agent's policy for the player to move (the probabilities ``agent.policy`` gives, illegal moves 0,
+    as ``gotk-policy`` prints them) with its ``top`` moves, and its value (mover's view) when it has one.
+
+    ``features``/``encoder``: a dataset row's planes and their encoder; when the agent was trained on that
+    encoder, the network reads these planes (what trains) instead of re-encoding ``state``, which has no
+    history (planes such as ko or turns-since then match the shard)."""
+    check_size(slot, state.size)
+    direct = features is not None and slot.agent is not None and same_encoder(encoder, slot.agent.meta.get("encoder"))
+    with _LOCK:
+        if direct:
+            logp, v = slot.agent.predict(features[None])
+            probs = np.exp(logp[0].astype(np.float64))
+            mask = np.zeros(probs.size, dtype=bool)
+            mask[state.legal_moves()] = True
+            probs = np.where(mask, probs, 0.0)
+            probs = probs / probs.sum() if probs.sum() > 0 else mask / mask.sum()
+            value = float(v[0]) if v is not None else None
+        else:
+            probs = np.asarray(slot.player.policy(state), dtype=np.float64)
+            value = float(slot.player.value(state)) if slot.has_value else None
+    return {"agent": slot.ident, "name": slot.name, "policy": probs, "planes_from": "shard" if direct else "state",
+            "top": [{"move": coords.to_gtp(p, state.size), "prob": round(pr, 6)}
+                    for p, pr in top_moves(probs, state.size, top)],
+            "value": value}
+
+
+def choose(slot: AgentSlot, state: GameState) -> int:
+    """The agent's move in ``state`` (a flat index or pass; agents here never resign)."""
+    check_size(slot, state.size)
+    with _LOCK:
+        return int(slot.player.choose(state))
+
+
+__all__ = ["AgentSlot", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point",
+           "state_from_stones"]

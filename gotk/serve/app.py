@@ -1,0 +1,324 @@
+"""The ``gotk serve`` web app (Starlette): a JSON API over the datasets and agents named at start-up, plus
+one static page (``static/``: hand-written HTML, JS and CSS, no CDN) that draws what the API returns.
+
+Boards are drawn on the server by :mod:`gotk.serve.draw` (the SVG ``gotk show --svg`` writes), so the
+page and the pictures are the same drawing. Errors are JSON ``{"error": message}`` with a 4xx status;
+an unexpected exception gives a 500 with a one-line message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from gotk import coords
+from gotk.serve import agents as A
+from gotk.serve.data import DatasetView, ServeError, position_board, stones_at
+from gotk.serve.draw import PALETTE, Board, to_svg
+
+STATIC = Path(__file__).with_name("static")
+MAX_BODY = 1 << 20
+log = logging.getLogger("gotk.serve")
+
+
+class Registry:
+    """What the app may reach: datasets and agents by id, fixed at start-up."""
+
+    def __init__(self, datasets: list[DatasetView], slots: list[A.AgentSlot]) -> None:
+        self.datasets = {d.ident: d for d in datasets}
+        self.agents = {s.ident: s for s in slots}
+
+    def dataset(self, ident) -> DatasetView:
+        if not isinstance(ident, str) or ident not in self.datasets:
+            raise ServeError(404, f"no dataset {str(ident)[:60]!r}; this server has: "
+                                  f"{', '.join(self.datasets) or 'none'}")
+        return self.datasets[ident]
+
+    def agent(self, ident) -> A.AgentSlot:
+        if not isinstance(ident, str) or ident not in self.agents:
+            raise ServeError(404, f"no agent {str(ident)[:60]!r}; this server has: {', '.join(self.agents)}")
+        return self.agents[ident]
+
+
+def dataset_ids(paths: list[Path]) -> list[str]:
+    """Short unique ids from folder names (``kgs``, ``kgs-2`` ...), safe in URLs."""
+    out: list[str] = []
+    for p in paths:
+        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in p.resolve().name)[:40] or "dataset"
+        ident, n = base, 2
+        while ident in out:
+            ident, n = f"{base}-{n}", n + 1
+        out.append(ident)
+    return out
+
+
+# --- request parsing --------------------------------------------------------------------------------
+
+
+def qint(request: Request, name: str, default: int, lo: int, hi: int | None = None) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        if len(raw) > 100:
+            raise ValueError
+        value = int(raw)
+    except ValueError:
+        raise ServeError(400, f"{name} must be an integer, got {raw[:40]!r}") from None
+    if value < lo or (hi is not None and value > hi):
+        raise ServeError(400, f"{name} {value} is outside {lo}..{hi if hi is not None else ''}")
+    return value
+
+
+async def body(request: Request) -> dict:
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise ServeError(413, f"request body over {MAX_BODY} bytes")
+    try:
+        obj = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ServeError(400, f"the request body is not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise ServeError(400, "the request body must be a JSON object")
+    return obj
+
+
+def field(obj: dict, name: str, kind, default=None):
+    value = obj.get(name, default)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ServeError(400, f"{name} must be {kind.__name__}, got {str(value)[:40]!r}")
+    return value
+
+
+# --- positions -----------------------------------------------------------------------------------------
+
+
+def dataset_position(ds: DatasetView, game_id: str, k: int | None):
+    """``(meta, positions, k)`` with ``k`` checked against the game's length (404 with the range)."""
+    meta, gp = ds.positions(game_id)
+    n = len(gp.label)
+    if k is None:
+        k = 0
+    if not 0 <= k < n:
+        raise ServeError(404, f"move {k} is outside this game's positions 0..{n - 1}")
+    return meta, gp, k
+
+
+def stones_of_moves(state) -> tuple[np.ndarray, dict[int, int]]:
+    """The board and the move number of each stone of a replayed game."""
+    numbers: dict[int, int] = {}
+    for i, (_colour, p) in enumerate(state.history):
+        if p < state.size * state.size:
+            numbers[p] = i + 1
+    board = state.board.copy()
+    return board, {p: n for p, n in numbers.items() if board[p] != 0}
+
+
+def replayed_moves(state) -> list[tuple[int, int]]:
+    return list(state.history)
+
+
+# --- handlers -------------------------------------------------------------------------------------------
+
+
+def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette:
+    reg = Registry(datasets, slots)
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    async def info(request: Request) -> Response:
+        return JSONResponse({
+            "datasets": [{"id": d.ident, "name": d.path.name, "encoder": d.encoder["name"], "board_size": d.size,
+                          "games": d.manifest["games"]["kept"], "rows": d.manifest["rows"]}
+                         for d in reg.datasets.values()],
+            "agents": [s.describe() for s in reg.agents.values()],
+        })
+
+    def summary(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
+        return JSONResponse(reg.dataset(request.path_params["ds"]).summary())
+
+    def games(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
+        ds = reg.dataset(request.path_params["ds"])
+        q = request.query_params
+        text = {k: q.get(k, "")[:100] for k in ("player", "rank", "date_from", "date_to", "result", "split")}
+        out = ds.query_games(**text, sort=q.get("sort", "date"), desc=q.get("desc", "") in ("1", "true"),
+                             offset=qint(request, "offset", 0, 0), limit=qint(request, "limit", 50, 1, 500))
+        return JSONResponse(out)
+
+    def position(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
+        ds = reg.dataset(request.path_params["ds"])
+        meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0, 0))
+        names = ds.encoder["plane_names"]
+        wanted = [p for p in request.query_params.get("planes", "").split(",") if p]
+        try:
+            board = position_board(gp, k, ds.encoder, wanted)
+        except ValueError as e:
+            raise ServeError(400, str(e)) from None
+        size = ds.size
+        label = int(gp.label[k])
+        counts = {n: int(np.count_nonzero(gp.planes[k][i])) for i, n in enumerate(names)}
+        return JSONResponse({
+            "game": meta, "move": k, "count": len(gp.label), "move_number": int(gp.move_number[k]),
+            "to_play": "B" if gp.to_play[k] > 0 else "W", "next": coords.to_gtp(label, size),
+            "value": int(gp.value[k]), "planes": names, "plane_counts": counts,
+            "legend": [{"plane": n, "colour": PALETTE[i]} for i, n in enumerate(wanted)],
+            "stones_known": board.stones is not None, "svg": to_svg(board),
+        })
+
+    def source_state(src: dict):
+        """``(state, features or None, encoder description or None)`` from a request's ``source``."""
+        if "dataset" in src:
+            ds = reg.dataset(src["dataset"])
+            meta, gp, k = dataset_position(ds, field(src, "game", str), field(src, "move", int, 0))
+            stones = stones_at(gp, k, ds.encoder)
+            if stones is None:
+                raise ServeError(400, f"encoder {ds.encoder['name']} has no stone planes: the position cannot be "
+                                      "set up for an agent")
+            komi = meta.get("komi")
+            state = A.state_from_stones(stones, ds.size, int(gp.to_play[k]), float(komi if komi is not None else 7.5))
+            return state, gp.planes[k], ds.encoder
+        state = A.build_state(field(src, "size", int, 19), field(src, "komi", float, 7.5),
+                              field(src, "handicap", int, 0), field(src, "moves", list, []))
+        return state, None, None
+
+    async def analyse(request: Request) -> Response:
+        return await run_in_threadpool(_analyse, await body(request))
+
+    def _analyse(req: dict) -> Response:
+        src = field(req, "source", dict, {})
+        state, features, enc = source_state(src)
+        ids = field(req, "agents", list, list(reg.agents))
+        top = field(req, "top", int, 10)
+        if not 1 <= top <= 50:
+            raise ServeError(400, f"top must be 1..50, got {top}")
+        results = []
+        for ident in ids:
+            slot = reg.agent(ident)
+            if slot.size is not None and slot.size != state.size:
+                results.append({"agent": slot.ident, "name": slot.name,
+                                "error": f"plays {slot.size}x{slot.size}, the position is {state.size}x{state.size}"})
+                continue
+            res = A.analyse(slot, state, top, features, enc)
+            probs = res.pop("policy")
+            res["pass"] = round(float(probs[-1]), 6)
+            res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
+                                      last_move=state_last(state)))
+            results.append(res)
+        board, numbers = stones_of_moves(state)
+        recorded = None  # a dataset position: its recorded next move is ringed, as in the viewer
+        if "dataset" in src:
+            _m, gp, k = dataset_position(reg.dataset(src["dataset"]), src["game"], src.get("move", 0))
+            recorded = int(gp.label[k]) if gp.label[k] < state.size * state.size else None
+        return JSONResponse({"size": state.size, "to_play": "B" if state.to_play == 1 else "W",
+                             "svg": to_svg(Board(state.size, stones=board, numbers=numbers, next_move=recorded,
+                                                 last_move=state_last(state), clickable="dataset" not in src)),
+                             "results": results})
+
+    def game_reply(slot, state, agent_move=None) -> dict:
+        board, numbers = stones_of_moves(state)
+        over = state.passes >= 2
+        score = state.score_area() if over else None
+        return {"moves": [coords.to_gtp(p, state.size) for _c, p in replayed_moves(state)],
+                "to_play": "B" if state.to_play == 1 else "W", "agent_move": agent_move,
+                "captures": list(state.captures), "over": over,
+                "result": None if score is None else ("0" if score == 0 else
+                                                      f"{'B' if score > 0 else 'W'}+{abs(score):g}"),
+                "svg": to_svg(Board(state.size, stones=board, numbers=numbers, last_move=state_last(state),
+                                    clickable=not over))}
+
+    async def play(request: Request) -> Response:
+        return await run_in_threadpool(_play, await body(request))
+
+    def _play(req: dict) -> Response:
+        slot = reg.agent(field(req, "agent", str, "random"))
+        human = field(req, "human", str, "B")
+        if human not in ("B", "W"):
+            raise ServeError(400, f"human must be B or W, got {human[:10]!r}")
+        size = field(req, "size", int, slot.size or 19)
+        A.check_size(slot, size)
+        state = A.build_state(size, field(req, "komi", float, 7.5), field(req, "handicap", int, 0),
+                              field(req, "moves", list, []))
+        human_colour = 1 if human == "B" else 2
+        if "move" in req and req["move"] is not None:
+            if state.passes >= 2:
+                raise ServeError(409, "the game is over (two passes)")
+            if state.to_play != human_colour:
+                raise ServeError(409, "it is the agent's turn, not yours")
+            p = A.parse_point(req["move"], size)
+            try:
+                state.play(p)
+            except Exception as e:  # IllegalMoveError: occupied, suicide, ko
+                raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
+        agent_move = None
+        if state.to_play != human_colour and state.passes < 2:
+            p = A.choose(slot, state)
+            state.play(p)
+            agent_move = coords.to_gtp(p, size)
+        return JSONResponse(game_reply(slot, state, agent_move))
+
+    async def sgf(request: Request) -> Response:
+        return await run_in_threadpool(_sgf, await body(request))
+
+    def _sgf(req: dict) -> Response:
+        from gotk.sgf.writer import game_sgf
+
+        size = field(req, "size", int, 19)
+        handicap = field(req, "handicap", int, 0)
+        state = A.build_state(size, field(req, "komi", float, 7.5), handicap, field(req, "moves", list, []))
+        result = field(req, "result", str, "")[:20]
+        names = [field(req, k, str, "?")[:60] for k in ("black", "white")]
+        text = game_sgf(size, state.komi, names[0], names[1], result or "?", replayed_moves(state),
+                        comment="played in gotk serve")
+        if handicap:
+            from gotk.game.handicap import fixed_handicap_points
+
+            stones = "".join(f"[{coords.to_sgf(p, size)}]" for p in fixed_handicap_points(size, handicap))
+            text = text.replace("RE[", f"HA[{handicap}]AB{stones}RE[", 1)
+        return Response(text, media_type="application/x-go-sgf",
+                        headers={"Content-Disposition": 'attachment; filename="gotk-game.sgf"'})
+
+    async def on_serve_error(request: Request, exc: ServeError) -> Response:
+        return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+    async def on_http(request: Request, exc: HTTPException) -> Response:
+        return JSONResponse({"error": exc.detail or "error"}, status_code=exc.status_code)
+
+    async def on_other(request: Request, exc: Exception) -> Response:
+        log.error("unexpected error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
+        return JSONResponse({"error": f"internal error ({type(exc).__name__}); see the server's log"},
+                            status_code=500)
+
+    routes = [
+        Route("/", index),
+        Route("/api/info", info),
+        Route("/api/datasets/{ds}", summary),
+        Route("/api/datasets/{ds}/games", games),
+        Route("/api/datasets/{ds}/games/{game}/position", position),
+        Route("/api/analyse", analyse, methods=["POST"]),
+        Route("/api/play", play, methods=["POST"]),
+        Route("/api/sgf", sgf, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={ServeError: on_serve_error, HTTPException: on_http,
+                                                        Exception: on_other})
+
+
+def state_last(state) -> int | None:
+    moves = replayed_moves(state)
+    return moves[-1][1] if moves else None
+
+
+__all__ = ["Registry", "dataset_ids", "make_app"]

@@ -1,0 +1,227 @@
+"""One board drawing for the web app and ``gotk show --svg/--png``: a :class:`Board` becomes a list of
+drawing primitives, written either as SVG (the browser shows exactly this SVG) or onto a matplotlib
+figure (PNG). Points follow :mod:`gotk.coords` (flat ``row * size + col``, row 0 at the top).
+
+SVG elements carry ``data-*`` attributes (``data-point`` in GTP notation, ``data-plane``,
+``data-rank``, ``data-prob``) so that the page and its browser tests read what is drawn, not
+what was meant to be drawn.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gotk import coords
+
+CELL = 32
+MARGIN = 34
+# colour-blind-friendly palette (Okabe-Ito), one colour per overlaid plane in toggle order
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
+BOARD_COLOUR = "#dcb35c"
+
+
+@dataclass
+class Board:
+    """What to draw. ``stones``: flat int array (0 empty, 1 black, 2 white); ``numbers``: move number
+    shown on a stone; ``next_move``: the recorded next move (ringed); ``last_move``: a dot;
+    ``overlays``: ``(plane name, flat values)`` drawn as coloured squares where the value is not 0;
+    ``heat``: flat probabilities (``size*size`` or ``+1`` with pass) drawn as a red heat map with
+    the ``top`` most probable moves labelled; ``clickable``: an invisible target per point."""
+
+    size: int
+    stones: np.ndarray | None = None
+    numbers: dict[int, int] = field(default_factory=dict)
+    next_move: int | None = None
+    last_move: int | None = None
+    overlays: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    heat: np.ndarray | None = None
+    top: int = 5
+    clickable: bool = False
+
+
+def _xy(point: int, size: int) -> tuple[float, float]:
+    row, col = divmod(point, size)
+    return MARGIN + col * CELL, MARGIN + row * CELL
+
+
+def star_points(size: int) -> list[int]:
+    """Hoshi: the 4-4 points (3-3 below 13x13), the centre of odd boards, the side points from 15x15."""
+    if size < 7:
+        return []
+    low = 3 if size >= 13 else 2
+    far = size - 1 - low
+    pts = [r * size + c for r in (low, far) for c in (low, far)]
+    if size % 2 == 1:
+        mid = size // 2
+        pts.append(mid * size + mid)
+        if size >= 15:
+            pts += [low * size + mid, far * size + mid, mid * size + low, mid * size + far]
+    return sorted(pts)
+
+
+def top_moves(probs: np.ndarray, size: int, n: int) -> list[tuple[int, float]]:
+    """The ``n`` most probable moves with probability > 0 (stable order on ties: lower index first)."""
+    order = np.argsort(-np.asarray(probs, dtype=np.float64), kind="stable")[:n]
+    return [(int(p), float(probs[p])) for p in order if probs[p] > 0]
+
+
+def primitives(b: Board) -> list[tuple]:
+    """The drawing as primitives (pixel units, y down):
+    ``("rect", x, y, w, h, fill, opacity, attrs)``, ``("line", x1, y1, x2, y2, colour, width)``,
+    ``("circle", cx, cy, r, fill, stroke, opacity, attrs)``, ``("text", x, y, text, px, fill, attrs)``
+    (text centred on ``x, y``)."""
+    s = b.size
+    span = (s - 1) * CELL
+    out: list[tuple] = [("rect", 0, 0, span + 2 * MARGIN, span + 2 * MARGIN, BOARD_COLOUR, 1.0, {})]
+    for i in range(s):
+        out.append(("line", MARGIN, MARGIN + i * CELL, MARGIN + span, MARGIN + i * CELL, "#000", 1.0))
+        out.append(("line", MARGIN + i * CELL, MARGIN, MARGIN + i * CELL, MARGIN + span, "#000", 1.0))
+    for p in star_points(s):
+        x, y = _xy(p, s)
+        out.append(("circle", x, y, 3.2, "#000", None, 1.0, {}))
+    for i in range(s):
+        letter = coords.GTP_COLUMNS[i]
+        x = MARGIN + i * CELL
+        out.append(("text", x, MARGIN / 2 - 2, letter, 12, "#333", {}))
+        out.append(("text", x, MARGIN + span + MARGIN / 2 + 2, letter, 12, "#333", {}))
+        y = MARGIN + i * CELL
+        out.append(("text", MARGIN / 2 - 2, y, str(s - i), 12, "#333", {}))
+        out.append(("text", MARGIN + span + MARGIN / 2 + 2, y, str(s - i), 12, "#333", {}))
+    n = s * s
+    if b.heat is not None:
+        probs = np.asarray(b.heat, dtype=np.float64)[:n]
+        peak = float(probs.max()) if probs.size and probs.max() > 0 else 1.0
+        for p in np.flatnonzero(probs > 0):
+            x, y = _xy(int(p), s)
+            alpha = 0.12 + 0.78 * float(np.sqrt(probs[p] / peak))
+            out.append(("rect", x - CELL / 2 + 1, y - CELL / 2 + 1, CELL - 2, CELL - 2, "#e8112d", round(alpha, 3),
+                        {"class": "heat", "data-point": coords.to_gtp(int(p), s), "data-prob": f"{probs[p]:.6f}"}))
+    if b.stones is not None:
+        for p in np.flatnonzero(np.asarray(b.stones) != 0):
+            p = int(p)
+            x, y = _xy(p, s)
+            black = int(b.stones[p]) == 1
+            out.append(("circle", x, y, CELL / 2 - 1, "#111" if black else "#f8f8f8", "#000", 1.0,
+                        {"class": "stone", "data-point": coords.to_gtp(p, s), "data-color": "B" if black else "W"}))
+    k = len(b.overlays)
+    for i, (name, values) in enumerate(b.overlays):
+        flat = np.asarray(values).reshape(-1)
+        colour = PALETTE[i % len(PALETTE)]
+        w = (CELL - 4) / k
+        for p in np.flatnonzero(flat != 0):
+            x, y = _xy(int(p), s)
+            out.append(("rect", x - CELL / 2 + 2 + i * w, y - CELL / 2 + 2, w, CELL - 4, colour, 0.55,
+                        {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
+                         "data-value": str(int(flat[p]))}))
+    if b.stones is not None:  # numbers above the overlays, so both stay readable
+        for p, num in sorted(b.numbers.items()):
+            if b.stones[p] != 0:
+                x, y = _xy(p, s)
+                text = str(num)
+                out.append(("text", x, y, text, 13 if len(text) < 3 else 10, "#fff" if b.stones[p] == 1 else "#000",
+                            {"class": "number"}))
+    if b.last_move is not None and 0 <= b.last_move < n:
+        x, y = _xy(b.last_move, s)
+        if b.stones is not None and b.stones[b.last_move] != 0 and b.last_move in b.numbers:  # ring the stone
+            out.append(("circle", x, y, CELL / 2 - 1, "none", "#d00", 1.0,
+                        {"class": "last-move", "stroke-width": "2.5"}))
+        else:
+            out.append(("circle", x, y, 5, "#d00", None, 1.0, {"class": "last-move"}))
+    if b.next_move is not None and 0 <= b.next_move < n:
+        x, y = _xy(b.next_move, s)
+        out.append(("circle", x, y, CELL / 2 - 3, "none", "#00a000", 1.0,
+                    {"class": "next-move", "data-point": coords.to_gtp(b.next_move, s), "stroke-width": "4"}))
+    if b.heat is not None:
+        for rank, (p, prob) in enumerate(top_moves(np.asarray(b.heat), s, b.top), start=1):
+            if p >= n:  # pass: written in the top-left corner
+                out.append(("text", MARGIN / 2, MARGIN / 2, f"pass {100 * prob:.0f}", 10, "#e8112d",
+                            {"class": "top-move", "data-rank": str(rank), "data-point": "pass",
+                             "font-weight": "bold"}))
+                continue
+            x, y = _xy(p, s)
+            out.append(("text", x, y, f"{100 * prob:.0f}" if prob >= 0.01 else "<1", 11, "#000",
+                        {"class": "top-move", "data-rank": str(rank), "data-point": coords.to_gtp(p, s),
+                         "font-weight": "bold"}))
+    if b.clickable:
+        for p in range(n):
+            x, y = _xy(p, s)
+            out.append(("rect", x - CELL / 2, y - CELL / 2, CELL, CELL, "#fff", 0.0,
+                        {"class": "target", "data-point": coords.to_gtp(p, s)}))
+    return out
+
+
+def _attrs(attrs: dict) -> str:
+    return "".join(f' {k}="{html.escape(str(v))}"' for k, v in attrs.items())
+
+
+def to_svg(b: Board) -> str:
+    """The board as a standalone SVG document (no external references)."""
+    side = (b.size - 1) * CELL + 2 * MARGIN
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="board" viewBox="0 0 {side} {side}" '
+             f'width="{side}" height="{side}" data-size="{b.size}" font-family="sans-serif">']
+    for prim in primitives(b):
+        kind = prim[0]
+        if kind == "rect":
+            _, x, y, w, h, fill, op, attrs = prim
+            parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{fill}"'
+                         + (f' fill-opacity="{op}"' if op != 1.0 else "") + _attrs(attrs) + "/>")
+        elif kind == "line":
+            _, x1, y1, x2, y2, colour, width = prim
+            parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{colour}" stroke-width="{width}"/>')
+        elif kind == "circle":
+            _, cx, cy, r, fill, stroke, op, attrs = prim
+            attrs = dict(attrs)
+            sw = attrs.pop("stroke-width", "1")
+            parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" fill="{fill}"'
+                         + (f' stroke="{stroke}" stroke-width="{sw}"' if stroke else "")
+                         + (f' fill-opacity="{op}"' if op != 1.0 else "") + _attrs(attrs) + "/>")
+        else:
+            _, x, y, text, px, fill, attrs = prim
+            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" fill="{fill}" text-anchor="middle" '
+                         f'dominant-baseline="central"{_attrs(attrs)}>{html.escape(text)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def to_png(b: Board, path, dpi: int = 100) -> None:
+    """The same primitives drawn with matplotlib (Agg) and saved as PNG at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Circle, Rectangle
+
+    side = (b.size - 1) * CELL + 2 * MARGIN
+    fig = plt.figure(figsize=(side / dpi, side / dpi), dpi=dpi)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, side)
+    ax.set_ylim(side, 0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    pt = 72 / dpi  # pixels -> points
+    for z, prim in enumerate(primitives(b)):
+        kind = prim[0]
+        if kind == "rect":
+            _, x, y, w, h, fill, op, _attrs_ = prim
+            if op > 0:
+                ax.add_patch(Rectangle((x, y), w, h, facecolor=fill, alpha=op, edgecolor="none", zorder=z))
+        elif kind == "line":
+            _, x1, y1, x2, y2, colour, width = prim
+            ax.plot([x1, x2], [y1, y2], color=colour, linewidth=width * pt, zorder=z)
+        elif kind == "circle":
+            _, cx, cy, r, fill, stroke, op, attrs = prim
+            sw = float(attrs.get("stroke-width", 1)) * pt
+            ax.add_patch(Circle((cx, cy), r, facecolor="none" if fill == "none" else fill, alpha=op,
+                                edgecolor=stroke or "none", linewidth=sw if stroke else 0, zorder=z))
+        else:
+            _, x, y, text, px, fill, attrs = prim
+            ax.text(x, y, text, fontsize=px * pt, color=fill, ha="center", va="center", zorder=z,
+                    fontweight=attrs.get("font-weight", "normal"))
+    fig.savefig(path, format="png", dpi=dpi)
+    plt.close(fig)
+
+
+__all__ = ["Board", "PALETTE", "primitives", "star_points", "to_png", "to_svg", "top_moves"]

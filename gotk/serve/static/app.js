@@ -1,0 +1,299 @@
+// gotk serve front-end: hash routes over the JSON API; boards arrive as SVG drawn by gotk.serve.draw.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const main = () => $("#main");
+let INFO = null;
+let keyHandler = null;
+
+function esc(s) {
+  return String(s ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+
+function showError(msg) {
+  const el = $("#error");
+  if (msg) { el.textContent = msg; el.hidden = false; } else { el.textContent = ""; el.hidden = true; }
+}
+
+async function api(path, body) {
+  const opts = body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"},
+                                          body: JSON.stringify(body)};
+  let res;
+  try { res = await fetch(path, opts); } catch (e) { throw new Error("the server cannot be reached: " + e.message); }
+  const text = await res.text();
+  let data = null;
+  try { data = JSON.parse(text); } catch (e) { /* not JSON (e.g. SGF) */ }
+  if (!res.ok) throw new Error((data && data.error) || `${res.status} ${res.statusText}`);
+  return data === null ? text : data;
+}
+
+function parseHash() {
+  const h = location.hash.replace(/^#/, "") || "/";
+  const [path, query] = h.split("?");
+  return {parts: path.split("/").filter(Boolean).map(decodeURIComponent), query: new URLSearchParams(query || "")};
+}
+
+async function route() {
+  showError("");
+  if (keyHandler) { document.removeEventListener("keydown", keyHandler); keyHandler = null; }
+  const {parts, query} = parseHash();
+  try {
+    if (!INFO) INFO = await api("/api/info");
+    if (parts[0] === "d" && parts.length === 2) await datasetPage(parts[1]);
+    else if (parts[0] === "d" && parts[2] === "g") await viewerPage(parts[1], parts[3], parseInt(parts[4] || "0", 10), query);
+    else if (parts[0] === "analyse") await analysePage(query);
+    else if (parts[0] === "play") await playPage();
+    else homePage();
+  } catch (e) { showError(e.message); }
+}
+
+// --- home ---------------------------------------------------------------------------------------
+
+function homePage() {
+  const ds = INFO.datasets.map(d => `<li><a class="dataset-link" href="#/d/${encodeURIComponent(d.id)}">${esc(d.name)}</a>
+    <span class="muted">${esc(d.encoder)} · ${d.board_size}×${d.board_size} · ${d.games.toLocaleString()} games ·
+    ${d.rows.toLocaleString()} positions</span></li>`).join("") || "<li class='muted'>no dataset given on the command line</li>";
+  const ag = INFO.agents.map(a => `<li>${esc(a.name)} <span class="muted">${a.board_size ? a.board_size + "×" + a.board_size : "any size"}
+    ${a.model ? "· " + esc(a.model) + " · " + esc(a.encoder) : ""}${a.has_value ? " · value head" : ""}</span></li>`).join("");
+  main().innerHTML = `<h2>Datasets</h2><ul>${ds}</ul><h2>Agents</h2><ul>${ag}</ul>
+    <p><a href="#/analyse">Analyse a position</a> · <a href="#/play">Play against an agent</a></p>`;
+}
+
+// --- dataset: summary + games table -------------------------------------------------------------
+
+const COLS = ["date", "black", "black_rank", "white", "white_rank", "result", "handicap", "komi", "num_moves", "split"];
+const tableState = {};
+
+async function datasetPage(id) {
+  const s = await api(`/api/datasets/${encodeURIComponent(id)}`);
+  const st = tableState[id] || (tableState[id] = {sort: "date", desc: false, offset: 0, limit: 50});
+  main().innerHTML = `<h2>${esc(s.name)}</h2><pre class="summary">${esc(s.lines.join("\n"))}</pre>
+    <h3>Games</h3>
+    <form class="filters" id="filters">
+      <label>player<input name="player" value="${esc(st.player || "")}"></label>
+      <label>rank<input name="rank" placeholder="e.g. 5d" value="${esc(st.rank || "")}"></label>
+      <label>date from<input name="date_from" placeholder="2017-02-01" value="${esc(st.date_from || "")}"></label>
+      <label>date to<input name="date_to" placeholder="2017-02" value="${esc(st.date_to || "")}"></label>
+      <label>result<input name="result" placeholder="B+, W+R" value="${esc(st.result || "")}"></label>
+      <label>split<input name="split" placeholder="train" value="${esc(st.split || "")}"></label>
+      <button type="submit">filter</button>
+    </form>
+    <div id="games"></div>`;
+  $("#filters").addEventListener("submit", ev => {
+    ev.preventDefault();
+    for (const [k, v] of new FormData(ev.target)) st[k] = v.trim();
+    st.offset = 0;
+    loadGames(id);
+  });
+  await loadGames(id);
+}
+
+async function loadGames(id) {
+  const st = tableState[id];
+  const q = new URLSearchParams();
+  for (const k of ["player", "rank", "date_from", "date_to", "result", "split"]) if (st[k]) q.set(k, st[k]);
+  q.set("sort", st.sort); q.set("desc", st.desc ? "1" : "0"); q.set("offset", st.offset); q.set("limit", st.limit);
+  const box = $("#games");
+  let r;
+  try { r = await api(`/api/datasets/${encodeURIComponent(id)}/games?${q}`); } catch (e) { showError(e.message); return; }
+  showError("");
+  const head = COLS.map(c => `<th data-col="${c}">${c}${st.sort === c ? (st.desc ? " ▼" : " ▲") : ""}</th>`).join("");
+  const rows = r.rows.map(g => `<tr data-game="${esc(g.game_id)}">${COLS.map(c =>
+    `<td>${c === "date" ? `<a class="game-link" href="#/d/${encodeURIComponent(id)}/g/${encodeURIComponent(g.game_id)}/0">${esc(g[c] || "?")}</a>` : esc(g[c])}</td>`).join("")}</tr>`).join("");
+  const last = Math.min(r.offset + r.limit, r.total);
+  box.innerHTML = `<p class="muted" id="games-count">${r.total.toLocaleString()} games; showing ${r.total ? r.offset + 1 : 0}–${last}</p>
+    <table class="games"><thead><tr>${head}</tr></thead><tbody>${rows}</tbody></table>
+    <p><button id="prev" ${r.offset === 0 ? "disabled" : ""}>◀ previous</button>
+       <button id="next" ${last >= r.total ? "disabled" : ""}>next ▶</button></p>`;
+  box.querySelectorAll("th").forEach(th => th.addEventListener("click", () => {
+    const c = th.dataset.col;
+    if (st.sort === c) st.desc = !st.desc; else { st.sort = c; st.desc = false; }
+    st.offset = 0; loadGames(id);
+  }));
+  $("#prev").addEventListener("click", () => { st.offset = Math.max(0, st.offset - st.limit); loadGames(id); });
+  $("#next").addEventListener("click", () => { st.offset += st.limit; loadGames(id); });
+}
+
+// --- game viewer ----------------------------------------------------------------------------------
+
+async function viewerPage(id, game, k, query) {
+  const planes = (query.get("planes") || "").split(",").filter(Boolean);
+  const q = new URLSearchParams({move: String(k)});
+  if (planes.length) q.set("planes", planes.join(","));
+  const r = await api(`/api/datasets/${encodeURIComponent(id)}/games/${encodeURIComponent(game)}/position?${q}`);
+  const g = r.game;
+  const colour = Object.fromEntries(r.legend.map(l => [l.plane, l.colour]));
+  const go = (kk, pl = planes) => {
+    const kk2 = Math.max(0, Math.min(r.count - 1, kk));
+    location.hash = `#/d/${encodeURIComponent(id)}/g/${encodeURIComponent(game)}/${kk2}` + (pl.length ? `?planes=${pl.map(encodeURIComponent).join(",")}` : "");
+  };
+  const planeList = r.planes.map(n => `<label><input type="checkbox" class="plane-toggle" data-plane="${esc(n)}"
+      ${planes.includes(n) ? "checked" : ""}>${colour[n] ? `<span class="swatch" style="background:${colour[n]}"></span>` : ""}${esc(n)}
+      <span class="muted">(${r.plane_counts[n]})</span></label>`).join("");
+  main().innerHTML = `<p><a href="#/d/${encodeURIComponent(id)}">◀ ${esc(id)}</a></p>
+    <h2>${esc(g.black)} ${esc(g.black_rank || "")} (B) vs ${esc(g.white)} ${esc(g.white_rank || "")} (W) · ${esc(g.date || "")} · ${esc(g.result || "")}</h2>
+    <div class="viewer"><div class="board-wrap" id="board">${r.svg}</div>
+    <div class="side">
+      <div class="controls">
+        <button id="first" title="Home">|◀</button><button id="back10" title="↑">−10</button><button id="back" title="←">◀</button>
+        <button id="fwd" title="→">▶</button><button id="fwd10" title="↓">+10</button><button id="last" title="End">▶|</button>
+      </div>
+      <p id="position-info">position <b id="pos">${r.move + 1}</b> of ${r.count} · move number ${r.move_number + 1} ·
+        <b>${r.to_play === "B" ? "Black" : "White"}</b> to play · recorded next move <b id="next-move">${esc(r.next)}</b> ·
+        value target ${r.value > 0 ? "+1" : r.value}</p>
+      ${r.stones_known ? "" : "<p class='muted'>this encoder has no stone planes: the board shows only the marks</p>"}
+      <p><a id="analyse-link" href="#/analyse?ds=${encodeURIComponent(id)}&g=${encodeURIComponent(game)}&k=${r.move}">agents on this position ▶</a></p>
+      <h4>planes (${esc(INFO.datasets.find(d => d.id === id)?.encoder || "")})</h4><div class="planes">${planeList}</div>
+      <p class="muted">keys: ← → step, ↑ ↓ jump 10, Home / End</p>
+    </div></div>`;
+  $("#first").onclick = () => go(0);
+  $("#back10").onclick = () => go(r.move - 10);
+  $("#back").onclick = () => go(r.move - 1);
+  $("#fwd").onclick = () => go(r.move + 1);
+  $("#fwd10").onclick = () => go(r.move + 10);
+  $("#last").onclick = () => go(r.count - 1);
+  main().querySelectorAll(".plane-toggle").forEach(cb => cb.addEventListener("change", () => {
+    const n = cb.dataset.plane;
+    go(r.move, cb.checked ? [...planes, n] : planes.filter(p => p !== n));
+  }));
+  keyHandler = ev => {
+    if (ev.target.tagName === "INPUT") return;
+    const step = {ArrowRight: 1, ArrowLeft: -1, ArrowDown: 10, ArrowUp: -10}[ev.key];
+    if (step !== undefined) { ev.preventDefault(); go(r.move + step); }
+    else if (ev.key === "Home") go(0);
+    else if (ev.key === "End") go(r.count - 1);
+  };
+  document.addEventListener("keydown", keyHandler);
+}
+
+// --- agents on a position -------------------------------------------------------------------------
+
+const setup = {size: 19, komi: 7.5, moves: []};
+
+async function analysePage(query) {
+  let source;
+  const fromData = query.get("ds");
+  if (fromData) source = {dataset: fromData, game: query.get("g") || "", move: parseInt(query.get("k") || "0", 10)};
+  else source = {size: setup.size, komi: setup.komi, handicap: 0, moves: setup.moves};
+  main().innerHTML = `<h2>Agents on a position</h2>
+    ${fromData ? `<p>position ${source.move + 1} of game <a href="#/d/${encodeURIComponent(fromData)}/g/${encodeURIComponent(source.game)}/${source.move}">${esc(source.game.slice(0, 12))}</a> in ${esc(fromData)}
+       · <a href="#/analyse">set up a position instead</a></p>`
+    : `<p>Click the board to play moves (colours alternate) ·
+       size <input id="size" type="number" min="2" max="25" value="${setup.size}" style="width:4em">
+       <button id="pass">pass</button> <button id="undo">undo</button> <button id="clear">clear</button></p>`}
+    <div class="viewer"><div class="board-wrap" id="board">…</div><div class="agents" id="agents"></div></div>`;
+  const refresh = async () => {
+    const src = fromData ? source : {size: setup.size, komi: setup.komi, handicap: 0, moves: setup.moves};
+    const r = await api("/api/analyse", {source: src, top: 10});
+    $("#board").innerHTML = `<p class="status">${r.to_play === "B" ? "Black" : "White"} to play</p>` + r.svg;
+    $("#agents").innerHTML = r.results.map(a => a.error
+      ? `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3><p class="muted">${esc(a.error)}</p></div>`
+      : `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3>
+         <p>value (${r.to_play === "B" ? "Black" : "White"}'s view): <b class="value">${a.value === null ? "no value head" : a.value.toFixed(3)}</b> · pass ${(100 * a.pass).toFixed(1)}%</p>
+         ${a.svg}
+         <ol class="top-moves">${a.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol></div>`).join("");
+    if (!fromData) {
+      $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", async () => {
+        setup.moves.push(t.dataset.point);
+        try { await refresh(); showError(""); } catch (e) { setup.moves.pop(); showError(e.message); }
+      }));
+    }
+  };
+  if (!fromData) {
+    $("#pass").onclick = () => { setup.moves.push("pass"); refresh().catch(e => { setup.moves.pop(); showError(e.message); }); };
+    $("#undo").onclick = () => { setup.moves.pop(); refresh().catch(e => showError(e.message)); };
+    $("#clear").onclick = () => { setup.moves = []; refresh().catch(e => showError(e.message)); };
+    $("#size").onchange = ev => { setup.size = parseInt(ev.target.value, 10); setup.moves = []; refresh().catch(e => showError(e.message)); };
+  }
+  await refresh();
+}
+
+// --- play against an agent --------------------------------------------------------------------------
+
+const game = {agent: "random", human: "B", size: 9, komi: 7.5, handicap: 0, moves: [], over: false, result: null};
+
+async function playPage() {
+  const opts = INFO.agents.map(a => `<option value="${esc(a.id)}" ${a.id === game.agent ? "selected" : ""}>${esc(a.name)}</option>`).join("");
+  main().innerHTML = `<h2>Play against an agent</h2>
+    <form class="filters" id="newgame">
+      <label>agent<select name="agent" id="agent">${opts}</select></label>
+      <label>you play<select name="human" id="human"><option value="B">Black</option><option value="W" ${game.human === "W" ? "selected" : ""}>White</option></select></label>
+      <label>size<input name="size" id="psize" type="number" min="2" max="25" value="${game.size}"></label>
+      <label>komi<input name="komi" id="komi" type="number" step="0.5" value="${game.komi}"></label>
+      <label>handicap<input name="handicap" id="handicap" type="number" min="0" max="9" value="${game.handicap}"></label>
+      <button type="submit" id="start">new game</button>
+    </form>
+    <div class="viewer"><div class="board-wrap" id="board"></div>
+    <div class="side"><p class="status" id="status"></p>
+      <p class="controls"><button id="pass">pass</button><button id="undo">undo</button><button id="resign">resign</button>
+      <button id="save">save SGF</button></p>
+      <p class="muted" id="moves"></p></div></div>`;
+  const fixSize = () => {
+    const a = INFO.agents.find(x => x.id === $("#agent").value);
+    $("#psize").disabled = !!a.board_size;
+    if (a.board_size) $("#psize").value = a.board_size;
+  };
+  $("#agent").addEventListener("change", fixSize);
+  fixSize();
+  $("#newgame").addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const agentSel = $("#agent").value;
+    const a = INFO.agents.find(x => x.id === agentSel);
+    Object.assign(game, {agent: agentSel, human: $("#human").value, size: a.board_size || parseInt($("#psize").value, 10),
+                         komi: parseFloat($("#komi").value), handicap: parseInt($("#handicap").value, 10) || 0,
+                         moves: [], over: false, result: null});
+    await send(null);
+  });
+  $("#pass").onclick = () => send("pass");
+  $("#undo").onclick = async () => {
+    // back to the last position where the human was to move (drop the agent's reply and the human's move)
+    const humanFirst = (game.human === "B") === (game.handicap < 2);
+    let n = game.moves.length - 1;
+    while (n >= 0 && (n % 2 === 0) !== humanFirst) n--;
+    game.moves = game.moves.slice(0, Math.max(0, n));
+    game.over = false; game.result = null;
+    await send(null);
+  };
+  $("#resign").onclick = () => {
+    if (game.over) return;
+    game.over = true; game.result = (game.human === "B" ? "W" : "B") + "+R";
+    $("#status").textContent = `you resigned: ${game.result}`;
+    $("#board").querySelectorAll(".target").forEach(t => t.remove());
+  };
+  $("#save").onclick = async () => {
+    const a = INFO.agents.find(x => x.id === game.agent);
+    const names = game.human === "B" ? ["you", "gotk " + a.name] : ["gotk " + a.name, "you"];
+    try {
+      const text = await api("/api/sgf", {size: game.size, komi: game.komi, handicap: game.handicap, moves: game.moves,
+                                          result: game.result || "", black: names[0], white: names[1]});
+      const link = document.createElement("a");
+      link.href = URL.createObjectURL(new Blob([text], {type: "application/x-go-sgf"}));
+      link.download = "gotk-game.sgf"; link.id = "sgf-download";
+      document.body.appendChild(link); link.click(); link.remove();
+      window.lastSgf = text;
+    } catch (e) { showError(e.message); }
+  };
+  await send(null);
+}
+
+async function send(move) {
+  if (move !== null && game.over) return;
+  let r;
+  try {
+    r = await api("/api/play", {agent: game.agent, human: game.human, size: game.size, komi: game.komi,
+                               handicap: game.handicap, moves: game.moves, move});
+  } catch (e) { showError(e.message); return; }
+  showError("");
+  game.moves = r.moves; game.over = r.over; game.result = r.result;
+  $("#psize").value = game.size;
+  $("#board").innerHTML = r.svg;
+  $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", () => send(t.dataset.point)));
+  $("#status").textContent = r.over ? `game over: ${r.result}` :
+    `${r.to_play === "B" ? "Black" : "White"} to play` + (r.agent_move ? ` · agent played ${r.agent_move}` : "") +
+    ` · captures B ${r.captures[0]} W ${r.captures[1]}`;
+  $("#moves").textContent = `${r.moves.length} moves: ${r.moves.join(" ")}`;
+  $("#board").dataset.moves = String(r.moves.length);
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,65 @@
+"""Take the README's screenshots of ``gotk serve`` with Debian's headless Chromium (not a test).
+
+The images in docs/img were taken with::
+
+    gotk encode -e sevenplane -o /tmp/full                      # the built-in sample, 1,256 games
+    gotk train --data /tmp/full --out /tmp/run --model resnet --blocks 3 --filters 32 --head both \\
+        --max-steps 600 --batch-size 128 --optimizer adam      # one short epoch (71 steps)
+    gotk serve /tmp/full --agent /tmp/run/agent.gotk --port 0  # prints the URL
+    python tests/serve_screenshots.py URL docs/img
+
+(``GOTK_SCREENSHOTS=docs/img pytest tests/test_serve_browser.py`` saves the test's own pages instead, with
+its untrained agent.)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from playwright.sync_api import sync_playwright
+
+
+def main(url: str, out: str) -> None:
+    url = url.rstrip("/")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
+        pg = b.new_page(viewport={"width": 1280, "height": 860})
+        pg.goto(url + "/")
+        pg.click("a.dataset-link")
+        pg.wait_for_selector("table.games tbody tr")
+        pg.fill("input[name=player]", "dinh")
+        pg.click("form.filters button")
+        time.sleep(0.5)
+        for _ in range(2):
+            pg.click("th[data-col=num_moves]")
+            time.sleep(0.5)
+        pg.screenshot(path=f"{out}/serve-dataset.png")
+        pg.click("table.games tbody tr:nth-child(2) a.game-link")
+        pg.wait_for_selector("svg.board")
+        for _ in range(6):
+            pg.keyboard.press("ArrowDown")
+            time.sleep(0.25)
+        for n in ("own_liberties_1", "opponent_liberties_2", "opponent_liberties_3plus"):
+            pg.check(f"input.plane-toggle[data-plane={n}]")
+            pg.wait_for_selector(f"label:has(input[data-plane={n}]) .swatch")
+        pg.screenshot(path=f"{out}/serve-viewer.png")
+        pg.click("#analyse-link")
+        pg.wait_for_selector(".agent-card[data-agent=a0] rect.heat")
+        time.sleep(0.3)
+        pg.screenshot(path=f"{out}/serve-analyse.png", full_page=True)
+        pg.goto(url + "/#/play")
+        pg.wait_for_selector("#newgame")
+        pg.select_option("#agent", "a0")
+        pg.click("#start")
+        pg.wait_for_selector("svg.board rect.target")
+        for v in ("Q16", "D4", "Q3", "C16", "R10"):
+            n = pg.get_attribute("#board", "data-moves") or "0"
+            pg.click(f"#board rect.target[data-point={v}]")
+            pg.wait_for_function(f"document.querySelector('#board').dataset.moves !== '{n}'")
+        pg.screenshot(path=f"{out}/serve-play.png")
+        b.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

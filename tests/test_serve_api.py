@@ -1,0 +1,342 @@
+"""``gotk serve``'s JSON API without a browser (Starlette's TestClient, in process, on a real dataset and a
+real agent): what is reachable, bad requests answered 4xx with a message, the games table against a plain
+Python filter, the planes against the shard's bits, agents against their own API, SGF round trip; and
+``gotk show --svg/--png`` draws the viewer's board."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
+
+from gotk import coords
+
+pytest.importorskip("httpx", reason="Starlette's TestClient needs httpx (pip install -e '.[test]')")
+from starlette.testclient import TestClient  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory, encode_expected) -> Path:
+    return write_dataset(encode_expected, tmp_path_factory.mktemp("serve-api") / "sample")
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("serve-agents")
+    return make_agent(d / "a19.gotk", 19), make_agent(d / "a9.gotk", 9)
+
+
+def make_client(folders: list[Path], agent_files: list[Path]) -> TestClient:
+    from gotk.serve.agents import load_slots
+    from gotk.serve.app import dataset_ids, make_app
+    from gotk.serve.data import DatasetView
+
+    views = [DatasetView(f, i) for f, i in zip(folders, dataset_ids(folders), strict=True)]
+    return TestClient(make_app(views, load_slots([str(a) for a in agent_files])), raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def client(folder, agents) -> TestClient:
+    return make_client([folder], list(agents))
+
+
+def error(resp, status: int) -> str:
+    assert resp.status_code == status, (resp.status_code, resp.text[:300])
+    body = resp.json()
+    assert "Traceback" not in resp.text and body["error"]
+    return body["error"]
+
+
+def some_game(folder: Path, index: int = 0) -> dict:
+    return pq.read_table(folder / "games.parquet").to_pylist()[index]
+
+
+# --- what is reachable ------------------------------------------------------------------------------
+
+
+def test_only_named_datasets_and_agents(client, folder) -> None:
+    info = client.get("/api/info").json()
+    assert [d["id"] for d in info["datasets"]] == ["sample"]
+    assert [a["id"] for a in info["agents"]] == ["random", "a0", "a1"]
+    assert client.get("/api/datasets/sample").json()["lines"][0].startswith("gotk dataset")
+    assert "no dataset" in error(client.get("/api/datasets/other"), 404)
+    assert "no agent" in error(client.post("/api/play", json={"agent": "a7", "size": 9}), 404)
+
+
+@pytest.mark.parametrize("path", [
+    "/api/datasets/..%2F..%2Fetc/games", "/api/datasets/%2Fetc%2Fpasswd", "/static/../pyproject.toml",
+    "/static/..%2F..%2Fpyproject.toml", "/api/datasets/sample/games/..%2Fmanifest.json/position",
+    "/api/datasets/sample/games/%2Fetc%2Fpasswd/position", "/static/%2Fetc%2Fpasswd", "/nothing",
+])
+def test_no_path_traversal(client, path) -> None:
+    resp = client.get(path)
+    assert resp.status_code == 404, (path, resp.status_code)
+    assert "root:" not in resp.text and "[project]" not in resp.text
+
+
+def test_requests_never_name_files(client, folder) -> None:
+    g = some_game(folder)["game_id"]
+    for planes in ("../manifest.json", "/etc/passwd", "own_liberties_1,../../x"):
+        assert "no plane" in error(client.get(f"/api/datasets/sample/games/{g}/position",
+                                              params={"planes": planes}), 400)
+    for src in ({"dataset": "../sample", "game": g}, {"dataset": str(folder), "game": g}):
+        assert "no dataset" in error(client.post("/api/analyse", json={"source": src}), 404)
+    assert "no agent" in error(client.post("/api/analyse", json={"agents": [str(REPO / "x.gotk")]}), 404)
+
+
+# --- malformed requests: 4xx with a message -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("method,path,payload,status,words", [
+    ("get", "/api/datasets/sample/games?offset=abc", None, 400, "offset must be an integer"),
+    ("get", "/api/datasets/sample/games?limit=100000", None, 400, "limit"),
+    ("get", "/api/datasets/sample/games?limit=0", None, 400, "limit"),
+    ("get", "/api/datasets/sample/games?offset=-1", None, 400, "offset"),
+    ("get", "/api/datasets/sample/games?offset=" + "9" * 40, None, 400, "offset"),
+    ("get", "/api/datasets/sample/games?offset=1000000", None, 400, "past"),
+    ("get", "/api/datasets/sample/games?sort=features", None, 400, "cannot sort"),
+    ("get", "/api/datasets/sample/games/nope/position", None, 404, "no game"),
+    ("post", "/api/analyse", b"not json", 400, "not JSON"),
+    ("post", "/api/analyse", b"[1, 2]", 400, "JSON object"),
+    ("post", "/api/analyse", {"source": {"size": "x"}}, 400, "size must be int"),
+    ("post", "/api/analyse", {"source": {"size": 99}}, 400, "board size"),
+    ("post", "/api/analyse", {"source": {"size": 9, "moves": "D4"}}, 400, "moves must be list"),
+    ("post", "/api/analyse", {"source": {"size": 9, "moves": ["Z99"]}}, 400, "bad move"),
+    ("post", "/api/analyse", {"source": {"size": 9, "moves": [{"a": 1}]}}, 400, "bad move"),
+    ("post", "/api/analyse", {"source": {"size": 9, "moves": [10 ** 30]}}, 400, "not on a 9x9"),
+    ("post", "/api/analyse", {"source": {"size": 9, "handicap": 12}}, 400, "handicap"),
+    ("post", "/api/analyse", {"source": {"size": 9}, "top": 0}, 400, "top"),
+    ("post", "/api/analyse", {"source": {"size": 9, "komi": "lots"}}, 400, "komi"),
+    ("post", "/api/play", {"size": 9, "human": "X"}, 400, "human must be"),
+    ("post", "/api/play", {"agent": "a0", "size": 9}, 400, "plays 19x19"),
+    ("post", "/api/play", {"size": 9, "moves": ["D4", "D4"]}, 400, "move 2 (D4) is illegal"),
+    ("post", "/api/play", {"size": 9, "moves": ["D4"], "move": "E5"}, 409, "agent's turn"),
+    ("post", "/api/play", {"size": 9, "moves": ["pass", "pass"], "move": "E5"}, 409, "over"),
+    ("post", "/api/sgf", {"size": 9, "result": 5}, 400, "result must be str"),
+    ("put", "/api/play", None, 405, "Method Not Allowed"),
+])
+def test_malformed_requests_get_4xx_messages(client, method, path, payload, status, words) -> None:
+    kw = {"content": payload} if isinstance(payload, bytes) else {"json": payload} if payload is not None else {}
+    resp = getattr(client, method)(path, **kw) if method != "put" else client.put(path)
+    assert words in error(resp, status)
+
+
+def test_huge_move_index_and_illegal_move_in_play(client, folder) -> None:
+    g = some_game(folder)
+    msg = error(client.get(f"/api/datasets/sample/games/{g['game_id']}/position", params={"move": 10 ** 30}), 404)
+    assert f"0..{g['positions'] - 1}" in msg
+    msg = error(client.post("/api/analyse", json={"source": {"dataset": "sample", "game": g["game_id"],
+                                                             "move": 10 ** 30}}), 404)
+    assert "outside" in msg
+    # occupied point, then suicide: refused with the engine's reason, nothing played
+    assert "occupied" in error(client.post("/api/play", json={"size": 9, "moves": ["E5", "D4"], "move": "E5"}), 400)
+    # white A2 and B1 surround A1: black playing there is suicide
+    resp = client.post("/api/play", json={"size": 9, "moves": ["pass", "A2", "pass", "B1"], "move": "A1"})
+    assert "suicide" in error(resp, 400)
+
+
+def test_dataset_removed_while_serving(tmp_path, encode_expected) -> None:
+    folder = write_dataset(encode_expected, tmp_path / "gone")
+    c = make_client([folder], [])
+    g = some_game(folder)["game_id"]
+    assert c.get(f"/api/datasets/gone/games/{g}/position").status_code == 200
+    shutil.rmtree(folder)
+    for path in ("/api/datasets/gone", "/api/datasets/gone/games", f"/api/datasets/gone/games/{g}/position"):
+        assert "removed" in error(c.get(path), 410)
+    # shards gone but the manifest back: still a clear message, not a 500
+    write_dataset({"manifest.json": encode_expected["manifest.json"]}, folder)
+    c2 = make_client([folder], [])
+    msg = error(c2.get(f"/api/datasets/gone/games/{g}/position"), 410)
+    assert "cannot be read" in msg and str(folder) not in msg
+    # written again while serving: the manifest changed, the app says so instead of showing stale rows
+    write_dataset(encode_expected, folder)
+    c3 = make_client([folder], [])
+    assert c3.get(f"/api/datasets/gone/games/{g}/position").status_code == 200
+    manifest = folder / "manifest.json"
+    manifest.write_text(manifest.read_text() + " ")
+    assert "written again" in error(c3.get(f"/api/datasets/gone/games/{g}/position"), 410)
+
+
+# --- the data shown is the data on disk ------------------------------------------------------------------
+
+
+def test_games_table_filters_sorts_and_pages(client, folder) -> None:
+    rows = pq.read_table(folder / "games.parquet").to_pylist()
+    player = rows[0]["black"][1:4]
+    r = client.get("/api/datasets/sample/games", params={"player": player.upper(), "sort": "num_moves",
+                                                          "desc": "1", "limit": 7}).json()
+    want = [g for g in rows if player.lower() in (g["black"] or "").lower() or player.lower() in
+            (g["white"] or "").lower()]
+    want.sort(key=lambda g: (-g["num_moves"], g["game_id"]))
+    assert r["total"] == len(want) and [g["game_id"] for g in r["rows"]] == [g["game_id"] for g in want[:7]]
+    rank = rows[0]["white_rank"]
+    r = client.get("/api/datasets/sample/games", params={"rank": rank, "result": "b+", "date_from": "2017-02-05",
+                                                          "date_to": "2017-02-1", "limit": 500}).json()
+    want = {g["game_id"] for g in rows if rank in (g["black_rank"], g["white_rank"])
+            and (g["result"] or "").upper().startswith("B+") and "2017-02-05" <= g["date"] and g["date"][:9] <=
+            "2017-02-1"}
+    assert {g["game_id"] for g in r["rows"]} == want and want
+    pages = [client.get("/api/datasets/sample/games", params={"offset": o, "limit": 60}).json()["rows"]
+             for o in range(0, len(rows), 60)]
+    ids = [g["game_id"] for p in pages for g in p]
+    assert sorted(ids) == sorted(g["game_id"] for g in rows) and len(set(ids)) == len(rows)
+
+
+def test_position_planes_are_the_shard_bits(client, folder) -> None:
+    g = some_game(folder, 3)
+    ref = game_rows(folder, g["split"], g["game_id"])
+    c, h, w = ref["shape"]
+    names = ref["plane_names"]
+    for k in (0, 5, len(ref["label"]) - 1):
+        r = client.get(f"/api/datasets/sample/games/{g['game_id']}/position",
+                       params={"move": k, "planes": ",".join(names)}).json()
+        assert r["count"] == len(ref["label"]) == g["positions"]
+        assert r["next"] == coords.to_gtp(int(ref["label"][k]), h)
+        bits = ref["bits"][k].reshape(c, h * w)
+        for i, name in enumerate(names):
+            drawn = sorted(_attr_points(r["svg"], f'class="overlay" data-plane="{name}"'))
+            assert drawn == sorted(coords.to_gtp(int(p), h) for p in np.flatnonzero(bits[i])), (k, name)
+            assert r["plane_counts"][name] == int(bits[i].sum())
+
+
+def _attr_points(svg: str, marker: str) -> list[str]:
+    out = []
+    for line in svg.splitlines():
+        if marker in line:
+            out.append(line.split('data-point="')[1].split('"')[0])
+    return out
+
+
+def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
+    from gotk.nets.agent import load_agent
+    from gotk.serve.agents import build_state, state_from_stones
+    from gotk.serve.data import DatasetView, stones_at
+
+    agent = load_agent(agents[0])
+    moves = ["D4", "Q16", "pass", "C3"]
+    r = client.post("/api/analyse", json={"source": {"size": 19, "moves": moves}, "agents": ["a0", "a1"]}).json()
+    probs = agent.policy(build_state(19, 7.5, 0, moves))
+    a0 = r["results"][0]
+    assert a0["top"][0]["move"] == coords.to_gtp(int(np.argmax(probs)), 19)
+    assert abs(a0["value"] - agent.value(build_state(19, 7.5, 0, moves))) < 1e-6
+    assert _attr_points(a0["svg"], 'data-rank="1"') == [a0["top"][0]["move"]]
+    assert "plays 9x9" in r["results"][1]["error"]
+    # a dataset position: the same stones, the player to move of the row
+    g = some_game(folder, 2)
+    r = client.post("/api/analyse", json={"source": {"dataset": "sample", "game": g["game_id"], "move": 20},
+                                          "agents": ["a0"]}).json()
+    ds = DatasetView(folder, "x")
+    _m, gp = ds.positions(g["game_id"])
+    state = state_from_stones(stones_at(gp, 20, ds.encoder), 19, int(gp.to_play[20]), g["komi"])
+    # the agent was trained on this encoder: the network reads the shard's planes, illegal moves masked
+    logp, value = agent.predict(ref_planes(folder, g, 20)[None])
+    probs = np.exp(logp[0])
+    legal = np.zeros(probs.size, bool)
+    legal[state.legal_moves()] = True
+    probs[~legal] = 0
+    res = r["results"][0]
+    assert res["planes_from"] == "shard" and abs(res["value"] - float(value[0])) < 1e-6
+    assert res["top"][0]["move"] == coords.to_gtp(int(np.argmax(probs)), 19)
+    assert abs(res["top"][0]["prob"] - probs.max() / probs.sum()) < 1e-5
+
+
+def ref_planes(folder: Path, g: dict, k: int) -> np.ndarray:
+    ref = game_rows(folder, g["split"], g["game_id"])
+    return ref["bits"][k].reshape(ref["shape"]).astype(np.uint8)
+
+
+def test_play_undo_and_sgf_round_trip(client) -> None:
+    from gotk.game.handicap import fixed_handicap_points
+    from gotk.sgf.reader import read_sgf
+
+    r = client.post("/api/play", json={"size": 9, "handicap": 2, "komi": 0.5, "human": "B", "moves": []}).json()
+    assert r["agent_move"] and len(r["moves"]) == 1  # white moves first after handicap
+    moves = r["moves"]
+    for _ in range(3):
+        free = next(coords.to_gtp(p, 9) for p in range(81) if coords.to_gtp(p, 9) not in moves
+                    and p not in fixed_handicap_points(9, 2))
+        r = client.post("/api/play", json={"size": 9, "handicap": 2, "komi": 0.5, "human": "B", "moves": moves,
+                                           "move": free}).json()
+        assert r["moves"][len(moves)] == free and len(r["moves"]) == len(moves) + 2
+        moves = r["moves"]
+    text = client.post("/api/sgf", json={"size": 9, "handicap": 2, "komi": 0.5, "moves": moves, "result": "W+R",
+                                         "black": "me", "white": "gotk random"}).text
+    rec = read_sgf(text.encode())[0]
+    assert rec.size == 9 and rec.komi == 0.5 and rec.black == "me" and str(rec.result).startswith("W+R")
+    assert sorted(rec.setup_black) == sorted(fixed_handicap_points(9, 2))
+    assert [coords.to_gtp(p, 9) for _c, p in rec.moves] == moves
+    # the human takes white: the agent opens as black
+    r = client.post("/api/play", json={"size": 9, "human": "W", "moves": []}).json()
+    assert len(r["moves"]) == 1 and r["agent_move"] == r["moves"][0] and r["to_play"] == "W"
+    # two passes end the game with an area score
+    r = client.post("/api/play", json={"size": 9, "human": "B", "moves": ["E5", "pass"], "move": "pass"}).json()
+    assert r["over"] and r["result"] == "B+73.5"
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+
+def _gotk(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gotk", *args], capture_output=True, text=True, timeout=timeout,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_refuses_bad_inputs_and_warns_off_loopback(tmp_path, folder) -> None:
+    bad = tmp_path / "bad.gotk"
+    bad.write_bytes(b"not a zip")
+    r = _gotk("serve", str(folder), "--agent", str(bad), "--port", "0")
+    assert r.returncode == 2 and "bad.gotk" in r.stderr
+    r = _gotk("serve", str(tmp_path), "--port", "0")
+    assert r.returncode == 2 and "not a gotk dataset" in r.stderr
+    r = _gotk("serve", str(tmp_path), "--host", "0.0.0.0", "--port", "0")  # fails on the dataset: binds nothing
+    assert r.returncode == 2 and "NO authentication" in r.stderr
+    from gotk.cli.serve import is_loopback
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2") and not is_loopback("example.org")
+
+
+def test_cli_serves_on_loopback(folder) -> None:
+    import urllib.request
+
+    server = Server(str(folder))
+    try:
+        assert server.url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(server.url + "/api/info", timeout=30) as resp:
+            assert json.loads(resp.read())["datasets"][0]["id"] == "sample"
+        with urllib.request.urlopen(server.url + "/", timeout=30) as resp:
+            assert b"/static/app.js" in resp.read()
+    finally:
+        server.stop()
+
+
+def test_show_svg_and_png_draw_the_viewers_board(client, folder, tmp_path) -> None:
+    g = some_game(folder, 1)
+    ref = game_rows(folder, g["split"], g["game_id"])
+    k = 12
+    # the split row of position k of this game
+    manifest = json.loads((folder / "manifest.json").read_text())
+    ids = [i for s in manifest["splits"][g["split"]]["shards"]
+           for i in pq.read_table(folder / s["file"], columns=["game_id"])["game_id"].to_pylist()]
+    row = ids.index(g["game_id"]) + k
+    svg, png = tmp_path / "b.svg", tmp_path / "b.png"
+    r = _gotk("show", str(folder), "-s", g["split"], "-r", str(row), "--svg", str(svg), "--png", str(png),
+              "--plane", "own_liberties_3plus", "--plane", "ko")
+    assert r.returncode == 0, r.stderr
+    web = client.get(f"/api/datasets/sample/games/{g['game_id']}/position",
+                     params={"move": k, "planes": "own_liberties_3plus,ko"}).json()["svg"]
+    assert svg.read_text() == web
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    assert Image.open(png).size == (int(web.split('width="')[1].split('"')[0]),) * 2
+    assert ref["label"][k] == coords.from_gtp(_attr_points(web, 'class="next-move"')[0], 19)
+    r = _gotk("show", str(folder), "-s", g["split"], "-r", str(row), "--svg", str(svg), "--plane", "nope")
+    assert r.returncode == 2 and "no plane 'nope'" in r.stderr

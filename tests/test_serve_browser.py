@@ -1,0 +1,224 @@
+"""``gotk serve`` driven by a real headless Chromium (Debian's ``chromium`` through playwright, never a
+downloaded browser): open a dataset, step through a game, overlay a plane and compare it with the
+shard's bits, compare an agent's heat map with ``gotk-policy``, play against the random agent.
+
+Set ``GOTK_SCREENSHOTS=docs/img`` to save the screenshots shown in the README there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
+
+from gotk import coords
+
+CHROMIUM = os.environ.get("GOTK_CHROMIUM", "/usr/bin/chromium")
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - the CI installs it (pip install -e '.[test]')
+    sync_playwright = None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if sync_playwright is None:
+        pytest.skip("playwright is not installed (pip install playwright; the browser is Debian's chromium)")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium; .ci/run installs it)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, encode_expected):
+    folder = write_dataset(encode_expected, tmp_path_factory.mktemp("serve") / "kgs-sample")
+    agent = make_agent(folder.parent / "tiny.gotk")
+    server = Server(str(folder), "--agent", str(agent))
+    yield server, folder, agent
+    server.stop()
+
+
+@pytest.fixture
+def page(browser, served):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    ctx.close()
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def shot(page, name: str) -> None:
+    folder = os.environ.get("GOTK_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / name), full_page=True)
+
+
+def points(page, selector: str, attr: str = "data-point") -> list[str]:
+    return page.eval_on_selector_all(selector, f"els => els.map(e => e.getAttribute('{attr}'))")
+
+
+def test_dataset_games_viewer_and_planes(page, served) -> None:
+    server, folder, _agent = served
+    page.goto(server.url + "/")
+    page.click("a.dataset-link")
+    page.wait_for_selector("table.games tbody tr")
+    assert "sevenplane" in page.inner_text("pre.summary")
+    shot(page, "serve-dataset.png")
+    # sort by moves (descending: click twice), filter by result, then open the first game
+    page.click("th[data-col=num_moves]")
+    page.wait_for_selector("th[data-col=num_moves]:has-text('▲')")
+    page.click("th[data-col=num_moves]")
+    page.wait_for_selector("th[data-col=num_moves]:has-text('▼')")
+    moves = [int(x) for x in page.eval_on_selector_all("table.games tbody tr td:nth-child(9)",
+                                                      "els => els.map(e => e.textContent)")]
+    assert moves == sorted(moves, reverse=True) and len(moves) == 50
+    page.fill("input[name=result]", "W+")
+    page.click("form.filters button")
+    page.wait_for_function("document.querySelector('#games-count').textContent.includes('games') && "
+                           "[...document.querySelectorAll('table.games tbody tr td:nth-child(6)')]"
+                           ".every(td => td.textContent.startsWith('W+'))")
+    game_id = page.get_attribute("table.games tbody tr", "data-game")
+    page.click("table.games tbody tr a.game-link")
+    page.wait_for_selector("svg.board")
+
+    meta = game_rows(folder, _split_of(folder, game_id), game_id)
+    size = meta["shape"][1]
+    # step with the keyboard: 3 x right, then up (-10 clamps at 0), then down (+10)
+    for _ in range(3):
+        before = page.inner_text("#pos")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"document.querySelector('#pos') && document.querySelector('#pos').textContent "
+                               f"!== '{before}'")
+    assert page.inner_text("#pos") == "4"
+    assert points(page, "circle.next-move") == [coords.to_gtp(int(meta["label"][3]), size)]
+    assert len(points(page, "circle.stone")) == 3
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("document.querySelector('#pos').textContent === '14'")
+    k = 13
+    assert points(page, "circle.next-move") == [coords.to_gtp(int(meta["label"][k]), size)]
+    # the move numbers drawn on the stones are the recorded moves
+    nums = [int(n) for n in page.eval_on_selector_all("text.number", "els => els.map(e => e.textContent)")]
+    played = {int(m) + 1 for m, lab in zip(meta["move_number"][:k], meta["label"][:k], strict=True)
+              if lab < size * size}
+    assert nums and set(nums) <= played and len(nums) == len(set(nums))
+
+    # overlay two planes: each drawn square is exactly a set bit of the shard row
+    c, h, w = meta["shape"]
+    planes = meta["bits"][k].reshape(c, h * w)
+    for name in ("own_liberties_3plus", "opponent_liberties_3plus"):
+        page.check(f"input.plane-toggle[data-plane={name}]")
+        page.wait_for_selector(f"rect.overlay[data-plane={name}]")
+    shot(page, "serve-viewer.png")
+    for name in ("own_liberties_3plus", "opponent_liberties_3plus"):
+        i = meta["plane_names"].index(name)
+        drawn = sorted(points(page, f"rect.overlay[data-plane={name}]"))
+        expected = sorted(coords.to_gtp(int(p), size) for p in np.flatnonzero(planes[i]))
+        assert drawn == expected and drawn
+    # toggling off removes that overlay only
+    page.uncheck("input.plane-toggle[data-plane=own_liberties_3plus]")
+    page.wait_for_function("!document.querySelector('rect.overlay[data-plane=own_liberties_3plus]')")
+    assert points(page, "rect.overlay[data-plane=opponent_liberties_3plus]")
+
+
+def _split_of(folder: Path, game_id: str) -> str:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(folder / "games.parquet", columns=["game_id", "split"])
+    return t.filter(pc.equal(t["game_id"], game_id))["split"][0].as_py()
+
+
+def _gtp_policy(agent: Path, moves: list[str]) -> list[str]:
+    """``gotk-policy`` of ``gotk gtp --agent`` after ``moves`` (alternating, black first)."""
+    cmds = [f"play {'BW'[i % 2]} {m}" for i, m in enumerate(moves)] + ["gotk-policy 3", "quit"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent)], input="\n".join(cmds) + "\n",
+                         capture_output=True, text=True, timeout=120, env=env, check=True).stdout
+    answer = out.split("\n\n")[len(moves)]
+    return [line.split()[0] for line in answer.lstrip("= ").splitlines() if not line.startswith("value")]
+
+
+def test_agent_heat_map_matches_gotk_policy(page, served) -> None:
+    server, _folder, agent = served
+    page.goto(server.url + "/#/analyse")
+    page.wait_for_selector(".agent-card[data-agent=a0] text.top-move")
+    clicked = ["D4", "Q16", "K10"]
+    for i, vertex in enumerate(clicked):
+        page.click(f"#board rect.target[data-point={vertex}]")
+        page.wait_for_function(f"document.querySelectorAll('#board circle.stone').length === {i + 1}")
+    page.wait_for_selector(".agent-card[data-agent=a0] text.top-move[data-rank='1']")
+    shot(page, "serve-analyse.png")
+    top = points(page, ".agent-card[data-agent=a0] text.top-move[data-rank='1']")
+    listed = page.get_attribute(".agent-card[data-agent=a0] ol.top-moves li", "data-move")
+    expected = _gtp_policy(agent, clicked)
+    assert top == [expected[0]] and listed == expected[0]
+    assert page.inner_text(".agent-card[data-agent=a0] .value") not in ("", "no value head")
+    # a position from the dataset: the viewer's link opens it with every agent's heat map
+    page.goto(server.url + "/#/d/kgs-sample")
+    page.click("table.games tbody tr a.game-link")
+    page.wait_for_selector("#analyse-link")
+    page.click("#analyse-link")
+    page.wait_for_selector(".agent-card[data-agent=a0] rect.heat")
+    assert points(page, ".agent-card[data-agent=random] text.top-move[data-rank='1']")
+
+
+def test_play_three_moves_against_random(page, served) -> None:
+    server, _folder, _agent = served
+    page.goto(server.url + "/#/play")
+    page.wait_for_selector("#newgame")
+    page.select_option("#agent", "random")
+    page.fill("#psize", "9")
+    page.click("#start")
+    page.wait_for_selector("svg.board[data-size='9'] rect.target")
+    for i, vertex in enumerate(["E5", "C3", "G7"]):
+        page.click(f"#board rect.target[data-point={vertex}]")
+        page.wait_for_function(f"document.querySelector('#board').dataset.moves === '{2 * (i + 1)}'")
+    stones = page.eval_on_selector_all("#board circle.stone", "els => els.map(e => e.dataset.color + e.dataset.point)")
+    assert {"BE5", "BC3", "BG7"} <= set(stones) and len(stones) == 6
+    # an illegal move (occupied point) is refused with a message and changes nothing
+    page.click("#board rect.target[data-point=E5]")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "illegal" in page.inner_text("#error") or "occupied" in page.inner_text("#error")
+    assert page.get_attribute("#board", "data-moves") == "6"
+    shot(page, "serve-play.png")
+    # undo takes back the agent's reply and my last move; then resign and save the game as SGF
+    page.click("#undo")
+    page.wait_for_function("document.querySelector('#board').dataset.moves === '4'")
+    page.click("#resign")
+    assert "W+R" in page.inner_text("#status")
+    with page.expect_download() as dl:
+        page.click("#save")
+    text = Path(dl.value.path()).read_text()
+    from gotk.sgf.reader import read_sgf
+
+    rec = read_sgf(text.encode())[0]
+    assert rec.size == 9 and rec.num_moves == 4 and str(rec.result).startswith("W+R") or "W+R" in text
+    assert [coords.to_gtp(p, 9) for _c, p in rec.moves][::2] == ["E5", "C3"]
+
+
+def test_removed_dataset_shows_a_message(browser, tmp_path, encode_expected) -> None:
+    folder = write_dataset(encode_expected, tmp_path / "gone")
+    server = Server(str(folder))
+    ctx = browser.new_context()
+    try:
+        pg = ctx.new_page()
+        pg.goto(server.url + "/")
+        (folder / "manifest.json").unlink()
+        pg.click("a.dataset-link")
+        pg.wait_for_selector("#error:not([hidden])")
+        assert "removed" in pg.inner_text("#error")
+    finally:
+        ctx.close()
+        server.stop()
