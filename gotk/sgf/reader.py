@@ -21,6 +21,7 @@ from gotk.errors import SGFError
 from gotk.sgf.record import BLACK, WHITE, GameRecord, parse_result
 
 MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
+HEADER_KEYS = ("KM", "TM", "OT", "TC", "TT", "AP", "GN", "EV")  # raw text kept for gotk.sgf.metadata
 _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
 
 
@@ -210,6 +211,7 @@ def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
         defect=defect,
         source=source,
         member=member,
+        headers={k: text(k) for k in HEADER_KEYS if k in root},
     )
 
 

@@ -115,6 +115,7 @@ class GameRecord:
     defect: tuple[str, int, str] | None = None
     source: str = ""  # archive or file name
     member: str = ""  # path inside the archive
+    headers: dict = field(default_factory=dict)  # raw root values of KM TM OT TC TT AP GN EV (gotk.sgf.metadata)
 
     @property
     def num_moves(self) -> int:
