@@ -81,17 +81,33 @@ class EncodeOptions:
     shard_rows: int = DEFAULT_SHARD_ROWS
     row_group_rows: int = S.ROW_GROUP_ROWS
     max_member_bytes: int = MAX_SGF_BYTES
+    where: str | None = None  # gotk.build.filters expression over the games table
+    bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
 
     def validate(self) -> list[tuple[str, float]]:
+        from gotk.build.filters import WhereError, compile_where
+
         try:
             splits = parse_split(self.split)
             if self.min_rank:
                 parse_min_rank(self.min_rank)
+            if self.where:
+                compile_where(self.where, M.ENCODE_WHERE_COLUMNS)
+            self.bot_patterns()
+        except WhereError as e:
+            raise EncodeError("bad_where", str(e)) from e
         except ValueError as e:
             raise EncodeError("bad_option", str(e)) from e
         if self.shard_rows < 1 or self.row_group_rows < 1 or self.skip_first < 0:
             raise EncodeError("bad_option", "--shard-rows must be ≥ 1 and --skip-first ≥ 0")
         return splits
+
+    def bot_patterns(self) -> tuple[str, ...]:
+        """The bot-name patterns of this run (default list + $GOTK_BOTS + ``bots`` files), resolved in the
+        parent so every worker uses the same list."""
+        from gotk.sgf.metadata import BotList
+
+        return tuple(BotList.load(files=self.bots).patterns)
 
 
 # --- sources -------------------------------------------------------------------------------------
@@ -260,7 +276,7 @@ class EncodeRun:
             work_dir=abs_work, board_size=opts.board_size,
             min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None, no_handicap=opts.no_handicap,
             include_passes=opts.include_passes, skip_first=opts.skip_first, drop_partial=opts.drop_partial,
-            storage_options=remote)
+            where=opts.where or None, bot_patterns=opts.bot_patterns(), storage_options=remote)
         self.shard_opts = W.ShardOptions(
             encoder=opts.encoder, encoder_options=opts.encoder_options, board_size=opts.board_size,
             include_passes=opts.include_passes, skip_first=opts.skip_first, work_dir=abs_work, out_dir=abs_out,
@@ -432,6 +448,8 @@ class EncodeRun:
                 "partial_reasons": partial,
                 "skipped": dict(sorted(planner.skipped.items())),
                 "examples": dict(sorted(planner.examples.items())),
+                "filtered_where": dict(sorted(planner.filtered_where.items())),
+                "metadata_warnings": dict(sorted(planner.warnings.items())),
             },
             "games_file": {"file": M.GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
                            "sha256": games_info["sha256"]},

@@ -35,6 +35,8 @@ class Planner:
         self.skipped: Counter = Counter()
         self.partial: Counter = Counter()
         self.examples: dict[str, str] = {}
+        self.warnings: Counter = Counter()  # metadata warnings (bad_rank …) over games read
+        self.filtered_where: Counter = Counter()  # --where: the first failed term → games
         names = [n for n, _ in splits]
         if "test" not in names and test_from:
             names.append("test")
@@ -45,7 +47,8 @@ class Planner:
         self._cur_rows: Counter = Counter()
         self._next_index: Counter = Counter()
         self.games = S.ShardWriter(join(out_dir, M.GAMES_NAME), M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
-                                   dictionary=["archive", "black_rank", "white_rank", "rules", "split", "winner"],
+                                   dictionary=["archive", "black_rank_raw", "white_rank_raw", "rules", "rules_raw", "split", "winner",
+                                               "end", "source", "time_system", "komi_raw"],
                                    statistics=[], storage=self.storage)
 
     def add_unit(self, unit_id: int, stats: dict, table: pa.Table | None = None) -> list[dict]:
@@ -55,6 +58,8 @@ class Planner:
         self.games_read += stats["games_read"]
         self.skipped.update(stats["skipped"])
         self.partial.update(stats["partial"])
+        self.warnings.update(stats.get("warnings", {}))
+        self.filtered_where.update(stats.get("filtered_where", {}))
         for k, v in stats["examples"].items():
             self.examples.setdefault(k, v)
         if not stats["candidates"]:

@@ -34,22 +34,22 @@ import pyarrow as pa
 from gotk.build.splits import passes_min_rank
 from gotk.encoders.base import kept_mask
 from gotk.errors import GotkError
-from gotk.sgf.record import GameRecord, Result, value_targets
+from gotk.sgf.record import GameRecord, value_targets
 from gotk.shards import format as S
+from gotk.shards import manifest as M
 from gotk.shards.gameid import game_id
 from gotk.storage import Storage, join
 
 UNIT_META_KEY = b"gotk_unit"
 
-SCAN_SCHEMA = pa.schema([
-    ("game_id", pa.string()), ("path", pa.string()), ("archive", pa.string()), ("member", pa.string()),
-    ("black", pa.string()), ("white", pa.string()), ("black_rank", pa.string()), ("white_rank", pa.string()),
-    ("komi", pa.float64()), ("handicap", pa.int32()), ("result", pa.string()), ("winner", pa.string()),
-    ("date", pa.string()), ("rules", pa.string()), ("num_moves", pa.int32()), ("rows", pa.int32()),
-    ("partial", pa.string()), ("size", pa.int16()), ("first_player", pa.int8()),
-    ("setup_black", pa.binary()), ("setup_white", pa.binary()), ("setup_empty", pa.binary()),
-    ("colors", pa.binary()), ("points", pa.binary()),
-])
+#: One row per candidate game: ``path``, every games.parquet column but ``split``/``positions`` (see
+#: gotk.shards.manifest.GAMES_SCHEMA), then ``rows`` and the compact record the encoder replays.
+SCAN_SCHEMA = pa.schema(
+    [("game_id", pa.string()), ("path", pa.string())]
+    + [(f.name, f.type) for f in M.GAMES_SCHEMA if f.name not in ("game_id", "split", "positions")]
+    + [("rows", pa.int32()), ("size", pa.int16()), ("first_player", pa.int8()),
+       ("setup_black", pa.binary()), ("setup_white", pa.binary()), ("setup_empty", pa.binary()),
+       ("colors", pa.binary()), ("points", pa.binary())])
 
 
 @dataclass
@@ -75,12 +75,14 @@ class ScanOptions:
     include_passes: bool = False
     skip_first: int = 0
     drop_partial: bool = False
+    where: str | None = None  # a gotk.build.filters expression over the games table
+    bot_patterns: tuple[str, ...] | None = None  # gotk.sgf.metadata.BotList patterns (None: the default list)
     storage_options: dict | None = None
 
     def key(self) -> dict:
         """The options that change a unit's result (not the paths of the run)."""
         return {k: getattr(self, k) for k in ("board_size", "min_rank", "no_handicap", "include_passes",
-                                               "skip_first", "drop_partial")}
+                                               "skip_first", "drop_partial", "where", "bot_patterns")}
 
     def storage(self) -> Storage:
         return Storage.for_url(self.work_dir, self.storage_options)
@@ -169,10 +171,26 @@ def _kept_rows(rec: GameRecord, played: int, include_passes: bool, skip_first: i
     return int(np.count_nonzero(kept_mask(rec.points[:played], rec.size, include_passes, skip_first)))
 
 
+_WHERE_AFTER_REPLAY = {"positions", "partial"}  # columns known only once the game is replayed
+
+
+def _where(text: str | None):
+    from gotk.build.filters import compile_where
+
+    return compile_where(text, M.ENCODE_WHERE_COLUMNS) if text else None
+
+
 def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats."""
     from gotk.game.replay import replay
+    from gotk.sgf.metadata import BotList, default_bots, normalise_record
     from gotk.sgf.reader import iter_sgf
+
+    where = _where(options.where)
+    where_late = where is not None and bool(where.used_columns() & _WHERE_AFTER_REPLAY)
+    bots = default_bots() if options.bot_patterns is None else BotList(list(options.bot_patterns))
+    warnings: Counter = Counter()
+    filtered_where: Counter = Counter()
 
     size = options.board_size
     include_passes = options.include_passes
@@ -191,63 +209,73 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         examples.setdefault(reason, f"{where}: {message}" if message else where)
 
     for path, archive, member, data in unit.items:
-        where = f"{archive}:{member}" if member else archive
+        place = f"{archive}:{member}" if member else archive
         t = time.perf_counter()
         try:
             records = list(iter_sgf(data, archive, member))
         except GotkError as e:
             t_parse += time.perf_counter() - t
             games_read += 1
-            skip(e.reason, where, str(e))
+            skip(e.reason, place, str(e))
             continue
         t_parse += time.perf_counter() - t
         for rec in records:
             games_read += 1
             if isinstance(rec, GotkError):
-                skip(rec.reason, where, str(rec))
+                skip(rec.reason, place, str(rec))
                 continue
+            meta = normalise_record(rec, bots)
+            if meta["warnings"]:
+                warnings.update(meta["warnings"].split(","))
             if rec.size != size:
-                skip("bad_size", where, f"board {rec.size}x{rec.size}, expected {size}x{size}")
+                skip("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}")
                 continue
             if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
-                skip("filtered_handicap", where, f"handicap {rec.handicap}")
+                skip("filtered_handicap", place, f"handicap {rec.handicap}")
                 continue
             if not passes_min_rank(rec.black_rank, rec.white_rank, min_rank):
-                skip("filtered_rank", where, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}")
+                skip("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}")
+                continue
+            row = {"game_id": game_id(rec), "archive": archive, "member": member, "black": rec.black, "white": rec.white,
+                   "handicap": int(rec.handicap), "result": str(rec.result), "winner": rec.result.winner,
+                   "num_moves": rec.num_moves, **meta}
+            if where is not None and not where_late and (why := where.reason(row)) is not None:
+                skip("filtered_where", place, why)
+                filtered_where[why] += 1
                 continue
             t = time.perf_counter()
             try:
                 out = replay(rec, min_moves=0, keep_history=False)
             except GotkError as e:
                 t_replay += time.perf_counter() - t
-                skip(e.reason, where, str(e))
+                skip(e.reason, place, str(e))
                 continue
             t_replay += time.perf_counter() - t
             rows = _kept_rows(rec, out.moves_played, include_passes, skip_first)
             err = out.error
             if err is not None and options.drop_partial:
-                skip(err.reason, where, str(err))
+                skip(err.reason, place, str(err))
                 continue
             if rows == 0:
-                skip(err.reason if err is not None else "too_short", where,
+                skip(err.reason if err is not None else "too_short", place,
                      str(err) if err is not None else f"{rec.num_moves} moves, no position kept")
                 continue
+            if where_late:
+                row.update(positions=rows, partial=err.reason if err is not None else None)
+                if (why := where.reason(row)) is not None:
+                    skip("filtered_where", place, why)
+                    filtered_where[why] += 1
+                    continue
             if err is not None:
                 partial[err.reason] += 1
-                examples.setdefault(f"partial:{err.reason}", f"{where}: {err}")
-            res: Result = rec.result
-            for key, value in (
-                ("game_id", game_id(rec)), ("path", path), ("archive", archive), ("member", member),
-                ("black", rec.black), ("white", rec.white), ("black_rank", rec.black_rank),
-                ("white_rank", rec.white_rank), ("komi", float(rec.komi)), ("handicap", int(rec.handicap)),
-                ("result", str(res)), ("winner", res.winner), ("date", rec.date), ("rules", rec.rules),
-                ("num_moves", rec.num_moves), ("rows", rows), ("partial", err.reason if err is not None else None),
-                ("size", rec.size), ("first_player", int(rec.first_player or 0)),
-                ("setup_black", _u16(rec.setup_black)), ("setup_white", _u16(rec.setup_white)),
-                ("setup_empty", _u16(rec.setup_empty)), ("colors", np.asarray(rec.colors, dtype="u1").tobytes()),
-                ("points", _u16(rec.points)),
-            ):
-                cols[key].append(value)
+                examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
+            row.update(game_id=game_id(rec), path=path, rows=rows, partial=err.reason if err is not None else None,
+                       size=rec.size, first_player=int(rec.first_player or 0),
+                       setup_black=_u16(rec.setup_black), setup_white=_u16(rec.setup_white),
+                       setup_empty=_u16(rec.setup_empty), colors=np.asarray(rec.colors, dtype="u1").tobytes(),
+                       points=_u16(rec.points))
+            for key in cols:
+                cols[key].append(row[key])
 
     stats = {
         "unit_id": unit.unit_id,
@@ -257,6 +285,8 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         "skipped": dict(sorted(skipped.items())),
         "partial": dict(sorted(partial.items())),
         "examples": dict(sorted(examples.items())),
+        "warnings": dict(sorted(warnings.items())),
+        "filtered_where": dict(sorted(filtered_where.items())),
     }
     table = pa.Table.from_pydict(cols, schema=SCAN_SCHEMA)
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
@@ -295,10 +325,10 @@ class _UnitGames:
     def __init__(self, table: pa.Table) -> None:
         self.game_id = table.column("game_id").to_pylist()
         self.winner = table.column("winner").to_pylist()
-        self.rules = table.column("rules").to_pylist()
+        self.rules = table.column("rules_raw").to_pylist()  # as written: the engine reads RU spellings
         self.rows = table.column("rows").to_numpy()
         self.size = table.column("size").to_numpy()
-        self.komi = table.column("komi").to_numpy()
+        self.komi = table.column("komi").fill_null(0.0).to_numpy()
         self.handicap = table.column("handicap").to_numpy()
         self.first_player = table.column("first_player").to_numpy()
         self._bin = {name: self._binary(table.column(name))

@@ -32,6 +32,11 @@ def encode_cmd(
     shard_rows: int = typer.Option(65536, "--shard-rows", help="Rows per shard file (the last of a split is shorter)."),
     drop_partial: bool = typer.Option(False, "--drop-partial", help="Drop games that stop at an illegal or "
                                       "unreadable move (default: keep the positions before it)."),
+    where: str = typer.Option(None, "--where", help="Keep only games where this expression over the games table is "
+                              "true, e.g. \"min(black_rank, white_rank) >= 5d and handicap = 0 and not "
+                              "(black_is_bot or white_is_bot) and year >= 2015\" (docs/metadata.md)."),
+    bots: list[Path] = typer.Option(None, "--bots", help="Extra bot-name list file (one regular expression per "
+                                    "line; repeatable; see docs/metadata.md)."),
     encoder_option: list[str] = typer.Option(None, "--encoder-option", help="Encoder option KEY=VALUE, e.g. "
                                              "ladders=false (repeatable)."),
     unit_size: int = typer.Option(128, "--unit-size", help="SGF members per scan work unit (does not change the "
@@ -60,7 +65,8 @@ def encode_cmd(
     opts = EncodeOptions(
         encoder=encoder, encoder_options=parse_key_values(encoder_option), board_size=board_size, split=split,
         test_from=list(test_from or []), min_rank=min_rank, no_handicap=no_handicap, include_passes=include_passes,
-        skip_first=skip_first, drop_partial=drop_partial, shard_rows=shard_rows,
+        skip_first=skip_first, drop_partial=drop_partial, shard_rows=shard_rows, where=where,
+        bots=[str(b) for b in bots or []],
     )
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:

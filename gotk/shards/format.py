@@ -1,4 +1,4 @@
-"""The shard format (schema version 1): one Parquet row per position, see ``docs/shards.md``.
+"""The shard format (schema version 2): one Parquet row per position, see ``docs/shards.md``.
 
 Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features``
 fixed_size_binary, ``label`` int16, ``value`` int8. Bit encoders store ``np.packbits`` of the
@@ -25,7 +25,7 @@ from gotk.atomic import temp_path
 from gotk.hashing import sha256_file
 from gotk.storage import Storage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: games.parquet gained normalised metadata (issue 14); shard rows unchanged
 ROW_GROUP_ROWS = 8192
 ZSTD_LEVEL = 1
 METADATA_KEY = b"gotk"

@@ -22,18 +22,42 @@ RUN_REPORT_NAME = "run-report.json"
 WORK_NAME = ".work"
 FORMAT = "gotk-shards"
 
+_STR, _I16, _I32, _F64, _BOOL = pa.string(), pa.int16(), pa.int32(), pa.float64(), pa.bool_()
+#: ``games.parquet`` (schema version 2): normalised metadata (gotk.sgf.metadata) beside the raw values.
 GAMES_SCHEMA = pa.schema([
-    pa.field("game_id", pa.string(), nullable=False),
-    pa.field("archive", pa.string()), pa.field("member", pa.string()),
-    pa.field("black", pa.string()), pa.field("white", pa.string()),
-    pa.field("black_rank", pa.string()), pa.field("white_rank", pa.string()),
-    pa.field("komi", pa.float64()), pa.field("handicap", pa.int32()),
-    pa.field("result", pa.string()), pa.field("winner", pa.string()),
-    pa.field("date", pa.string()), pa.field("rules", pa.string()),
-    pa.field("num_moves", pa.int32()), pa.field("positions", pa.int32()), pa.field("partial", pa.string()),
-    pa.field("split", pa.string(), nullable=False),
+    pa.field("game_id", _STR, nullable=False),
+    ("archive", _STR), ("member", _STR), ("black", _STR), ("white", _STR),
+    ("black_rank", _I16), ("white_rank", _I16), ("black_rank_raw", _STR), ("white_rank_raw", _STR),
+    ("black_is_bot", _BOOL), ("white_is_bot", _BOOL),
+    ("komi", _F64), ("komi_raw", _STR), ("handicap", pa.int32()),
+    ("result", _STR), ("winner", _STR), ("end", _STR),
+    ("date", _STR), ("year", _I16), ("date_raw", _STR), ("rules", _STR), ("rules_raw", _STR), ("source", _STR),
+    ("time_system", _STR), ("time_main_s", _F64), ("time_periods", _I32), ("time_period_s", _F64),
+    ("time_stones", _I32), ("time_raw", _STR), ("warnings", _STR),
+    ("num_moves", pa.int32()), ("positions", pa.int32()), ("partial", _STR),
+    pa.field("split", _STR, nullable=False),
 ])
+#: Columns a ``--where`` expression may name while encoding (``split`` is decided after the filters).
+ENCODE_WHERE_COLUMNS = [n for n in GAMES_SCHEMA.names if n != "split"]
 GAMES_ROW_GROUP_ROWS = 65536
+
+
+def read_games(folder: str | os.PathLike, storage_options: dict | None = None, columns: list[str] | None = None,
+               where=None) -> pa.Table:
+    """``games.parquet`` of a dataset folder (manifest checked first: an old dataset gets the re-encode
+    message), optionally only ``columns`` and the rows a :class:`gotk.build.filters.Where` keeps."""
+    import pyarrow.parquet as pq
+
+    load_manifest(folder, storage_options)
+    st = Storage.for_url(folder, storage_options)
+    path = join(str(folder).rstrip("/") if is_url(folder) else folder, GAMES_NAME)
+    src = st.open_input(path)
+    try:
+        table = pq.read_table(src, columns=columns)
+    finally:
+        if not isinstance(src, str):
+            src.close()
+    return where.filter_table(table) if where is not None else table
 
 
 def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | None = None) -> None:
@@ -159,6 +183,14 @@ def summary_lines(m: dict) -> list[str]:
         ex = g.get("examples", {})
         for reason, n in g["skipped"].items():
             lines.append(f"  {reason:<20} {n:>8,}   e.g. {ex.get(reason, '')}")
+    if g.get("filtered_where"):
+        lines += ["", "filtered out by --where, by the first term each game failed:"]
+        for term, n in g["filtered_where"].items():
+            lines.append(f"  {n:>8,}  {term}")
+    if g.get("metadata_warnings"):
+        lines += ["", "metadata read as null (the games are kept) by reason:"]
+        for reason, n in g["metadata_warnings"].items():
+            lines.append(f"  {reason:<20} {n:>8,}")
     if g.get("partial_reasons"):
         lines += ["", "partial games (positions before the bad move kept) by reason:"]
         for reason, n in g["partial_reasons"].items():
