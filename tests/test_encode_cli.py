@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from gotk.cli.main import app
 from gotk.sgf import read_sgf
 from gotk.shards import decode_features
+from gotk.shards import manifest as M
 from gotk.sources.archives import SgfSource, iter_sources
 
 runner = CliRunner()
@@ -84,7 +85,7 @@ def test_layout_manifest_games_and_rows(tmp_path, slices, sample_archive):
                          "-e", "sevenplane", "-o", str(out), "--workers", "2", "--shard-rows", "3000", "--json")
     assert code == 0, text
     m = json.loads(text)
-    assert m["format"] == "gotk-shards" and m["schema_version"] == 1
+    assert m["format"] == "gotk-shards" and m["schema_version"] == 2
     assert m["encoder"]["name"] == "sevenplane" and m["encoder"]["shape"] == [7, 19, 19]
     g = m["games"]
     assert g["read"] == 40 + 20 + len(CRAFTED)  # broken.sgf counts as read and skipped
@@ -110,9 +111,8 @@ def test_layout_manifest_games_and_rows(tmp_path, slices, sample_archive):
     assert not (out / ".work").exists() and (out / "run-report.json").is_file()
 
     games = pq.read_table(out / "games.parquet").to_pandas()
-    assert list(games.columns)[:15] == ["game_id", "archive", "member", "black", "white", "black_rank", "white_rank",
-                                        "komi", "handicap", "result", "winner", "date", "rules", "num_moves",
-                                        "positions"]
+    assert list(games.columns) == M.GAMES_SCHEMA.names  # normalised metadata beside the raw values (v2)
+    assert games["black_rank"].notna().any() and (games["black_rank_raw"] != "").any()
     assert "split" in games.columns and games["game_id"].is_unique and len(games) == g["kept"]
     assert set(games["archive"]) >= {"first40.zip", "illegal.sgf"}
     assert "copy40.tar.gz" not in set(games["archive"])  # first in source order wins

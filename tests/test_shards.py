@@ -51,7 +51,7 @@ def test_pack_decode_roundtrip(tmp_path, shape, dtype):
     back = pq.read_table(tmp_path / "s.parquet")
     assert np.array_equal(decode_features(back), feats)
     assert encoder_description(tmp_path / "s.parquet") == desc
-    assert S.read_shard_metadata(tmp_path / "s.parquet")["schema_version"] == 1
+    assert S.read_shard_metadata(tmp_path / "s.parquet")["schema_version"] == S.SCHEMA_VERSION == 2
 
 
 def test_packbits_layout_is_c_order_big_endian():
@@ -70,7 +70,7 @@ def test_schema_and_metadata():
     assert [f.name for f in schema] == ["game_id", "move_number", "to_play", "features", "label", "value"]
     assert [str(f.type) for f in schema] == ["string", "int32", "int8", "fixed_size_binary[316]", "int16", "int8"]
     meta = json.loads(schema.metadata[b"gotk"])
-    assert meta["schema_version"] == 1 and meta["encoder"] == desc
+    assert meta["schema_version"] == S.SCHEMA_VERSION and meta["encoder"] == desc
     assert meta["features"]["encoding"] == "packbits_big" and meta["features"]["bytes_per_row"] == 316
 
 

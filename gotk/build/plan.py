@@ -47,8 +47,8 @@ class Planner:
         self._cur_rows: Counter = Counter()
         self._next_index: Counter = Counter()
         self.games = S.ShardWriter(join(out_dir, M.GAMES_NAME), M.GAMES_SCHEMA, M.GAMES_ROW_GROUP_ROWS,
-                                   dictionary=["archive", "black_rank_raw", "white_rank_raw", "rules", "rules_raw", "split", "winner",
-                                               "end", "source", "time_system", "komi_raw"],
+                                   dictionary=["archive", "black_rank_raw", "white_rank_raw", "rules", "rules_raw",
+                                               "split", "winner", "end", "source", "time_system", "komi_raw"],
                                    statistics=[], storage=self.storage)
 
     def add_unit(self, unit_id: int, stats: dict, table: pa.Table | None = None) -> list[dict]:

@@ -236,9 +236,9 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
             if not passes_min_rank(rec.black_rank, rec.white_rank, min_rank):
                 skip("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}")
                 continue
-            row = {"game_id": game_id(rec), "archive": archive, "member": member, "black": rec.black, "white": rec.white,
-                   "handicap": int(rec.handicap), "result": str(rec.result), "winner": rec.result.winner,
-                   "num_moves": rec.num_moves, **meta}
+            row = {"game_id": game_id(rec), "archive": archive, "member": member, "black": rec.black,
+                   "white": rec.white, "handicap": int(rec.handicap), "result": str(rec.result),
+                   "winner": rec.result.winner, "num_moves": rec.num_moves, **meta}
             if where is not None and not where_late and (why := where.reason(row)) is not None:
                 skip("filtered_where", place, why)
                 filtered_where[why] += 1

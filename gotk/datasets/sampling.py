@@ -39,6 +39,10 @@ where positions of one game are highly correlated). The kept positions are a uni
 chosen again each epoch, deterministic from ``(seed, epoch, game)`` and independent of ranks and workers.
 Building it reads the ``game_id`` column of the split once (at construction).
 
+``where="<expression>"`` keeps only the rows of games for which a :mod:`gotk.build.filters` expression over
+the dataset's ``games.parquet`` is true (e.g. ``"min(black_rank, white_rank) >= 7d and not white_is_bot"``),
+at read time, without re-encoding; it also reads the ``game_id`` column once, and batch counts stay exact.
+
 Batches are dicts: ``features`` (B, C, H, W) uint8 0/1 (int8 for ``int8`` encoders such as ``oneplane``),
 ``label`` int64 (flat move index, pass = size*size), ``value`` float32 (+1 the player to move won,
 -1 lost, 0 unknown), ``move_number`` int32, ``to_play`` int8, ``game_index`` int64 — see :func:`game_index`.
@@ -55,7 +59,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from gotk.coords import transform_planes
-from gotk.datasets.index import RowGroup, SplitIndex, _game_codes
+from gotk.datasets.index import RowGroup, SplitIndex, _game_codes, selected_games
 from gotk.datasets.symmetry import NUM_SYMMETRIES, transform_labels
 
 __all__ = ["iter_numpy_batches", "worker_batch_offsets"]
@@ -81,16 +85,19 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 
 
 class _GameCap:
-    """Per-epoch choice of at most ``k`` positions per game.
+    """Per-epoch choice of at most ``k`` positions per game (``k`` None: all of them), and, with
+    ``allowed`` (sorted int64 game indices), only the rows of those games.
 
     A game's rows are numbered by appearance in file order (``ordinal`` 0..n-1, wherever they lie); ordinal
     ``o`` gets the priority ``mix(game, o, seed, epoch)`` and the ``k`` lowest priorities of the game are
     kept. Needs ``n`` per game, hence one scan of the ``game_id`` column at construction."""
 
-    def __init__(self, index: SplitIndex, k: int) -> None:
-        if k < 1:
+    def __init__(self, index: SplitIndex, k: int | None, allowed: np.ndarray | None = None) -> None:
+        if k is not None and k < 1:
             raise ValueError(f"max_positions_per_game must be >= 1, got {k}")
         self.k = k
+        self.allowed = allowed
+        self.ok: list[np.ndarray] = []  # per row group: which of its games are allowed
         seen: dict[int, int] = {}
         # per row group: distinct games, their first ordinal in this row group, their row count here
         self.fragments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -102,6 +109,7 @@ class _GameCap:
             for g, c in zip(games.tolist(), counts.tolist(), strict=True):
                 seen[g] = seen.get(g, 0) + c
             self.fragments.append((games, base, counts))
+            self.ok.append(np.isin(games, allowed) if allowed is not None else np.ones(len(games), bool))
         self.games = np.array(sorted(seen), dtype=np.int64)
         self.totals = np.array([seen[g] for g in self.games.tolist()], dtype=np.int64)
         self._thresholds: dict[tuple[int, int], np.ndarray] = {}
@@ -137,6 +145,9 @@ class _GameCap:
     def keep(self, rg_pos: int, codes: np.ndarray, seed: int, epoch: int) -> np.ndarray:
         """Boolean mask of the rows of row group ``rg_pos`` (positions in ``SplitIndex.row_groups``)."""
         games, base, _ = self.fragments[rg_pos]
+        ok = self.ok[rg_pos][codes]
+        if self.k is None:
+            return ok
         order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes, minlength=len(games))
         starts = np.cumsum(counts) - counts
@@ -144,15 +155,27 @@ class _GameCap:
         occurrence[order] = np.arange(len(codes)) - np.repeat(starts, counts)
         ordinals = base[codes] + occurrence
         thr = self.thresholds(seed, epoch)[np.searchsorted(self.games, games)]
-        return self.priorities(games[codes], ordinals, seed, epoch) <= thr[codes]
+        return ok & (self.priorities(games[codes], ordinals, seed, epoch) <= thr[codes])
 
     def kept_rows(self, rg_pos: int, seed: int, epoch: int) -> int:
         """Rows of row group ``rg_pos`` kept in ``epoch`` (without reading it)."""
         games, base, counts = self.fragments[rg_pos]
+        ok = self.ok[rg_pos]
+        if self.k is None:
+            return int(counts[ok].sum())
         rep = np.repeat(np.arange(len(games)), counts)
         ords = base[rep] + np.arange(len(rep)) - np.repeat(np.cumsum(counts) - counts, counts)
         thr = self.thresholds(seed, epoch)[np.searchsorted(self.games, games)]
-        return int(np.count_nonzero(self.priorities(games[rep], ords, seed, epoch) <= thr[rep]))
+        return int(np.count_nonzero(ok[rep] & (self.priorities(games[rep], ords, seed, epoch) <= thr[rep])))
+
+
+def _row_filter(index: SplitIndex, max_positions_per_game: int | None, where: str | None,
+                storage_options: dict | None) -> _GameCap | None:
+    """The per-row selection of a split: the game cap and/or the ``where`` game filter (None: every row)."""
+    if not max_positions_per_game and not where:
+        return None
+    allowed = selected_games(index.path, where, storage_options) if where else None
+    return _GameCap(index, max_positions_per_game or None, allowed)
 
 
 # --- reading, shuffling, batching --------------------------------------------------------------------
@@ -408,14 +431,15 @@ def iter_numpy_batches(path: str | os.PathLike, split: str = "train", batch_size
                        drop_last: bool = False, rank: int = 0, world_size: int = 1,
                        max_positions_per_game: int | None = None, epoch: int = 0, worker: int = 0,
                        num_workers: int = 1, skip_batches: int = 0,
-                       storage_options: dict | None = None) -> Iterator[dict[str, np.ndarray]]:
+                       storage_options: dict | None = None, where: str | None = None,
+                       ) -> Iterator[dict[str, np.ndarray]]:
     """Numpy batches of one (rank, worker) slot of ``split``, with exactly :class:`ShardDataset`'s order
     and semantics (module docstring); no torch needed. ``worker``/``num_workers`` select a worker's share
     (the default is the whole rank, as with a DataLoader with ``num_workers`` 0 or 1);
     ``skip_batches`` skips the slot's first batches without decoding them."""
     _resolve_common(batch_size, symmetries, shuffle_buffer)
     index = SplitIndex(path, split, storage_options)
-    cap = _GameCap(index, max_positions_per_game) if max_positions_per_game else None
+    cap = _row_filter(index, max_positions_per_game, where, storage_options)
     cfg = _Config(batch_size, shuffle, seed, symmetries, shuffle_buffer, drop_last)
     if not (0 <= rank < world_size and 0 <= worker < num_workers):
         raise ValueError(f"need 0 <= rank < world_size and 0 <= worker < num_workers, got {rank}/{world_size} "

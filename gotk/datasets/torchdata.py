@@ -18,9 +18,9 @@ from torch.utils.data import IterableDataset, get_worker_info
 from gotk.datasets.index import SplitIndex
 from gotk.datasets.sampling import (
     _Config,
-    _GameCap,
     _iter_slot,
     _resolve_common,
+    _row_filter,
     _slot_batch_count,
     _slot_rows,
     batch_layout,
@@ -55,7 +55,8 @@ class ShardDataset(IterableDataset):
                  shuffle: bool = True, seed: int = 0, symmetries: str = "random", shuffle_buffer: int = 16384,
                  drop_last: bool = False, rank: int | None = None, world_size: int | None = None,
                  max_positions_per_game: int | None = None, epoch: int = 0,
-                 num_workers: int | None = None, storage_options: dict | None = None) -> None:
+                 num_workers: int | None = None, storage_options: dict | None = None,
+                 where: str | None = None) -> None:
         super().__init__()
         _resolve_common(batch_size, symmetries, shuffle_buffer)
         if rank is None or world_size is None:
@@ -71,7 +72,8 @@ class ShardDataset(IterableDataset):
         self.rank = rank
         self.world_size = world_size
         self.max_positions_per_game = max_positions_per_game
-        self.cap = _GameCap(self.index, max_positions_per_game) if max_positions_per_game else None
+        self.where = where  # a gotk.build.filters expression over games.parquet (rows of other games skipped)
+        self.cap = _row_filter(self.index, max_positions_per_game, where, storage_options)
         self.num_workers = num_workers
         self.epoch = epoch
         self._resume: tuple[int, int] | None = None  # (epoch, batches_done)
