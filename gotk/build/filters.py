@@ -275,7 +275,9 @@ def _arrow(node):
         return fn(*args, skip_nulls=False)
     a, b = _arrow(node[2]), _arrow(node[3])
     if kind == "bin":
-        return {"+": pc.add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide}[node[1]](a, b)
+        if node[1] == "/":  # true division, as in Python (pyarrow divides integers as integers)
+            return pc.divide(a.cast("float64"), b.cast("float64"))
+        return {"+": pc.add, "-": pc.subtract, "*": pc.multiply}[node[1]](a, b)
     return {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
             ">=": pc.greater_equal}[node[1]](a, b)
 

@@ -7,9 +7,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gotk.build.filters import compile_where
 from gotk.errors import GotkError
 from gotk.game.replay import replay
+from gotk.sgf.metadata import BotList, normalise_record
 from gotk.sgf.reader import iter_sgf
+from gotk.shards.gameid import game_id
+from gotk.shards.manifest import GAMES_SCHEMA
 from gotk.sources.archives import SgfSource, Skip, iter_sources
 
 
@@ -25,6 +29,8 @@ class ReplayReport:
     passes: int = 0
     skipped: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)  # reason -> first place it happened
+    filtered_where: Counter = field(default_factory=Counter)  # --where: the first failed term -> games
+    metadata_warnings: Counter = field(default_factory=Counter)  # bad_rank, bad_komi … (games kept)
     seconds: float = 0.0
 
     @property
@@ -44,13 +50,23 @@ class ReplayReport:
             "passes": self.passes,
             "skipped": dict(sorted(self.skipped.items())),
             "skip_examples": dict(sorted(self.examples.items())),
+            "filtered_where": dict(sorted(self.filtered_where.items())),
+            "metadata_warnings": dict(sorted(self.metadata_warnings.items())),
             "seconds": round(self.seconds, 4),
             "moves_per_second": round(self.moves_per_second, 1),
         }
 
 
-def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None) -> ReplayReport:
-    """Read, parse and replay every game under ``paths``; never raises for bad input."""
+#: Columns a ``gotk replay --where`` expression may name (known before a game is replayed).
+REPLAY_WHERE_COLUMNS = [n for n in GAMES_SCHEMA.names if n not in ("split", "positions", "partial")]
+
+
+def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None, where: str | None = None,
+                 bots: BotList | None = None) -> ReplayReport:
+    """Read, parse and replay every game under ``paths``; never raises for bad input. ``where``: a
+    :mod:`gotk.build.filters` expression (games it rejects are skipped as ``filtered_where``, counted by the
+    first failed term; WhereError before any work when it does not compile)."""
+    w = compile_where(where, REPLAY_WHERE_COLUMNS) if where else None
     rep = ReplayReport()
     t0 = time.perf_counter()
     for item in iter_sources(paths):
@@ -58,22 +74,33 @@ def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None) -> Rep
             rep.skip(item.reason, item.where, item.message)
             continue
         assert isinstance(item, SgfSource)
-        where = f"{item.archive}:{item.member}" if item.member else item.archive
+        place = f"{item.archive}:{item.member}" if item.member else item.archive
         try:
             records = list(iter_sgf(item.data, item.archive, item.member))
         except GotkError as e:
             rep.games_read += 1
-            rep.skip(e.reason, where, str(e))
+            rep.skip(e.reason, place, str(e))
             continue
         for rec in records:
             rep.games_read += 1
             if isinstance(rec, GotkError):
-                rep.skip(rec.reason, where, str(rec))
+                rep.skip(rec.reason, place, str(rec))
                 continue
+            meta = normalise_record(rec, bots)
+            if meta["warnings"]:
+                rep.metadata_warnings.update(meta["warnings"].split(","))
+            if w is not None:
+                row = {"game_id": game_id(rec), "archive": item.archive, "member": item.member, "black": rec.black,
+                       "white": rec.white, "handicap": rec.handicap, "result": str(rec.result),
+                       "winner": rec.result.winner, "num_moves": rec.num_moves, **meta}
+                if (why := w.reason(row)) is not None:
+                    rep.skip("filtered_where", place, why)
+                    rep.filtered_where[why] += 1
+                    continue
             try:
                 out = replay(rec, min_moves=min_moves, keep_history=False)
             except GotkError as e:
-                rep.skip(e.reason, where, str(e))
+                rep.skip(e.reason, place, str(e))
                 continue
             rep.moves += out.moves_played
             rep.passes += int((rec.points[: out.moves_played] == rec.size * rec.size).sum())
@@ -81,7 +108,7 @@ def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None) -> Rep
                 rep.games_replayed += 1
             else:
                 rep.partial += 1
-                rep.skip(out.error.reason, where, str(out.error))
+                rep.skip(out.error.reason, place, str(out.error))
         if progress is not None:
             progress(rep)
     rep.seconds = time.perf_counter() - t0

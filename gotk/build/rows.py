@@ -16,7 +16,10 @@ from gotk.sources.archives import Skip, iter_sources
 def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
                 stats: dict | None = None) -> Iterator[dict]:
     """Encode SGF files/folders/archives on the fly with ``encoder``; batches shaped like the loader's
-    (``features``, ``label``, ``value``, ``move_number``). ``stats`` counts games read/skipped."""
+    (``features``, ``label``, ``value``, ``move_number``, plus ``rank``: the rank scale value of the player to
+    move, NaN when unknown, see gotk.sgf.metadata). ``stats`` counts games read/skipped."""
+    from gotk.sgf.metadata import rank_value
+
     stats = stats if stats is not None else {}
     buf: list[tuple[np.ndarray, ...]] = []
     held = 0
@@ -25,7 +28,8 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
         parts = list(zip(*buf, strict=True))
         return {"features": np.concatenate(parts[0]), "label": np.concatenate(parts[1]).astype(np.int64),
                 "value": np.concatenate(parts[2]).astype(np.float32),
-                "move_number": np.concatenate(parts[3]).astype(np.int32)}
+                "move_number": np.concatenate(parts[3]).astype(np.int32),
+                "rank": np.concatenate(parts[4]).astype(np.float64)}
 
     for src in iter_sources(paths):
         if isinstance(src, Skip):
@@ -45,7 +49,9 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
             if len(enc) == 0:
                 continue
             value = value_targets(rec.result.winner, enc.to_play)
-            buf.append((enc.features, enc.labels, value, enc.move_numbers))
+            ranks = [rank_value(rec.black_rank), rank_value(rec.white_rank)]
+            b, w = (np.nan if r is None else float(r) for r in ranks)
+            buf.append((enc.features, enc.labels, value, enc.move_numbers, np.where(enc.to_play == 1, b, w)))
             held += len(enc)
             if held >= batch_size:
                 yield flush()

@@ -15,16 +15,25 @@ def replay_cmd(
     min_moves: int = typer.Option(1, help="Games with fewer main-line moves are skipped as too_short."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     strict: bool = typer.Option(False, help="Exit 2 if any game or input was skipped."),
+    where: str = typer.Option(None, "--where", help="Replay only games where this expression over the games "
+                              "table is true (as in gotk encode --where; docs/metadata.md)."),
+    bots: list[Path] = typer.Option(None, "--bots", help="Extra bot-name list file (repeatable)."),
 ) -> None:
     """Replay SGF games on the rules engine; report games, moves, skips by reason and speed.
 
     Exit code: 0 when something was replayed (and, with --strict, nothing skipped); 1 when nothing
     could be replayed; 2 with --strict when anything was skipped.
     """
+    from gotk.build.filters import WhereError
     from gotk.build.replay_run import replay_paths
+    from gotk.cli.common import fail
+    from gotk.sgf.metadata import BotList
 
     targets = [str(p) for p in paths] if paths else [str(p) for p in sample_archives()]
-    rep = replay_paths(targets, min_moves=min_moves)
+    try:
+        rep = replay_paths(targets, min_moves=min_moves, where=where, bots=BotList.load(files=bots or []))
+    except (WhereError, ValueError) as e:
+        fail(str(e))
     d = rep.as_dict()
     if as_json:
         typer.echo(json.dumps(d, indent=2))
@@ -39,7 +48,11 @@ def replay_cmd(
             typer.echo("skipped:")
             for reason, count in sorted(rep.skipped.items()):
                 typer.echo(f"  {reason:<18} {count:>8,}   e.g. {rep.examples[reason]}")
+        if rep.filtered_where:
+            typer.echo("filtered out by --where (first failed term):")
+            for term, count in sorted(rep.filtered_where.items()):
+                typer.echo(f"  {count:>8,}  {term}")
     if rep.games_replayed == 0 and rep.partial == 0:
         raise typer.Exit(1)
-    if strict and rep.skipped:
+    if strict and any(reason != "filtered_where" for reason in rep.skipped):
         raise typer.Exit(2)

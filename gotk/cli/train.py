@@ -141,6 +141,7 @@ def eval_cmd(
     plot: Path = typer.Option(None, "--plot", help="Where to draw the value calibration plot (PNG) of an agent "
                               "with a value head [default: calibration.png beside the agent]."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the calibration plot."),
+    by: str = typer.Option(None, "--by", help="rank: also report the metrics per rank band of the player to move."),
 ) -> None:
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against baselines; for a value
     head also its calibration, winner accuracy by phase and a komi/handicap-only baseline."""
@@ -159,7 +160,7 @@ def eval_cmd(
         if len(data) > 1 and any(is_shard_dir(p, opts) for p in data):
             raise ValueError("give one dataset folder, or SGF files/folders/archives, not both")
         report = evaluate(ag, data if len(data) > 1 else data[0], split=split, max_positions=max_positions,
-                          batch_size=batch_size, progress=not as_json, storage_options=opts)
+                          batch_size=batch_size, progress=not as_json, storage_options=opts, by=by)
     except (AgentError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
         return

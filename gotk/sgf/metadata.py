@@ -98,6 +98,22 @@ def rank_label(value: float | None) -> str:
     return f"{v}d" if v >= 1 else f"{1 - v}k"
 
 
+#: Rank bands for reports (``gotk eval --by rank``, ``gotk stats``): (name, lowest, highest) on the rank scale.
+RANK_BANDS: tuple[tuple[str, int, int], ...] = (
+    ("30k-10k", -29, -9), ("9k-1k", -8, 0), ("1d-3d", 1, 3), ("4d-5d", 4, 5), ("6d", 6, 6), ("7d", 7, 7),
+    ("8d", 8, 8), ("9d", 9, 9), ("pro", RANK_PRO_BASE + 1, RANK_PRO_BASE + 9))
+
+
+def rank_band(value: float | None) -> str:
+    """The :data:`RANK_BANDS` name of a rank scale value; ``?`` for None/NaN (unknown rank)."""
+    if value is None or value != value:
+        return "?"
+    for name, lo, hi in RANK_BANDS:
+        if lo <= value <= hi:
+            return name
+    return "?"
+
+
 # --- komi ----------------------------------------------------------------------------------------
 
 def parse_komi(raw: str | None) -> tuple[float | None, str | None]:

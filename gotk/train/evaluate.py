@@ -219,10 +219,46 @@ def komi_handicap_baseline(path: str | os.PathLike, split: str, storage_options:
     return baseline
 
 
+class _RankLookup:
+    """Rank scale values of both players of every game of a dataset folder (from ``games.parquet``)."""
+
+    def __init__(self, path, storage_options: dict | None) -> None:
+        from gotk.datasets.index import game_index
+        from gotk.shards.manifest import read_games
+
+        t = read_games(path, storage_options, columns=["game_id", "black_rank", "white_rank"])
+        keys = np.array([game_index(g) for g in t.column("game_id").to_pylist()], dtype=np.int64)
+        order = np.argsort(keys)
+        self.keys = keys[order]
+        self.black = t.column("black_rank").to_numpy(zero_copy_only=False).astype(np.float64)[order]
+        self.white = t.column("white_rank").to_numpy(zero_copy_only=False).astype(np.float64)[order]
+
+    def __call__(self, batch: dict) -> np.ndarray:
+        gi = np.asarray(batch["game_index"], dtype=np.int64)
+        i = np.clip(np.searchsorted(self.keys, gi), 0, max(len(self.keys) - 1, 0))
+        found = self.keys[i] == gi if len(self.keys) else np.zeros(len(gi), bool)
+        r = np.where(np.asarray(batch["to_play"]) == 1, self.black[i], self.white[i])
+        return np.where(found, r, np.nan)
+
+
+def _bands(ranks: np.ndarray) -> np.ndarray:
+    """Rank values → :data:`gotk.sgf.metadata.RANK_BANDS` names (``?`` unknown), per row."""
+    from gotk.sgf.metadata import rank_band
+
+    uniq, inv = np.unique(np.nan_to_num(ranks, nan=-1e9), return_inverse=True)
+    names = np.array([rank_band(None if u == -1e9 else float(u)) for u in uniq], dtype=object)
+    return names[inv.reshape(-1)]
+
+
 def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
-             batch_size: int = 512, progress: bool = False, storage_options: dict | None = None) -> dict:
+             batch_size: int = 512, progress: bool = False, storage_options: dict | None = None,
+             by: str | None = None) -> dict:
     """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
-    go to fsspec) or on SGF files/folders/archives."""
+    go to fsspec) or on SGF files/folders/archives. ``by="rank"`` adds ``by_rank``: the same metrics per
+    rank band of the player to move (:data:`gotk.sgf.metadata.RANK_BANDS`, ``?`` when unknown)."""
+    if by not in (None, "rank"):
+        raise ValueError(f"--by {by!r}: only 'rank' is supported")
+    rank_of = None
     from gotk.build.rows import sgf_batches
     from gotk.nets.agent import AgentError
 
@@ -239,12 +275,19 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
                                  "pass SGF files instead")
         source = {"kind": "shards", "path": str(paths[0]), "split": split}
         baseline = komi_handicap_baseline(paths[0], split, storage_options) if agent.has_value else None
+
+
+        if by == "rank":
+            rank_of = _RankLookup(paths[0], storage_options)
     else:
         desc = agent.encoder.describe()
         batches = sgf_batches(paths, agent.encoder, batch_size, stats)
         source = {"kind": "sgf", "paths": [str(p) for p in paths]}
         baseline = None  # no training games to fit it on
+        if by == "rank":
+            rank_of = lambda b: b["rank"]  # noqa: E731
     metrics = Metrics(agent.num_moves)
+    per_band: dict[str, Metrics] = {}
     bar = None
     if progress:
         from tqdm import tqdm
@@ -259,13 +302,28 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
         feats = b["features"][:n]
         logp, val = agent.predict(feats)
         base = baseline.predict(b["game_index"][:n], b["to_play"][:n]) if baseline is not None else None
+        empty = empty_points(feats, desc)
         metrics.update(b["label"][:n], b["move_number"][:n], logp, val,
-                       b["value"][:n] if val is not None else None, empty_points(feats, desc), base)
+                       b["value"][:n] if val is not None else None, empty, base)
+        if rank_of is not None:
+            bands = _bands(np.asarray(rank_of(b), dtype=np.float64)[:n])
+            for band in np.unique(bands).tolist():
+                sel = np.flatnonzero(bands == band)
+                per_band.setdefault(band, Metrics(agent.num_moves)).update(
+                    b["label"][:n][sel], b["move_number"][:n][sel], logp[sel] if logp is not None else None,
+                    val[sel] if val is not None else None, b["value"][:n][sel] if val is not None else None,
+                    empty[sel] if empty is not None else None, base[sel] if base is not None else None)
         if bar is not None:
             bar.update(n)
     if bar is not None:
         bar.close()
     out = metrics.summary()
+    if rank_of is not None:
+        from gotk.sgf.metadata import RANK_BANDS
+
+        order = [name for name, _, _ in RANK_BANDS] + ["?"]
+        out["by_rank"] = {band: per_band[band]._summary(per_band[band].sums.sum(axis=0))
+                          for band in order if band in per_band}
     out["source"] = source
     if stats:
         out["source"].update(stats)
@@ -294,6 +352,11 @@ def format_report(r: dict) -> str:
             if p.get("komi_handicap_mse") is not None:
                 extra += f"  (komi/handicap mse {p['komi_handicap_mse']:.4f})"
         lines.append(f"  {name:<8} {p['positions']:>9,}{extra}")
+    if "by_rank" in r:
+        lines.append("by rank of the player to move:")
+        for name, p in r["by_rank"].items():
+            extra = f"  top-1 {pct(p.get('top1'))}  top-5 {pct(p.get('top5'))}" if "top1" in p else ""
+            lines.append(f"  {name:<8} {p['positions']:>9,}{extra}")
     for name, b in r["baselines"].items():
         if name != "value":
             lines.append(f"baseline {name:<10} top-1 {pct(b['top1'])}   top-5 {pct(b['top5'])}")
