@@ -47,6 +47,10 @@ COMMANDS = [
 for _name, _fn in COMMANDS:
     app.command(_name)(_fn)
 
+from gotk.cli import stats as _stats  # noqa: E402  (issue 14)
+
+app.command("stats")(_stats.stats_cmd)
+
 
 def main() -> None:
     app()
