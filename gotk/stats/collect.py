@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from gotk.build.filters import Where
 from gotk.errors import GotkError
@@ -85,5 +86,5 @@ def dataset_games(folder: str | os.PathLike, where: Where | None = None,
         skipped["filtered_where (stats)"] = table.num_rows - kept.num_rows
     counts = {"games_read": g["read"], "skipped": skipped, "filtered_where": dict(g.get("filtered_where", {})),
               "metadata_warnings": dict(g.get("metadata_warnings", {})), "partial": g.get("partial", 0),
-              "positions": m.get("rows")}
+              "positions": int(pa.compute.sum(kept.column("positions")).as_py() or 0)}
     return kept, counts
