@@ -178,3 +178,19 @@ def test_eval_by_rank(tmp_path_factory, dataset):
     assert {k: v["positions"] for k, v in bands.items()} == counts
     res = invoke(["eval", "--agent", str(agent), "--data", str(dataset), "--by", "colour", "--device", "cpu"])
     assert res.exit_code == 2 and "only 'rank'" in res.output
+
+
+def test_train_where_reads_only_the_kept_games(tmp_path, dataset):
+    from test_train_cli import TINY
+
+    games = pq.read_table(dataset / "games.parquet").to_pandas()
+    rows = int(games[(games.split == "train") & (games.white_rank >= 8)].positions.sum())
+    assert 0 < rows < games[games.split == "train"].positions.sum()
+    run = tmp_path / "run"
+    res = invoke(["train", "--data", str(dataset), "--out", str(run), *TINY, "--head", "policy", "--epochs", "1",
+                  "--where", "white_rank >= 8", "--max-val-positions", "200"])
+    assert res.exit_code == 0, res.output
+    assert f"steps {-(-rows // 64)}" in res.output  # one epoch = the kept rows in batches of 64
+    assert json.loads((run / "config.json").read_text())["config"]["where"] == "white_rank >= 8"
+    res = invoke(["train", "--data", str(dataset), "--out", str(tmp_path / "bad"), *TINY, "--where", "elo > 3"])
+    assert res.exit_code == 2 and "unknown column 'elo'" in res.output

@@ -68,25 +68,13 @@ def matches_test_from(archive_path: str, patterns: list[str]) -> bool:
 
 # --- ranks -----------------------------------------------------------------------------------
 
-_RANK = re.compile(r"^\s*(\d{1,2})\s*(k|kyu|d|dan|p|pro)\b", re.IGNORECASE)
-
-
 def rank_value(rank: str | None) -> int | None:
-    """An orderable rank: ``30k`` → -29 … ``1k`` → 0, ``1d`` → 1 … ``9d`` → 9, ``1p`` → 101 (every pro
-    above every amateur dan). A trailing ``?``/``*`` (uncertain rank on KGS) is ignored; an empty,
-    ``?`` or unreadable rank is None (unknown)."""
-    if not rank:
-        return None
-    m = _RANK.match(rank)
-    if not m:
-        return None
-    n = int(m.group(1))
-    kind = m.group(2).lower()[0]
-    if kind == "k":
-        return 1 - n
-    if kind == "d":
-        return n
-    return 100 + n
+    """An orderable rank (the one rank scale, owned by :func:`gotk.sgf.metadata.parse_rank`): ``30k`` → -29 …
+    ``1k`` → 0, ``1d`` → 1 … ``9d`` → 9, ``1p`` → 101 (every pro above every amateur dan); a trailing ``?``
+    is ignored; an empty, ``?`` or unreadable rank is None (unknown)."""
+    from gotk.sgf.metadata import rank_value as _rank_value
+
+    return _rank_value(rank)
 
 
 def parse_min_rank(text: str) -> int:

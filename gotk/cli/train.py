@@ -64,6 +64,8 @@ def train_cmd(
     storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
                                              "--data (e.g. endpoint_url=http://host:9000); repeatable. Stored in "
                                              "config.json: keep credentials in the environment."),
+    where: str = typer.Option(None, "--where", help="Train and validate only on games this expression over "
+                              "games.parquet keeps, read-time, no re-encoding (docs/metadata.md)."),
 ) -> None:
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
@@ -80,7 +82,7 @@ def train_cmd(
         symmetries=symmetries,
         positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
-        storage_options=parse_key_values(storage_option, "--storage-option") or None,
+        storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
     ).items() if v is not None}
     hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
     base: dict = {}

@@ -101,7 +101,7 @@ class Trainer:
             cfg.data, split=cfg.train_split, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed,
             symmetries=cfg.symmetries, shuffle_buffer=cfg.shuffle_buffer, drop_last=False,
             max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers),
-            storage_options=cfg.storage_options, **dist_kw,
+            storage_options=cfg.storage_options, where=cfg.where, **dist_kw,
         )
         self.encoder = self.train_ds.encoder
         splits = self.manifest.get("splits") or {}
@@ -109,7 +109,7 @@ class Trainer:
         if cfg.val_split and cfg.val_split in splits and cfg.val_split != cfg.train_split:
             self.val_ds = ShardDataset(cfg.data, split=cfg.val_split, batch_size=max(cfg.batch_size, 256),
                                        shuffle=False, symmetries="none", storage_options=cfg.storage_options,
-                                       **dist_kw)
+                                       where=cfg.where, **dist_kw)
         c, h, w = (int(x) for x in self.encoder["shape"])
         if h != w:
             raise ValueError(f"square boards only, the data is {h}x{w}")
