@@ -9,6 +9,7 @@ import tarfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from test_train_cli import invoke, sample_dataset
 
 MONTH = "KGS-2017_01-19-733-"
@@ -95,3 +96,22 @@ def test_stats_on_dataset(tmp_path_factory):
     bands = low["rank_matrix"]["bands"]
     assert all(row[j] == 0 for row in low["rank_matrix"]["counts"] for j, b in enumerate(bands)
                if b not in ("8d", "9d", "pro"))  # no white player below 8d (nor unknown)
+
+
+def test_old_dataset_gets_a_clear_reencode_error(tmp_path_factory, tmp_path):
+    """A schema-1 dataset (games.parquet without normalised metadata) is refused with the re-encode message
+    by every reader of the games table: stats, the loader's where=, eval --by rank."""
+    import shutil
+
+    from gotk.datasets import iter_numpy_batches
+
+    ds = sample_dataset(tmp_path_factory)
+    old = tmp_path / "old"
+    shutil.copytree(ds, old)
+    m = json.loads((old / "manifest.json").read_text())
+    m["schema_version"] = 1
+    (old / "manifest.json").write_text(json.dumps(m))
+    res = invoke(["stats", str(old)])
+    assert res.exit_code == 2 and "schema_version 1; this gotk reads version 2 (re-encode" in res.output
+    with pytest.raises(ValueError, match="re-encode the dataset"):
+        next(iter_numpy_batches(old, "val", where="white_rank >= 7"))
