@@ -176,6 +176,15 @@ def test_eval_by_rank(tmp_path_factory, dataset):
             band = rank_band(None if v != v else float(v))
             counts[band] = counts.get(band, 0) + 1
     assert {k: v["positions"] for k, v in bands.items()} == counts
+    # SGF input: the rank of the player to move comes from BR/WR
+    from gotk.data import TRAIN_ARCHIVE
+
+    res = invoke(["eval", "--agent", str(agent), "--data", str(TRAIN_ARCHIVE), "--by", "rank", "--max-positions",
+                  "2000", "--json", "--device", "cpu", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.stdout)
+    assert sum(b["positions"] for b in r["by_rank"].values()) == r["positions"] == 2000
+    assert set(r["by_rank"]) <= {"1d-3d", "4d-5d", "6d", "7d", "8d", "9d", "pro", "?"} and "6d" in r["by_rank"]
     res = invoke(["eval", "--agent", str(agent), "--data", str(dataset), "--by", "colour", "--device", "cpu"])
     assert res.exit_code == 2 and "only 'rank'" in res.output
 
