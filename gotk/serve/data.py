@@ -23,6 +23,7 @@ from gotk.errors import GotkError
 
 GAME_COLUMNS = ("game_id", "split", "date", "black", "black_rank", "white", "white_rank", "result", "komi",
                 "handicap", "num_moves", "positions", "partial")
+RAW_COLUMNS = {"black_rank": "black_rank_raw", "white_rank": "white_rank_raw"}
 SORTABLE = set(GAME_COLUMNS)
 MAX_PAGE = 500
 
@@ -117,7 +118,9 @@ class DatasetView:
 
                 self.check()
                 try:
-                    t = pq.read_table(self.path / GAMES_NAME, columns=list(GAME_COLUMNS))
+                    # ranks shown and matched as the files wrote them (games.parquet v2 keeps them as *_raw)
+                    t = pq.read_table(self.path / GAMES_NAME, columns=[RAW_COLUMNS.get(c, c) for c in GAME_COLUMNS])
+                    t = t.rename_columns(list(GAME_COLUMNS))
                 except (OSError, pa.ArrowInvalid) as e:
                     raise self._gone(e) from e
                 self._games = t.combine_chunks()

@@ -42,24 +42,6 @@ ENCODE_WHERE_COLUMNS = [n for n in GAMES_SCHEMA.names if n != "split"]
 GAMES_ROW_GROUP_ROWS = 65536
 
 
-def read_games(folder: str | os.PathLike, storage_options: dict | None = None, columns: list[str] | None = None,
-               where=None) -> pa.Table:
-    """``games.parquet`` of a dataset folder (manifest checked first: an old dataset gets the re-encode
-    message), optionally only ``columns`` and the rows a :class:`gotk.build.filters.Where` keeps."""
-    import pyarrow.parquet as pq
-
-    load_manifest(folder, storage_options)
-    st = Storage.for_url(folder, storage_options)
-    path = join(str(folder).rstrip("/") if is_url(folder) else folder, GAMES_NAME)
-    src = st.open_input(path)
-    try:
-        table = pq.read_table(src, columns=columns)
-    finally:
-        if not isinstance(src, str):
-            src.close()
-    return where.filter_table(table) if where is not None else table
-
-
 def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | None = None) -> None:
     """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic), atomically
     through ``storage`` (default: the storage of ``path``)."""
@@ -91,20 +73,24 @@ def read_manifest(folder: str | os.PathLike, storage_options: dict | None = None
 
 
 def read_games(folder: str | os.PathLike, storage_options: dict | None = None,
-               columns: list[str] | None = None) -> pa.Table:
-    """The dataset's games table (``games.parquet``; only ``columns`` when given), local or at a URL."""
+               columns: list[str] | None = None, where=None) -> pa.Table:
+    """The dataset's games table (``games.parquet``; only ``columns`` when given, only the rows a
+    :class:`gotk.build.filters.Where` keeps when ``where`` is given), local or at a URL. The manifest is
+    checked first, so a dataset of an older schema gets the re-encode message."""
     import pyarrow.parquet as pq
 
+    load_manifest(folder, storage_options)
     st = Storage.for_url(folder, storage_options)
     path = join(str(folder).rstrip("/") if is_url(folder) else folder, GAMES_NAME)
     if not st.isfile(path):
         raise ValueError(f"{folder} has no {GAMES_NAME}: not a complete gotk dataset")
     src = st.open_input(path)
     try:
-        return pq.read_table(src, columns=columns)
+        table = pq.read_table(src, columns=columns)
     finally:
         if not isinstance(src, str):
             src.close()
+    return where.filter_table(table) if where is not None else table
 
 
 def check_manifest(m: dict, where: str = MANIFEST_NAME) -> dict:

@@ -209,6 +209,7 @@ def komi_handicap_baseline(path: str | os.PathLike, split: str, storage_options:
     from gotk.train.value_eval import KomiHandicapBaseline
 
     games = read_games(path, storage_options, ["game_id", "handicap", "komi", "winner", "split"])
+    games = games.set_column(games.schema.get_field_index("komi"), "komi", pc.fill_null(games["komi"], 0.0))
     splits = set(games.column("split").to_pylist())
     fit_on = ["train"] if "train" in splits and split != "train" else sorted(splits - {split})
     train = games.filter(pc.is_in(games.column("split"), pa.array(fit_on)))
