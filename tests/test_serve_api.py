@@ -176,10 +176,10 @@ def test_games_table_filters_sorts_and_pages(client, folder) -> None:
             (g["white"] or "").lower()]
     want.sort(key=lambda g: (-g["num_moves"], g["game_id"]))
     assert r["total"] == len(want) and [g["game_id"] for g in r["rows"]] == [g["game_id"] for g in want[:7]]
-    rank = rows[0]["white_rank"]
+    rank = rows[0]["white_rank_raw"]  # serve shows and matches ranks as written (games.parquet v2: *_raw)
     r = client.get("/api/datasets/sample/games", params={"rank": rank, "result": "b+", "date_from": "2017-02-05",
                                                           "date_to": "2017-02-1", "limit": 500}).json()
-    want = {g["game_id"] for g in rows if rank in (g["black_rank"], g["white_rank"])
+    want = {g["game_id"] for g in rows if rank in (g["black_rank_raw"], g["white_rank_raw"])
             and (g["result"] or "").upper().startswith("B+") and "2017-02-05" <= g["date"] and g["date"][:9] <=
             "2017-02-1"}
     assert {g["game_id"] for g in r["rows"]} == want and want
