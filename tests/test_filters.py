@@ -100,6 +100,7 @@ def test_encode_where_counts_filtered_games(tmp_path):
     fw = m["games"]["filtered_where"]
     assert set(fw) <= {"min(black_rank, white_rank) >= 6", "not (black_is_bot or white_is_bot)", "positions >= 100"}
     assert sum(fw.values()) == m["games"]["skipped"]["filtered_where"] > 0
+    assert json.loads((out / "run-report.json").read_text())["filtered_where"] == fw
     # the same games without --where: the filtered ones are exactly those the expression rejects
     out2 = tmp_path / "all"
     res = invoke(["encode", str(HELDOUT_ARCHIVE), "-e", "oneplane", "-o", str(out2), "--workers", "1",

@@ -470,6 +470,7 @@ class EncodeRun:
                         **{k: round(v, 4) for k, v in sorted(self.timing.items())}},
             "units": self.counts["units"], "units_reused": self.counts["units_reused"],
             "shards_reused": self.counts["shards_reused"],
+            "filtered_where": dict(sorted(planner.filtered_where.items())),  # --where: first failed term → games
             # peak resident memory: of this process, and the largest of any work unit's process (with one
             # local worker the units run in this process; elsewhere, in the pool or cluster workers)
             "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": self.worker_rss},
