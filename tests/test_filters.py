@@ -58,6 +58,8 @@ def test_where_reason_is_the_first_failed_term():
     w = compile_where(ISSUE_EXAMPLE, COLS)
     assert [w.reason(r) for r in ROWS] == [None, "min(black_rank, white_rank) >= 5", "handicap = 0",
                                           "min(black_rank, white_rank) >= 5"]
+    w = compile_where("white_rank in (7d, 1p) and black_rank >= 6d", COLS)  # rank literals shown as written
+    assert [w.reason(r) for r in ROWS] == [None, "black_rank >= 6d", None, "white_rank in (7d, 1p)"]
 
 
 @pytest.mark.parametrize("text, message", [
@@ -98,7 +100,7 @@ def test_encode_where_counts_filtered_games(tmp_path):
     assert (games[["black_rank", "white_rank"]].min(axis=1) >= 6).all()
     assert not (games["black_is_bot"] | games["white_is_bot"]).any() and (games["positions"] >= 100).all()
     fw = m["games"]["filtered_where"]
-    assert set(fw) <= {"min(black_rank, white_rank) >= 6", "not (black_is_bot or white_is_bot)", "positions >= 100"}
+    assert set(fw) <= {"min(black_rank, white_rank) >= 6d", "not (black_is_bot or white_is_bot)", "positions >= 100"}
     assert sum(fw.values()) == m["games"]["skipped"]["filtered_where"] > 0
     assert json.loads((out / "run-report.json").read_text())["filtered_where"] == fw
     # the same games without --where: the filtered ones are exactly those the expression rejects

@@ -33,6 +33,22 @@ class WhereError(ValueError):
     """A ``--where`` expression that does not parse or names an unknown column."""
 
 
+class _Rank(int):
+    """A rank literal (``5d``): its rank-scale number, shown as written in reasons."""
+
+    text: str
+
+    def __new__(cls, value: int, text: str) -> _Rank:
+        obj = super().__new__(cls, value)
+        obj.text = text
+        return obj
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
 _TOKEN = re.compile(r"""\s*(?:
     (?P<rank>\d{1,2}[kdp])(?![\w.])
   | (?P<num>\d+(?:\.\d*)?|\.\d+)
@@ -57,7 +73,7 @@ def _tokenize(text: str) -> list[tuple[str, object]]:
         kind = m.lastgroup
         raw = m.group(kind)
         if kind == "rank":
-            out.append(("lit", rank_value(raw.lower())))
+            out.append(("lit", _Rank(rank_value(raw.lower()), raw.lower())))
         elif kind == "num":
             out.append(("lit", float(raw) if "." in raw else int(raw)))
         elif kind == "str":
@@ -247,7 +263,7 @@ def _arrow(node):
 
     kind = node[0]
     if kind == "lit":
-        return pc.scalar(node[1])
+        return pc.scalar(int(node[1]) if isinstance(node[1], _Rank) else node[1])
     if kind == "col":
         return pc.field(node[1])
     if kind == "and":
@@ -291,7 +307,7 @@ def _null_bool():
 def _value_set(values: list):
     import pyarrow as pa
 
-    return pa.array([v for v in values if v is not None])
+    return pa.array([int(v) if isinstance(v, _Rank) else v for v in values if v is not None])
 
 
 def _text(node) -> str:
