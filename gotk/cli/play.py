@@ -17,6 +17,26 @@ _RESIGN = typer.Option(True, "--resign/--no-resign", help="Allow resignation (on
 _RES_T = typer.Option(-0.95, "--resign-threshold", help="Resign when the value (mover's view, -1..1) stays below this.")
 _RES_K = typer.Option(3, "--resign-moves", help="... for this many consecutive own moves.")
 _THREADS = typer.Option(1, help="torch CPU threads for inference (0: torch's default).")
+# search (gotk.search; docs/gtp.md "Search")
+_VALUE_AGENT = typer.Option(None, "--value-agent", help="Agent giving the search's leaf values (same encoder and "
+                            "board size); default: the agent's own value head.")
+_VISITS = typer.Option(0, "--visits", help="PUCT search with this many root visits per move; 0 or 1 plays the "
+                       "policy alone.")
+_SECONDS = typer.Option(None, "--seconds", help="Search for this many seconds per move (with --visits: whichever "
+                        "comes first).")
+_BATCH = typer.Option(8, "--batch", help="Leaves evaluated per network call (virtual loss).")
+_CPUCT = typer.Option(1.25, "--c-puct", help="PUCT exploration constant.")
+_FPU = typer.Option(0.25, "--fpu", help="First-play-urgency reduction for unvisited moves.")
+_RES_MIN = typer.Option(30, "--resign-min-move", help="A searching agent never resigns before this move number.")
+
+
+def _search_config(visits, seconds, batch, c_puct, fpu, temperature, resign, resign_threshold, resign_moves,
+                   resign_min_move, seed):
+    from gotk.search.puct import SearchConfig
+
+    return SearchConfig(visits=visits, seconds=seconds, batch=batch, c_puct=c_puct, fpu=fpu,
+                        temperature=temperature, resign_threshold=resign_threshold if resign else None,
+                        resign_moves=resign_moves, resign_min_move=resign_min_move, seed=seed)
 
 
 def gtp_cmd(
@@ -31,14 +51,24 @@ def gtp_cmd(
     resign_threshold: float = _RES_T,
     resign_moves: int = _RES_K,
     threads: int = _THREADS,
+    value_agent: Path = _VALUE_AGENT,
+    visits: int = _VISITS,
+    seconds: float = _SECONDS,
+    batch: int = _BATCH,
+    c_puct: float = _CPUCT,
+    fpu: float = _FPU,
+    resign_min_move: int = _RES_MIN,
 ) -> None:
     """Run a GTP version 2 engine on stdin/stdout (see docs/gtp.md for the commands and rules)."""
-    from gotk.play.gtp import GtpEngine
+    from gotk.play.analyze import AnalyzingGtpEngine as GtpEngine
 
     if (agent is None) == (not random):
         _fail("give exactly one of --agent FILE or --random")
-    player = _player(None if random else str(agent), seed, temperature, pass_threshold, resign,
-                         resign_threshold, resign_moves, threads)
+    cfg = _search_config(visits, seconds, batch, c_puct, fpu, temperature, resign, resign_threshold, resign_moves,
+                         resign_min_move, seed)
+    player = _player(None if random else str(agent), cfg, value_agent, threads, temperature=temperature,
+                     pass_threshold=pass_threshold, resign=resign, resign_threshold=resign_threshold,
+                     resign_moves=resign_moves)
     _check_size(player, size)
     GtpEngine(player, name=player.name, size=size, komi=komi).serve_stdio()
 
@@ -62,6 +92,13 @@ def match_cmd(
     resign_threshold: float = _RES_T,
     resign_moves: int = _RES_K,
     threads: int = _THREADS,
+    value_agent: Path = _VALUE_AGENT,
+    visits: int = _VISITS,
+    seconds: float = _SECONDS,
+    batch: int = _BATCH,
+    c_puct: float = _CPUCT,
+    fpu: float = _FPU,
+    resign_min_move: int = _RES_MIN,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
     from gotk.play.match import Match, MatchConfig
@@ -74,7 +111,10 @@ def match_cmd(
         _fail("--games must be >= 1")
     if max_moves is not None and max_moves < 1:
         _fail("--max-moves must be >= 1")
-    player = _player(agent, seed, temperature, pass_threshold, resign, resign_threshold, resign_moves, threads)
+    cfg = _search_config(visits, seconds, batch, c_puct, fpu, temperature, resign, resign_threshold, resign_moves,
+                         resign_min_move, seed)
+    player = _player(agent, cfg, value_agent, threads, temperature=temperature, pass_threshold=pass_threshold,
+                     resign=resign, resign_threshold=resign_threshold, resign_moves=resign_moves)
     _check_size(player, size)
     size = size or getattr(player, "board_size", None) or 19
 
@@ -103,13 +143,13 @@ def match_cmd(
     sys.stdout.flush()
 
 
-def _player(*args, **kwargs):
-    """:func:`gotk.play.players.make_player`, its refusals as a one-line error (exit 2)."""
+def _player(agent, cfg, value_agent, threads, **policy_kwargs):
+    """:func:`gotk.search.factory.make_search_player`, its refusals as a one-line error (exit 2)."""
     from gotk.errors import GotkError
-    from gotk.play.players import make_player
+    from gotk.search.factory import make_search_player
 
     try:
-        return make_player(*args, **kwargs)
+        return make_search_player(agent, cfg, str(value_agent) if value_agent else None, threads, **policy_kwargs)
     except GotkError as e:
         _fail(str(e))
 

@@ -1,0 +1,98 @@
+"""Leaf evaluation for the search: one batched network call gives priors and values for many positions.
+
+:class:`NetEvaluator` wraps a policy agent and the agent giving values (the same file with ``head=both``,
+or a separate value agent with the same encoder and board size). Each position is evaluated under a
+random board symmetry (AlphaGo Zero): its planes are transformed, and the policy is mapped back.
+``seconds`` accumulates the time spent in the network calls (the speed benchmark's "inside" share).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gotk.datasets.symmetry import NUM_SYMMETRIES, apply_symmetries_, label_permutations
+from gotk.errors import GotkError
+
+
+class SearchSetupError(GotkError):
+    """The agents given cannot search (``bad_search``): no value head, mismatched value agent, bad options."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad_search", message)
+
+
+def _encoder_key(agent) -> tuple:
+    enc = agent.meta.get("encoder", {})
+    return enc.get("name"), enc.get("version"), enc.get("num_planes"), repr(sorted((enc.get("options") or {}).items()))
+
+
+def check_agents(agent, value_agent=None) -> None:
+    """Raise :class:`SearchSetupError` when ``agent`` (+ ``value_agent``) cannot give priors and values."""
+    if not getattr(agent, "has_policy", False):
+        raise SearchSetupError("the agent has no policy head: search needs priors from a policy")
+    if value_agent is None:
+        if not getattr(agent, "has_value", False):
+            raise SearchSetupError("search needs a value head: this agent is policy-only (train it with --head both, "
+                                   "or give --value-agent FILE); --visits 0 plays the policy alone")
+        return
+    if not getattr(value_agent, "has_value", False):
+        raise SearchSetupError("the value agent has no value head")
+    if value_agent.board_size != agent.board_size:
+        raise SearchSetupError(f"the value agent plays {value_agent.board_size}x{value_agent.board_size}, the "
+                               f"policy agent {agent.board_size}x{agent.board_size}")
+    if _encoder_key(value_agent) != _encoder_key(agent):
+        a, b = _encoder_key(agent), _encoder_key(value_agent)
+        raise SearchSetupError(f"the value agent's encoder ({b[0]} v{b[1]}, {b[2]} planes, options {b[3]}) differs "
+                               f"from the policy agent's ({a[0]} v{a[1]}, {a[2]} planes, options {a[3]})")
+
+
+class NetEvaluator:
+    """Priors over ``size*size+1`` moves and values (mover's view, −1..1) for a batch of states."""
+
+    def __init__(self, agent, value_agent=None, symmetries: bool = True, seed: int | None = None) -> None:
+        check_agents(agent, value_agent)
+        self.agent = agent
+        self.value_agent = value_agent
+        self.board_size = agent.board_size
+        self.encoder = agent.encoder
+        self.symmetries = symmetries
+        self.rng = np.random.default_rng(seed)
+        self.perms = label_permutations(self.board_size)
+        self.seconds = 0.0  # time inside the network calls
+        self.calls = 0
+        self.positions = 0
+
+    def reseed(self, seed: int | None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def encode(self, states) -> tuple[np.ndarray, np.ndarray]:
+        """Planes ``(B, C, H, W)`` of the states, each under a random symmetry, and the symmetries."""
+        feats = np.stack([self.encoder.encode(s) for s in states])
+        if self.symmetries:
+            syms = self.rng.integers(0, NUM_SYMMETRIES, size=len(states))
+            apply_symmetries_(feats, syms)
+        else:
+            syms = np.zeros(len(states), dtype=np.int64)
+        return np.ascontiguousarray(feats), syms
+
+    def run(self, feats: np.ndarray, syms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Network outputs for encoded planes: probabilities ``(B, size²+1)`` in board orientation, values ``(B,)``."""
+        t = time.perf_counter()
+        logp, val = self.agent.predict(feats)
+        if self.value_agent is not None:
+            _, val = self.value_agent.predict(feats)
+        self.seconds += time.perf_counter() - t
+        self.calls += 1
+        self.positions += feats.shape[0]
+        probs = np.exp(logp.astype(np.float64))
+        # the net saw point perm[s][p] where the board has p: read it back
+        probs = np.take_along_axis(probs, self.perms[syms], axis=1)
+        return probs, np.asarray(val, dtype=np.float64).reshape(-1)
+
+    def __call__(self, states) -> tuple[np.ndarray, np.ndarray]:
+        return self.run(*self.encode(states))
+
+
+__all__ = ["NetEvaluator", "SearchSetupError", "check_agents"]

@@ -1,0 +1,33 @@
+"""Build the player a command line asks for: a searching player, or the policy player when no search is asked."""
+
+from __future__ import annotations
+
+from gotk.search.evaluate import SearchSetupError
+from gotk.search.puct import SearchConfig
+
+
+def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
+                       threads: int | None = 1, **policy_kwargs):
+    """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
+    :func:`gotk.play.players.make_player` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
+    (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason."""
+    from gotk.play.players import make_player
+
+    config.validate()
+    if not config.searches:
+        return make_player(agent, seed=config.seed, threads=threads, **policy_kwargs)
+    if agent is None or agent == "random":
+        raise SearchSetupError("search needs an agent file with a policy (--agent FILE), not the random player")
+    import torch
+
+    from gotk.nets.agent import load_agent
+    from gotk.search.puct import SearchPlayer
+
+    if threads:
+        torch.set_num_threads(threads)
+    policy = load_agent(agent)
+    value = load_agent(value_agent) if value_agent else None
+    return SearchPlayer(policy, value, config)
+
+
+__all__ = ["make_search_player"]
