@@ -1,0 +1,309 @@
+"""PUCT search: invariants on hand-made positions (a winning capture is found, a winning pass is played,
+visits sum to playouts, tree reuse keeps the subtree, a seed makes it deterministic), resignation, the clock,
+refusals, and short searched games against ``gotk gtp --random`` and GNU Go."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gotk import coords
+from gotk.game.state import BLACK, WHITE, GameState
+from gotk.play.players import RESIGN
+from gotk.search import Search, SearchConfig, SearchPlayer, SearchSetupError, check_agents
+from gotk.search import tree as T
+from gotk.search.clock import Clock
+from gotk.search.evaluate import NetEvaluator
+
+REPO = Path(__file__).resolve().parents[1]
+GNUGO = Path("/usr/games/gnugo")
+
+
+def tiny_agent_file(path: Path, size: int = 9, head: str = "both", encoder: str = "sevenplane", seed: int = 0) -> Path:
+    """A real (untrained, seeded) agent package: resnet 1 block × 8 filters."""
+    from gotk.encoders import get_encoder
+    from gotk.nets import build_model, save_agent
+
+    torch.manual_seed(seed)
+    enc = get_encoder(encoder, size)
+    model = build_model("resnet", enc.num_planes, size, head=head, blocks=1, filters=8)
+    return save_agent(path, model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
+
+
+def material_agent_file(path: Path, size: int = 9, scale: float = 0.3) -> Path:
+    """A resnet whose weights are set by hand: a uniform policy and the value ``tanh(scale · (own stones −
+    opponent stones))`` read off the sevenplane planes (stones are a capture's gain). A real agent package."""
+    from gotk.encoders import get_encoder
+    from gotk.nets import build_model, save_agent
+
+    enc = get_encoder("sevenplane", size)
+    model = build_model("resnet", enc.num_planes, size, head="both", blocks=1, filters=8)
+    n = size * size
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.zero_()
+                m.running_var.fill_(1.0)
+                m.weight.fill_(1.0)
+                m.bias.zero_()
+        stem = model.stem[0].weight  # (8, 7, 3, 3): channel 0 = own stones, 1 = opponent stones
+        stem[0, 0:3, 1, 1] = 1.0
+        stem[1, 3:6, 1, 1] = 1.0
+        model.blocks[0].b2.weight.zero_()  # the residual branch adds nothing: the block passes its input on
+        conv, bn, _, _, fc1, _, fc2 = model.value_head
+        conv.weight[0, 0, 0, 0] = 1.0
+        conv.weight[0, 1, 0, 0] = -1.0
+        bn.bias.fill_(1.0)  # own 2, empty 1, opponent 0 (all ≥ 0 through the ReLU)
+        fc1.weight[0, :] = 1.0
+        fc1.bias[0] = -n  # own − opponent
+        fc1.weight[1, :] = -1.0
+        fc1.bias[1] = n  # opponent − own
+        fc2.weight[0, 0] = scale
+        fc2.weight[0, 1] = -scale
+    return save_agent(path, model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
+
+
+@pytest.fixture(scope="module")
+def agent_path(tmp_path_factory) -> Path:
+    return tiny_agent_file(tmp_path_factory.mktemp("search") / "tiny.gotk")
+
+
+@pytest.fixture(scope="module")
+def agent(agent_path):
+    from gotk.nets import load_agent
+
+    return load_agent(agent_path)
+
+
+@pytest.fixture(scope="module")
+def material(tmp_path_factory):
+    from gotk.nets import load_agent
+
+    return load_agent(material_agent_file(tmp_path_factory.mktemp("search") / "material.gotk"))
+
+
+def pts(*names: str, size: int = 9) -> list[int]:
+    return [coords.from_gtp(v, size) for v in names]
+
+
+def test_material_agent_counts_stones(material) -> None:
+    s = GameState(9).setup(black=pts("A1", "B1", "C1"), white=pts("J9"), to_play=BLACK)
+    assert material.value(s) == pytest.approx(np.tanh(0.3 * 2), abs=1e-4)
+    s.to_play = WHITE
+    assert material.value(s) == pytest.approx(np.tanh(-0.3 * 2), abs=1e-4)
+
+
+def test_winning_capture_is_found(material) -> None:
+    """White's three stones have one liberty (F3); the priors are uniform, only the search finds the capture."""
+    state = GameState(9).setup(black=pts("B3", "C2", "D2", "E2", "C4", "D4", "E4"), white=pts("C3", "D3", "E3"),
+                               to_play=BLACK)
+    probs = material.policy(state)
+    assert probs.max() - probs[probs > 0].min() < 1e-9  # the policy does not know
+    player = SearchPlayer(material, config=SearchConfig(visits=300, fpu=0.0, seed=0, resign_threshold=None))
+    move = player.choose(state)
+    assert coords.to_gtp(move, 9) == "F3"
+    infos = player.search.infos()
+    assert coords.to_gtp(infos[0].move, 9) == "F3" and infos[0].q > 0
+
+
+def test_pass_when_passing_wins_and_not_when_it_loses(material) -> None:
+    """Black owns columns A-E, white F-J; white has just passed. Area: 45 − 36 = 9 for black."""
+    black = [coords.from_rc(r, 4, 9) for r in range(9)]
+    white = [coords.from_rc(r, 5, 9) for r in range(9)]
+    for komi, should_pass in ((7.5, True), (9.5, False)):
+        state = GameState(9, komi=komi).setup(black=black, white=white, to_play=WHITE)
+        state.play(state.pass_point)  # white passes
+        player = SearchPlayer(material, config=SearchConfig(visits=64, seed=1, resign_threshold=None))
+        move = player.choose(state)
+        assert (move == state.pass_point) == should_pass, (komi, coords.to_gtp(move, 9))
+        pass_info = [i for i in player.search.infos(min_moves=100) if i.move == state.pass_point][0]
+        assert pass_info.visits > 0 and pass_info.q == (1.0 if should_pass else -1.0)  # exact: the game ends
+
+
+def test_visits_sum_to_playouts_and_no_virtual_loss_left(agent) -> None:
+    for batch in (1, 8, 32):
+        search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=100, batch=batch))
+        search.set_position(GameState(9))
+        done = search.run(visits=100)
+        tree = search.tree
+        kids = tree.children(0)
+        assert done == search.root_visits == 100
+        assert tree.N[kids].sum() == 99  # the root's own evaluation is the first playout
+        assert not tree.VL[: tree.size].any()
+        assert not (tree.status[: tree.size] == T.PENDING).any()
+        for node in np.flatnonzero(tree.status[: tree.size] == T.EXPANDED):  # every expanded node: N = 1 + Σ children
+            k = tree.children(node)
+            assert tree.N[node] == 1 + tree.N[k].sum()
+
+
+def test_tree_reuse_keeps_the_subtree(agent) -> None:
+    player = SearchPlayer(agent, config=SearchConfig(visits=200, seed=2, resign_threshold=None))
+    state = GameState(9)
+    move = player.choose(state)
+    tree = player.search.tree
+    child = int(tree.children(0)[tree.move[tree.children(0)] == move][0])
+    kept_n = tree.N[child]
+    grand = tree.children(child)
+    reply = int(tree.move[grand[np.argmax(tree.N[grand])]])
+    grand_n = tree.N[grand].max()
+    size = T.subtree_size(child, tree.first, tree.nchild, tree.status)
+    state.play(move)
+    assert player.search.set_position(state) and player.search.root_visits == kept_n
+    assert player.search.tree.size == size
+    state.play(reply)  # the opponent's move: the grandchild's subtree is kept too
+    assert player.search.set_position(state) and player.search.root_visits == grand_n
+    other = GameState(9)
+    other.play(pts("A1")[0])
+    assert not player.search.set_position(other) and player.search.root_visits == 0  # not a continuation
+
+
+def test_deterministic_with_a_seed(agent) -> None:
+    def game(seed: int) -> list[tuple[int, int]]:
+        player = SearchPlayer(agent, config=SearchConfig(visits=40, seed=seed, temperature=1.0,
+                                                         resign_threshold=None))
+        state = GameState(9)
+        out = []
+        for _ in range(6):
+            move = player.choose(state)
+            out.append((move, player.search.root_visits))
+            state.play(move)
+        return out
+
+    assert game(5) == game(5)
+
+
+def test_resigns_on_the_search_value_only_after_min_moves(material) -> None:
+    state = GameState(9).setup(black=pts("A1"), white=pts(*[f"{c}{r}" for c in "CDEFG" for r in (3, 5, 7)]),
+                               to_play=BLACK)
+    cfg = dict(visits=16, seed=0, resign_threshold=-0.9, resign_moves=2)
+    early = SearchPlayer(material, config=SearchConfig(**cfg, resign_min_move=30))
+    assert early.choose(state) != RESIGN and early.choose(state) != RESIGN  # move number 0 < 30
+    player = SearchPlayer(material, config=SearchConfig(**cfg, resign_min_move=0))
+    assert player.choose(state) != RESIGN  # one low value is not enough
+    assert player.last_value < -0.9
+    assert player.choose(state) == RESIGN
+
+
+def test_clock_budgets() -> None:
+    c = Clock(safety=0.5, margin=0.1, min_moves=20)
+    assert c.budget(BLACK, 50) is None  # no time settings: no limit
+    c.settings(600, 0, 0)  # 10 minutes absolute
+    assert c.budget(BLACK, 50) == pytest.approx(600 / 50 * 0.5 - 0.1)
+    c.left(BLACK, 10, 0)
+    assert c.budget(BLACK, 50) == pytest.approx(10 / 50 * 0.5 - 0.1)
+    c.settings(0, 30, 10)  # byo-yomi only: 30 s for 10 stones
+    assert c.budget(WHITE, 50) == pytest.approx(3 * 0.5 - 0.1)
+    c.used(WHITE, 2.0)
+    assert c.sides[WHITE].left == pytest.approx(28) and c.sides[WHITE].stones == 9
+    c.settings(0, 5, 0)  # byo-yomi time > 0 with 0 stones: no limit (GTP 2)
+    assert c.budget(BLACK, 50) is None
+    c.settings(1, 0, 0)
+    c.left(BLACK, 0, 0)
+    assert c.budget(BLACK, 50) == 0.0  # never negative
+    with pytest.raises(ValueError):
+        c.settings(-1, 0, 0)
+
+
+def test_seconds_limit_search(agent) -> None:
+    player = SearchPlayer(agent, config=SearchConfig(visits=0, seconds=0.3, seed=0))
+    player.choose(GameState(9))
+    assert player.search.seconds < 3.0 and player.search.root_visits > 1
+
+
+def test_config_and_agent_refusals(tmp_path: Path, agent) -> None:
+    from gotk.nets import load_agent
+
+    for bad in (dict(visits=-1), dict(visits=10**12), dict(batch=0), dict(c_puct=0), dict(fpu=-1),
+                dict(seconds=0), dict(temperature=-1), dict(resign_threshold=2)):
+        with pytest.raises(SearchSetupError):
+            SearchConfig(**bad).validate()
+    policy_only = load_agent(tiny_agent_file(tmp_path / "p.gotk", head="policy"))
+    with pytest.raises(SearchSetupError, match="search needs a value head"):
+        check_agents(policy_only)
+    check_agents(policy_only, agent)  # a separate value agent makes it searchable
+    other_size = load_agent(tiny_agent_file(tmp_path / "s7.gotk", size=7))
+    with pytest.raises(SearchSetupError, match="7x7"):
+        check_agents(agent, other_size)
+    other_enc = load_agent(tiny_agent_file(tmp_path / "o.gotk", encoder="oneplane"))
+    with pytest.raises(SearchSetupError, match="encoder"):
+        check_agents(agent, other_enc)
+    with pytest.raises(SearchSetupError, match="no value head"):
+        check_agents(agent, policy_only)
+
+
+def gotk(*args: str, timeout: float = 120, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gotk", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO, input=stdin)
+
+
+def test_cli_refusals_are_one_line_errors(tmp_path: Path, agent_path: Path) -> None:
+    policy_only = tiny_agent_file(tmp_path / "p.gotk", head="policy")
+    small = tiny_agent_file(tmp_path / "s7.gotk", size=7)
+    cases = [(["gtp", "--agent", str(policy_only), "--visits", "50"], "search needs a value head"),
+             (["gtp", "--agent", str(agent_path), "--visits", "-3"], "--visits must be >= 0"),
+             (["gtp", "--agent", str(agent_path), "--visits", "99999999999"], "more than"),
+             (["gtp", "--agent", str(agent_path), "--visits", "8", "--value-agent", str(small)], "7x7"),
+             (["match", "--agent", str(policy_only), "--visits", "8", "--opponent", "x"], "value head")]
+    for args, message in cases:
+        proc = gotk(*args, stdin="quit\n")
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    # a policy-only agent searches with a separate value agent; --visits 0 still plays the policy alone
+    proc = gotk("gtp", "--agent", str(policy_only), "--value-agent", str(agent_path), "--visits", "8",
+                stdin="boardsize 9\ngenmove b\nquit\n")
+    assert proc.returncode == 0 and "= " in proc.stdout, proc.stderr
+    proc = gotk("gtp", "--agent", str(policy_only), "--visits", "0", stdin="genmove b\nlz-analyze 10\nquit\n")
+    assert proc.returncode == 0 and "? analysis needs a search" in proc.stdout
+
+
+def test_searched_games_against_random_and_gnugo(tmp_path: Path, agent_path: Path) -> None:
+    random_engine = shlex.join([sys.executable, "-m", "gotk", "gtp", "--random", "--seed", "4"])
+    opponents = [random_engine]
+    if GNUGO.exists():
+        opponents.append(f"{GNUGO} --mode gtp --level 1")
+    for opp in opponents:
+        proc = gotk("match", "--agent", str(agent_path), "--visits", "16", "--seed", "1", "--opponent", opp,
+                    "--games", "2", "--size", "9", "--max-moves", "30", "--json", "--sgf-out", str(tmp_path / "g"))
+        assert proc.returncode == 0, proc.stderr
+        d = json.loads(proc.stdout)
+        assert d["games"] == 2 and d["wins"] + d["losses"] + d["draws"] == 2, d
+        assert d["agent"].startswith("gotk-resnet-puct16v")
+        for g in d["per_game"]:
+            assert g["reason"] in ("max_moves", "two_passes", "agent_resigned", "opponent_resigned"), g
+    # a searching gotk opponent through `gotk gtp`, against the policy player
+    opp = shlex.join([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent_path), "--visits", "8", "--seed", "2"])
+    proc = gotk("match", "--agent", str(agent_path), "--opponent", opp, "--games", "1", "--size", "9",
+                "--max-moves", "20", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["opponent"].startswith("gotk-resnet-puct8v")
+
+
+@pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo (apt-get install gnugo)")
+def test_gnugo_accepts_every_searched_move(agent) -> None:
+    """Moves of a searched game replayed into GNU Go: it accepts all of them (same rules)."""
+    from gotk.play.match import GtpClient
+
+    player = SearchPlayer(agent, config=SearchConfig(visits=12, seed=3, resign_threshold=None))
+    client = GtpClient([str(GNUGO), "--mode", "gtp", "--level", "1"], timeout=60)
+    try:
+        client.send("boardsize 9")
+        client.send("clear_board")
+        state = GameState(9)
+        for _ in range(24):
+            if state.passes >= 2:
+                break
+            move = player.choose(state)
+            color = "B" if state.to_play == BLACK else "W"
+            state.play(move)
+            client.send(f"play {color} {coords.to_gtp(move, 9)}")
+    finally:
+        client.close()
