@@ -1,0 +1,166 @@
+"""GTP analysis for GUIs through the real ``gotk gtp`` subprocess: ``lz-analyze`` / ``kata-analyze`` stream
+until the next command (the engine stays responsive), ``genmove_analyze``, bad arguments, the clock."""
+
+from __future__ import annotations
+
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from test_search import tiny_agent_file
+
+REPO = Path(__file__).resolve().parents[1]
+LZ_INFO = re.compile(r"info move (?P<move>[A-HJ-T][0-9]{1,2}|pass) visits (?P<visits>[0-9]+) winrate (?P<win>[0-9]+) "
+                     r"prior (?P<prior>[0-9]+) order (?P<order>[0-9]+) pv(?P<pv>( ([A-HJ-T][0-9]{1,2}|pass))+)")
+KATA_INFO = re.compile(r"info move (?P<move>[A-HJ-T][0-9]{1,2}|pass) visits (?P<visits>[0-9]+) "
+                       r"utility (?P<u>-?[0-9.]+) winrate (?P<win>[0-9.]+) prior (?P<prior>[0-9.]+) "
+                       r"order (?P<order>[0-9]+) pv(?P<pv>( ([A-HJ-T][0-9]{1,2}|pass))+)")
+
+
+class Engine:
+    """A ``gotk gtp`` subprocess read line by line by a thread."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "gotk", "gtp", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, bufsize=1)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def line(self, timeout: float = 60) -> str:
+        return self.lines.get(timeout=timeout)
+
+    def answer(self, timeout: float = 60) -> list[str]:
+        """Lines up to the blank line that ends an answer."""
+        out = []
+        while True:
+            line = self.line(timeout)
+            if line == "":
+                if out:
+                    return out
+                continue
+            out.append(line)
+
+    def ask(self, command: str, timeout: float = 60) -> list[str]:
+        self.send(command)
+        return self.answer(timeout)
+
+    def close(self) -> None:
+        try:
+            self.send("quit")
+            self.proc.wait(timeout=30)
+        except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def agent_path(tmp_path_factory) -> Path:
+    return tiny_agent_file(tmp_path_factory.mktemp("analyze") / "tiny.gotk")
+
+
+@pytest.fixture()
+def engine(agent_path):
+    e = Engine("--agent", str(agent_path), "--visits", "32", "--seed", "1")
+    assert e.ask("boardsize 9") == ["="]
+    yield e
+    e.close()
+
+
+def test_lz_analyze_streams_until_the_next_command(engine: Engine) -> None:
+    engine.ask("play b E5")
+    engine.send("lz-analyze 10")
+    assert engine.line() == "="
+    lines = [engine.line() for _ in range(3)]  # three intervals' worth of lines while nothing else is sent
+    engine.send("name")
+    for line in lines:
+        infos = list(LZ_INFO.finditer(line))
+        assert infos and line.startswith("info move "), line
+        assert [int(m["order"]) for m in infos] == list(range(len(infos)))
+        visits = [int(m["visits"]) for m in infos]
+        assert visits == sorted(visits, reverse=True)
+        for m in infos:
+            assert 0 <= int(m["win"]) <= 10000 and 0 <= int(m["prior"]) <= 10000
+            assert m["pv"].split()[0] == m["move"] and m["move"] != "E5"
+    total = [sum(int(m["visits"]) for m in LZ_INFO.finditer(line)) for line in lines]
+    assert total == sorted(total) and total[-1] > total[0]  # the search goes on between lines
+    rest = engine.answer()  # the rest of the analysis, then its blank line
+    assert all(LZ_INFO.match(line) for line in rest)
+    assert engine.answer() == ["= gotk-resnet-puct32v"]  # the command that stopped it is answered
+
+
+def test_kata_analyze_format_and_colour(engine: Engine) -> None:
+    engine.send("kata-analyze w interval 5 minmoves 4 ownership true")
+    assert engine.line() == "="
+    line = engine.line()
+    engine.send("")  # a raw newline stops it too
+    infos = list(KATA_INFO.finditer(line))
+    assert len(infos) >= 4, line
+    for m in infos:
+        assert 0 <= float(m["win"]) <= 1 and 0 <= float(m["prior"]) <= 1 and -1 <= float(m["u"]) <= 1
+        assert float(m["win"]) == pytest.approx((float(m["u"]) + 1) / 2, abs=2e-6)
+    assert "scoreLead" not in line and "scoreMean" not in line
+    engine.answer()
+    assert engine.ask("showboard")[-1].startswith("black to play")  # analysing for white changed nothing
+
+
+def test_genmove_analyze_plays_the_move(engine: Engine) -> None:
+    answer = engine.ask("7 genmove_analyze b 1")
+    assert answer[0] == "=7"
+    assert answer[-1].startswith("play ") and len(answer) >= 3
+    assert all(KATA_INFO.match(a) is None and LZ_INFO.match(a) for a in answer[1:-1])
+    move = answer[-1].split()[1]
+    board = "\n".join(engine.ask("showboard"))
+    assert "white to play" in board
+    assert engine.ask(f"play w {move}")[0].startswith("?") or move == "pass"  # the point is taken
+    answer = engine.ask("kata-genmove_analyze w")
+    assert answer[-1].startswith("play ") and KATA_INFO.match(answer[-2])
+
+
+def test_bad_analysis_arguments_answer_errors_and_the_engine_goes_on(engine: Engine) -> None:
+    for command, message in (("lz-analyze 10 allow b D4 1", "allow is not supported"),
+                             ("lz-analyze 10 foo 3", "unknown key"),
+                             ("lz-analyze b -5", "syntax error"),
+                             ("lz-analyze 10 interval", "no value"),
+                             ("kata-analyze 99999999999", "syntax error"),
+                             ("kata-analyze 10 minmoves -1", "syntax error"),
+                             ("kata-analyze 10 ownership maybe", "true or false"),
+                             ("lz-genmove_analyze x 10 maxmoves zz", "syntax error")):
+        answer = engine.ask(f"3 {command}")
+        assert answer[0].startswith("?3 ") and message in answer[0], (command, answer)
+    assert engine.ask("name") == ["= gotk-resnet-puct32v"]
+    commands = engine.ask("list_commands")
+    assert {"lz-analyze", "kata-analyze", "genmove_analyze", "lz-genmove_analyze"} <= set(commands[1:])
+    assert engine.ask("known_command kata-analyze") == ["= true"]
+
+
+def test_clock_is_honoured(agent_path: Path) -> None:
+    """--seconds 30 per move, but a byo-yomi of 1 s per stone: every genmove answers within the period."""
+    e = Engine("--agent", str(agent_path), "--seconds", "30", "--seed", "1")
+    try:
+        assert e.ask("boardsize 9") == ["="]
+        assert e.ask("time_settings 0 1 1") == ["="]
+        e.ask("genmove b", timeout=120)  # the first move pays for start-up work
+        for _ in range(3):
+            assert e.ask("time_left w 1 1") == ["="]
+            t = time.monotonic()
+            answer = e.ask("genmove w")
+            assert answer[0].startswith("= ")
+            assert time.monotonic() - t < 1.0, "a move took longer than the byo-yomi period"
+        assert e.ask("time_settings 1 x 0")[0].startswith("? syntax error")
+        assert e.ask("time_left b -3 0")[0].startswith("?")
+        assert e.ask("time_settings 0 5 0") == ["="]  # no time limit: --seconds alone
+    finally:
+        e.close()
