@@ -129,6 +129,25 @@ def test_pass_when_passing_wins_and_not_when_it_loses(material) -> None:
         assert pass_info.visits > 0 and pass_info.q == (1.0 if should_pass else -1.0)  # exact: the game ends
 
 
+def test_symmetry_maps_the_policy_back(agent) -> None:
+    """Evaluating under symmetry s = the network on the board moved by s, read at the moved points."""
+    from gotk.coords import symmetry_permutation
+    from gotk.datasets.symmetry import apply_symmetries_
+
+    black, white = np.array(pts("C3", "D4", "A1")), np.array(pts("E5", "G7", "H2"))
+    state = GameState(9).setup(black=black, white=white, to_play=BLACK)
+    ev = NetEvaluator(agent, seed=0)
+    for s in range(8):
+        perm = symmetry_permutation(9, s)
+        moved = GameState(9).setup(black=perm[black], white=perm[white], to_play=BLACK)
+        feats = apply_symmetries_(ev.encoder.encode(state)[None].copy(), np.array([s]))
+        assert np.array_equal(feats[0], ev.encoder.encode(moved))
+        probs, values = ev.run(np.ascontiguousarray(feats), np.array([s]))
+        logp, v = agent.predict(ev.encoder.encode(moved)[None])
+        assert np.allclose(probs[0], np.exp(logp[0].astype(np.float64))[perm], atol=1e-6)
+        assert values[0] == pytest.approx(float(v[0]), abs=1e-6)
+
+
 def test_visits_sum_to_playouts_and_no_virtual_loss_left(agent) -> None:
     for batch in (1, 8, 32):
         search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=100, batch=batch))
