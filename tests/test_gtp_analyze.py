@@ -164,3 +164,20 @@ def test_clock_is_honoured(agent_path: Path) -> None:
         assert e.ask("time_settings 0 5 0") == ["="]  # no time limit: --seconds alone
     finally:
         e.close()
+
+
+def test_analysis_needs_a_search_and_a_searching_opponent_plays_a_match(agent_path: Path) -> None:
+    from gotk.nets import load_agent
+    from gotk.play.analyze import AnalyzingGtpEngine
+    from gotk.play.match import Match, MatchConfig
+    from gotk.play.players import PolicyPlayer, RandomPlayer
+
+    engine = AnalyzingGtpEngine(PolicyPlayer(load_agent(agent_path)))
+    for command in ("lz-analyze 10", "kata-analyze b 10", "genmove_analyze b 10"):
+        answer = engine.handle(command)
+        assert answer.startswith("? analysis needs a search"), answer
+    assert engine.handle("genmove b").startswith("= ")  # and it still plays its policy
+    argv = [sys.executable, "-m", "gotk", "gtp", "--agent", str(agent_path), "--visits", "8", "--seed", "2"]
+    results = Match(RandomPlayer(seed=0), argv, MatchConfig(size=9, games=1, max_moves=12, timeout=120)).run()
+    assert results[0].reason in ("max_moves", "two_passes", "opponent_resigned"), results[0]
+    assert results[0].moves >= 1
