@@ -313,7 +313,7 @@ def test_searched_games_against_random_and_gnugo(tmp_path: Path, agent_path: Pat
 @pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo (apt-get install gnugo)")
 def test_gnugo_accepts_every_searched_move(agent) -> None:
     """Moves of a searched game replayed into GNU Go: it accepts all of them (same rules)."""
-    from gotk.play.match import GtpClient
+    from gotk.play.gtp_client import GtpClient
 
     player = SearchPlayer(agent, config=SearchConfig(visits=12, seed=3, resign_threshold=None))
     client = GtpClient([str(GNUGO), "--mode", "gtp", "--level", "1"], timeout=60)
