@@ -276,7 +276,8 @@ def test_cli_refusals_are_one_line_errors(tmp_path: Path, agent_path: Path) -> N
             (str(agent_path), SearchConfig(visits=-3), None, "--visits must be >= 0"),
             (str(agent_path), SearchConfig(visits=99999999999), None, "more than"),
             ("random", SearchConfig(visits=8), None, "not the random player"),
-            (str(policy_only), SearchConfig(seconds=1.0), None, "search needs a value head")):
+            (str(policy_only), SearchConfig(seconds=1.0), None, "search needs a value head"),
+            (str(agent_path), SearchConfig(visits=0), str(agent_path), "used by the search only")):
         with pytest.raises(SearchSetupError, match=message):
             make_search_player(agent, cfg, value)
     # through the real CLI: exit 2 with the one-line reason, no traceback

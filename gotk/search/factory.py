@@ -15,6 +15,8 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
 
     config.validate()
     if not config.searches:
+        if value_agent:
+            raise SearchSetupError("--value-agent is used by the search only: give --visits N (N >= 2) or --seconds S")
         return make_player(agent, seed=config.seed, threads=threads, **policy_kwargs)
     if agent is None or agent == "random":
         raise SearchSetupError("search needs an agent file with a policy (--agent FILE), not the random player")
