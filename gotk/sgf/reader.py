@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import codecs
 import math
+import os
 import re
+from collections import Counter
 
 import numpy as np
 from sgfmill import sgf_grammar
 
 from gotk import coords
 from gotk.errors import SGFError
+from gotk.sgf.fast import Declined, read_fast
 from gotk.sgf.record import BLACK, WHITE, GameRecord, parse_result
 
+FAST_DEFAULT = os.environ.get("GOTK_SGF_FAST", "1") != "0"  # the compiled reader first (gotk.sgf.fast)
 MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
 HEADER_KEYS = ("KM", "TM", "OT", "TC", "TT", "AP", "GN", "EV")  # raw text kept for gotk.sgf.metadata
 _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
@@ -37,6 +41,7 @@ def _charset(root: dict) -> str | None:
 
 
 _HIGH_RUN = re.compile(rb"[\x80-\xff]+")
+_TEXT_SPECIAL = re.compile(rb"[\\\n\r\t\f\v]")  # without these, simpletext_value returns its input
 
 
 def _looks_like_gb(value: bytes) -> bool:
@@ -49,7 +54,7 @@ def _looks_like_gb(value: bytes) -> bool:
 def decode_text(raw: bytes, charset: str | None) -> str:
     """Decode an SGF simpletext value: the declared charset, else UTF-8, else GB18030 when that
     reads as CJK text made of whole two-byte characters, else latin-1 (which never fails)."""
-    value = sgf_grammar.simpletext_value(raw)
+    value = sgf_grammar.simpletext_value(raw) if _TEXT_SPECIAL.search(raw) else bytes(raw)
     if charset:
         try:
             return value.decode(charset)
@@ -141,7 +146,12 @@ def _float(root: dict, key: str, default: float, charset: str | None) -> float:
 def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
     """Build a :class:`GameRecord` from one sgfmill ``Coarse_game_tree``."""
     nodes = list(sgf_grammar.main_sequence_iter(tree))
-    root = nodes[0]
+    return record_from_root(nodes[0], lambda size: _main_line(nodes, size), source, member)
+
+
+def record_from_root(root: dict, main_line, source: str = "", member: str = "") -> GameRecord:
+    """Build a :class:`GameRecord` from the root's property map (name -> raw values) and
+    ``main_line(size) -> (colors, points, defect)``; shared by the sgfmill and the compiled reader."""
     gm = root.get("GM")
     if gm and bytes(gm[0]).strip() not in (b"1", b""):
         raise SGFError("not_go", f"GM[{bytes(gm[0]).decode('ascii', 'replace')}] is not Go")
@@ -168,6 +178,34 @@ def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
     pl = text("PL").upper()
     first_player = BLACK if pl.startswith("B") else WHITE if pl.startswith("W") else None
 
+    colors, points, defect = main_line(size)
+    return GameRecord(
+        size=size,
+        komi=_float(root, "KM", 0.0, charset),
+        handicap=handicap,
+        rules=text("RU"),
+        result=parse_result(text("RE")),
+        black=text("PB"),
+        white=text("PW"),
+        black_rank=text("BR"),
+        white_rank=text("WR"),
+        date=text("DT"),
+        place=text("PC"),
+        setup_black=tuple(setup_b),
+        setup_white=tuple(setup_w),
+        setup_empty=tuple(setup_e),
+        colors=colors,
+        points=points,
+        first_player=first_player,
+        defect=defect,
+        source=source,
+        member=member,
+        headers={k: text(k) for k in HEADER_KEYS if k in root},
+    )
+
+
+def _main_line(nodes: list, size: int):
+    """Main-line moves of sgfmill property maps: ``(colors int8, points int16, defect)``."""
     colors: list[int] = []
     points: list[int] = []
     defect = None
@@ -189,30 +227,7 @@ def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
             defect = ("bad_move", len(points), str(e))
             break
         colors.append(color)
-
-    return GameRecord(
-        size=size,
-        komi=_float(root, "KM", 0.0, charset),
-        handicap=handicap,
-        rules=text("RU"),
-        result=parse_result(text("RE")),
-        black=text("PB"),
-        white=text("PW"),
-        black_rank=text("BR"),
-        white_rank=text("WR"),
-        date=text("DT"),
-        place=text("PC"),
-        setup_black=tuple(setup_b),
-        setup_white=tuple(setup_w),
-        setup_empty=tuple(setup_e),
-        colors=np.array(colors, dtype=np.int8),
-        points=np.array(points, dtype=np.int16),
-        first_player=first_player,
-        defect=defect,
-        source=source,
-        member=member,
-        headers={k: text(k) for k in HEADER_KEYS if k in root},
-    )
+    return np.array(colors, dtype=np.int8), np.array(points, dtype=np.int16), defect
 
 
 def read_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = MAX_SGF_BYTES) -> list[GameRecord]:
@@ -226,17 +241,40 @@ def read_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = M
 
 
 def iter_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = MAX_SGF_BYTES,
-             strict: bool = False):
+             strict: bool = False, fast: bool | None = None, counts: Counter | None = None):
     """Yield a :class:`GameRecord` per game tree in ``data``, or an :class:`SGFError` in its place
-    (when ``strict`` is false) for a tree that cannot be turned into a record."""
+    (when ``strict`` is false) for a tree that cannot be turned into a record.
+
+    The compiled reader (:mod:`gotk.sgf.fast`) reads the input when it can (``fast``: default on,
+    ``GOTK_SGF_FAST=0`` turns it off); what it declines goes through sgfmill. ``counts`` (if given)
+    gets, per input, ``fast`` or ``fallback`` (+ ``fallback:<why>``) and the games each way."""
     if len(data) > max_bytes:
         raise SGFError("too_large", f"{len(data)} bytes exceeds the {max_bytes}-byte cap")
     if not data.strip():
         raise SGFError("empty", "no data")
+    if FAST_DEFAULT if fast is None else fast:
+        try:
+            items = read_fast(data, source, member)
+        except Declined as d:
+            if counts is not None:
+                counts[f"fallback:{d.reason}"] += 1
+        else:
+            if counts is not None:
+                counts["fast"] += 1
+                counts["fast_games"] += len(items)
+            for item in items:
+                if strict and isinstance(item, SGFError):
+                    raise item
+                yield item
+            return
+    if counts is not None:
+        counts["fallback"] += 1
     try:
         trees = sgf_grammar.parse_sgf_collection(data)
     except ValueError as e:
         raise SGFError("parse_error", str(e)) from e
+    if counts is not None:
+        counts["fallback_games"] += len(trees)
     for tree in trees:
         try:
             yield record_from_tree(tree, source, member)
