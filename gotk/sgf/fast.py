@@ -30,11 +30,6 @@ DECLINE_REASONS = {
     5: "long_name",  # a property name over 64 letters (sgfmill's tokeniser splits it)
     6: "size_mismatch",  # the shared metadata code read another size than the scan (never seen)
 }
-_MIN_SIZE, _MAX_SIZE = 2, 25  # gotk.sgftools.coords.MIN_SIZE / MAX_SIZE (a mismatch declines, see above)
-_CODE_B = 2 * 27
-_CODE_W = 23 * 27
-_CODE_SZ = 19 * 27 + 26
-_SETUP_CODES = (1 * 27 + 2, 1 * 27 + 23, 1 * 27 + 5)  # AB, AW, AE
 
 
 def _code(name: str) -> int:
@@ -49,60 +44,39 @@ for _a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _NAMES[_code(_a)] = _a
     for _b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
         _NAMES[_code(_a + _b)] = _a + _b
-assert _code("B") == _CODE_B and _code("W") == _CODE_W and _code("SZ") == _CODE_SZ
-assert _SETUP_CODES == (_code("AB"), _code("AW"), _code("AE"))
+# the codes the kernel spells out as numbers
+assert (_code("B"), _code("W"), _code("SZ"), _code("AB"), _code("AW"), _code("AE")) == (54, 621, 539, 29, 50, 32)
 
 
-@njit(cache=True, inline="always")
-def _is_space(c):
-    # \s of a bytes regex: space, \t \n \v \f \r
-    return c == 32 or (9 <= c <= 13)
-
-
-@njit(cache=True, inline="always")
-def _letter(c):
-    """SGF point letter value: a-z 0..25, A-Z 26..51, else 99 (as gotk.sgftools.reader._point)."""
-    if 97 <= c <= 122:
-        return c - 97
-    if 65 <= c <= 90:
-        return c - 65 + 26
-    return 99
+# Space bytes of a bytes regex's \s (sgfmill skips these between tokens): \t \n \v \f \r and space.
+# The kernel tests them inline (c == 32 or 9 <= c <= 13) and takes outputs preallocated by the caller:
+# one plain function, no helpers to inline and no arrays built inside, compiles quickly.
 
 
 @njit(cache=True)
-def _grow(a):
-    b = np.empty((2 * a.shape[0], a.shape[1]), dtype=np.int64)
-    b[: a.shape[0]] = a
-    return b
+def _scan(buf, games, props, moves, nodes, counts):
+    """Tokenise and parse every game tree in ``buf`` (uint8); returns 0 or a decline code.
 
-
-@njit(cache=True)
-def _scan(buf):
-    """Tokenise and parse every game tree in ``buf`` (uint8).
-
-    Returns ``(status, games, props, moves)``: ``status`` 0 or a decline code;
-    ``games[g]`` = (first prop, end prop, first move, end move, defect kind, defect move index, size)
-    with defect kind 0 none, 1 setup after the root, 2 a node with both B and W;
-    ``props[k]`` = (code, value start, value end) for each root property value of a 1-2 letter name
-    (code -1: another name, not kept); ``moves[i]`` = (colour, point) of every game's main line.
+    Fills ``games[g]`` = (first prop, end prop, first move, end move, defect kind, defect move index,
+    size), defect kind 0 none, 1 setup after the root, 2 a node with both B and W; ``props[k]`` =
+    (code, value start, value end) for each root property value with a 1-2 letter name;
+    ``moves[i]`` = (colour, point) of every game's main line; ``counts`` = (games, props, moves).
+    ``nodes`` is scratch (one row per main-line node: B span, W span, setup). Sizes: games >
+    number of "(" bytes, props > "[", moves and nodes > ";".
     """
     n = buf.shape[0]
-    games = np.empty((16, 7), dtype=np.int64)
-    props = np.empty((64, 3), dtype=np.int64)
-    moves = np.empty((256 + n // 4, 2), dtype=np.int64)  # colour, point
-    nodes = np.empty((256 + n // 4, 5), dtype=np.int64)  # main-line nodes of a game: B span, W span, setup
     ng = 0
     nprops = 0
     nmoves = 0
     pos = 0
     while True:
-        # --- find the start: "(" whitespace* ";" -------------------------------------------------
+        # --- find the start: "(" space* ";" (anything before it is skipped, as sgfmill does) -----
         start = -1
         i = pos
         while i < n:
             if buf[i] == 40:  # (
                 j = i + 1
-                while j < n and _is_space(buf[j]):
+                while j < n and (buf[j] == 32 or 9 <= buf[j] <= 13):
                     j += 1
                 if j < n and buf[j] == 59:  # ;
                     start = i
@@ -110,34 +84,29 @@ def _scan(buf):
             i += 1
         if start < 0:
             break
-        # --- tokenise + parse one game tree --------------------------------------------------------
+        # --- tokenise + parse one game tree, with sgfmill's checks -------------------------------
         i = start
         depth = 0
         seq_open = False  # sgfmill's "sequence is not None"
         seq_len = 0  # nodes in the open sequence
         in_node = False  # sgfmill's "properties is not None"
-        main = True  # before the tree's first ")": every node is on the main line
+        main = True  # before the tree's first ")" every node is on the main line
         nmain = 0
         game_props0 = nprops
         size = 19
         sz_seen = False
-        closed = False
         while True:
-            while i < n and _is_space(buf[i]):
+            while i < n and (buf[i] == 32 or 9 <= buf[i] <= 13):
                 i += 1
             if i >= n:
-                return 1, games[:0], props[:0], moves[:0]  # unexpected end
+                return 1  # unexpected end
             c = buf[i]
-            if c == 91:  # [ : a value where a property name was expected
-                return 1, games[:0], props[:0], moves[:0]
             if c == 59:  # ;
                 if not seq_open:
-                    return 1, games[:0], props[:0], moves[:0]
+                    return 1  # unexpected node
                 seq_len += 1
                 in_node = True
                 if main:
-                    if nmain == nodes.shape[0]:
-                        nodes = _grow(nodes)
                     nodes[nmain, 0] = -1
                     nodes[nmain, 2] = -1
                     nodes[nmain, 4] = 0
@@ -146,155 +115,131 @@ def _scan(buf):
                 continue
             if c == 40 or c == 41:  # ( )
                 if seq_open and seq_len == 0:
-                    return 1, games[:0], props[:0], moves[:0]  # empty sequence
-                seq_open = False
+                    return 1  # empty sequence
                 in_node = False
                 i += 1
                 if c == 40:
                     depth += 1
                     seq_open = True
                     seq_len = 0
-                else:
-                    depth -= 1
-                    main = False
-                    if depth == 0:
-                        closed = True
-                        break
+                    continue
+                seq_open = False
+                depth -= 1
+                main = False
+                if depth == 0:
+                    break
                 continue
-            if not ((65 <= c <= 90) or (97 <= c <= 122)):
-                return 1, games[:0], props[:0], moves[:0]  # untokenisable
+            if not (65 <= c <= 90 or 97 <= c <= 122):
+                return 1  # a value with no name, or a byte sgfmill cannot tokenise
             # property name: letters, lower-case ones dropped
-            up0 = -1
-            up1 = -1
+            code = 0
             nup = 0
             nlet = 0
-            while i < n and ((65 <= buf[i] <= 90) or (97 <= buf[i] <= 122)):
+            while i < n and (65 <= buf[i] <= 90 or 97 <= buf[i] <= 122):
                 if buf[i] <= 90:
-                    if nup == 0:
-                        up0 = buf[i] - 64
-                    elif nup == 1:
-                        up1 = buf[i] - 64
                     nup += 1
+                    code = code * 27 + (buf[i] - 64)
                 nlet += 1
                 i += 1
             if nlet > 64:
-                return 5, games[:0], props[:0], moves[:0]
+                return 5
             if not in_node:
-                return 1, games[:0], props[:0], moves[:0]  # property outside a node
-            code = -1
+                return 1  # property outside a node
             if nup == 1:
-                code = up0 * 27
-            elif nup == 2:
-                code = up0 * 27 + up1
+                code = code * 27
+            elif nup != 2:
+                code = -1
             nvalues = 0
             while True:
                 j = i
-                while j < n and _is_space(buf[j]):
+                while j < n and (buf[j] == 32 or 9 <= buf[j] <= 13):
                     j += 1
                 if j >= n or buf[j] != 91:
                     break
                 v0 = j + 1
                 k = v0
-                ok = False
-                while k < n:
-                    ck = buf[k]
-                    if ck == 92:  # backslash: escapes the next byte, whatever it is
-                        k += 2
-                    elif ck == 93:  # ]
-                        ok = True
-                        break
-                    else:
+                while k < n and buf[k] != 93:
+                    if buf[k] == 92:  # a backslash escapes the next byte, whatever it is
                         k += 1
-                if not ok:
-                    return 1, games[:0], props[:0], moves[:0]  # unterminated value
-                v1 = k
+                    k += 1
+                if k >= n:
+                    return 1  # unterminated value
                 i = k + 1
                 nvalues += 1
                 if main:
                     m = nmain - 1
-                    if code == 2 * 27:  # B
+                    if code == 54:  # B
                         if nodes[m, 0] < 0:
                             nodes[m, 0] = v0
-                            nodes[m, 1] = v1
-                    elif code == 23 * 27:  # W
+                            nodes[m, 1] = k
+                    elif code == 621:  # W
                         if nodes[m, 2] < 0:
                             nodes[m, 2] = v0
-                            nodes[m, 3] = v1
-                    elif code == 1 * 27 + 2 or code == 1 * 27 + 23 or code == 1 * 27 + 5:  # AB AW AE
+                            nodes[m, 3] = k
+                    elif code == 29 or code == 50 or code == 32:  # AB AW AE
                         nodes[m, 4] = 1
                     if m == 0 and code >= 0:
-                        if nprops == props.shape[0]:
-                            props = _grow(props)
                         props[nprops, 0] = code
                         props[nprops, 1] = v0
-                        props[nprops, 2] = v1
+                        props[nprops, 2] = k
                         nprops += 1
-                        if code == 19 * 27 + 26 and not sz_seen:  # the first SZ value
+                        if code == 539 and not sz_seen:  # the first SZ value: 1-3 digits, spaces around
                             sz_seen = True
                             a = v0
-                            b = v1
-                            while a < b and _is_space(buf[a]):
+                            b = k
+                            while a < b and (buf[a] == 32 or 9 <= buf[a] <= 13):
                                 a += 1
-                            while b > a and _is_space(buf[b - 1]):
+                            while b > a and (buf[b - 1] == 32 or 9 <= buf[b - 1] <= 13):
                                 b -= 1
                             if b - a < 1 or b - a > 3:
-                                return 3, games[:0], props[:0], moves[:0]
+                                return 3
                             size = 0
                             for q in range(a, b):
-                                if not (48 <= buf[q] <= 57):
-                                    return 3, games[:0], props[:0], moves[:0]
+                                if not 48 <= buf[q] <= 57:
+                                    return 3
                                 size = size * 10 + (buf[q] - 48)
-                            if size < _MIN_SIZE or size > _MAX_SIZE:
-                                return 3, games[:0], props[:0], moves[:0]
+                            if size < 2 or size > 25:  # gotk.sgftools.coords.MIN_SIZE / MAX_SIZE
+                                return 3
             if nvalues == 0:
-                return 1, games[:0], props[:0], moves[:0]  # property with no values
-        if not closed:
-            return 1, games[:0], props[:0], moves[:0]
+                return 1  # property with no values
         pos = i
         # --- the main line's moves ---------------------------------------------------------------
         game_moves0 = nmoves
         dkind = 0
         dindex = 0
         for m in range(nmain):
-            if m > 0 and nodes[m, 4]:
+            if m > 0 and nodes[m, 4] != 0:
                 dkind = 1
                 dindex = nmoves - game_moves0
                 break
-            hb = nodes[m, 0] >= 0
-            hw = nodes[m, 2] >= 0
-            if not hb and not hw:
+            if nodes[m, 0] < 0 and nodes[m, 2] < 0:
                 continue
-            if hb and hw:
+            if nodes[m, 0] >= 0 and nodes[m, 2] >= 0:
                 dkind = 2
                 dindex = nmoves - game_moves0
                 break
-            if nmoves == moves.shape[0]:
-                moves = _grow(moves)
-            if hb:
-                v0 = nodes[m, 0]
-                v1 = nodes[m, 1]
-                moves[nmoves, 0] = 1
-            else:
-                v0 = nodes[m, 2]
-                v1 = nodes[m, 3]
-                moves[nmoves, 0] = 2
-            ln = v1 - v0
+            color = 1 if nodes[m, 0] >= 0 else 2
+            v0 = nodes[m, 2 * color - 2]
+            ln = nodes[m, 2 * color - 1] - v0
             if ln == 0:
-                moves[nmoves, 1] = size * size
+                point = size * size
             elif ln == 2:
-                col = _letter(buf[v0])
-                row = _letter(buf[v0 + 1])
+                # letters as gotk.sgftools.reader._point reads them: a-z 0..25, A-Z 26..51, else 99
+                x = buf[v0]
+                y = buf[v0 + 1]
+                col = x - 97 if 97 <= x <= 122 else (x - 39 if 65 <= x <= 90 else 99)
+                row = y - 97 if 97 <= y <= 122 else (y - 39 if 65 <= y <= 90 else 99)
                 if col < size and row < size:
-                    moves[nmoves, 1] = row * size + col
-                elif buf[v0] == 116 and buf[v0 + 1] == 116 and size <= 19:  # tt
-                    moves[nmoves, 1] = size * size
+                    point = row * size + col
+                elif x == 116 and y == 116 and size <= 19:  # tt
+                    point = size * size
                 else:
-                    return 4, games[:0], props[:0], moves[:0]
+                    return 4
             else:
-                return 4, games[:0], props[:0], moves[:0]
+                return 4
+            moves[nmoves, 0] = color
+            moves[nmoves, 1] = point
             nmoves += 1
-        if ng == games.shape[0]:
-            games = _grow(games)
         games[ng, 0] = game_props0
         games[ng, 1] = nprops
         games[ng, 2] = game_moves0
@@ -303,9 +248,10 @@ def _scan(buf):
         games[ng, 5] = dindex
         games[ng, 6] = size
         ng += 1
-    if ng == 0:
-        return 2, games[:0], props[:0], moves[:0]
-    return 0, games[:ng], props[:nprops], moves[:nmoves]
+    counts[0] = ng
+    counts[1] = nprops
+    counts[2] = nmoves
+    return 2 if ng == 0 else 0
 
 
 class Declined(Exception):
@@ -325,14 +271,26 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
     input needs the sgfmill path."""
     from gotk.sgftools.reader import record_from_root
 
-    status, games, props, moves = _scan(np.frombuffer(data, dtype=np.uint8))
+    data = bytes(data)  # bytearray / memoryview too (a no-op for bytes)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    nsemi = data.count(b";") + 1
+    games = np.empty((data.count(b"(") + 1, 7), dtype=np.int64)
+    props = np.empty((data.count(b"[") + 1, 3), dtype=np.int64)
+    moves = np.empty((nsemi, 2), dtype=np.int64)
+    nodes = np.empty((nsemi, 5), dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)
+    status = _scan(buf, games, props, moves, nodes, counts)
     if status != OK:
         raise Declined(DECLINE_REASONS[int(status)])
+    ng, nprops, nmoves = counts.tolist()
+    plist = props[:nprops].tolist()
+    colors = moves[:nmoves, 0].astype(np.int8)
+    points = moves[:nmoves, 1].astype(np.int16)
     out: list = []
     plist = props.tolist()
     colors = moves[:, 0].astype(np.int8)
     points = moves[:, 1].astype(np.int16)
-    for p0, p1, m0, m1, dkind, dindex, size in games.tolist():
+    for p0, p1, m0, m1, dkind, dindex, size in games[:ng].tolist():
         root: dict = {}
         for code, v0, v1 in plist[p0:p1]:
             name = _NAMES[code]
