@@ -254,3 +254,40 @@ def test_every_kgs_game_is_identical(kgs_dir):
     assert not bad, bad[:5]
     assert n == games == 25_889
     assert counts["fast"] == counts["fast_games"] == n, counts
+
+
+# --- the run reports count which way each input went -----------------------------------------------------
+
+def test_replay_and_encode_reports_count_the_paths(tmp_path, sample_archive):
+    import json
+    import tarfile
+
+    from typer.testing import CliRunner
+
+    from gotk.cli.main import app
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with tarfile.open(sample_archive) as tf:
+        members = [m for m in tf if m.isfile() and m.name.endswith(".sgf")][:3]
+        for i, m in enumerate(members):
+            (folder / f"real{i}.sgf").write_bytes(tf.extractfile(m).read())
+    (folder / "rect.sgf").write_bytes(b"(;GM[1]SZ[19:19];B[dd];W[pp];B[dp])")  # declined, read by sgfmill
+    (folder / "broken.sgf").write_bytes(b"(;GM[1]SZ[19];B[dd];W[p")  # sgfmill rejects it too
+    (folder / "two.sgf").write_bytes(b"(;GM[1];B[dd];W[pp])(;GM[1];B[pp];W[dd])")
+    expected = {"fast": {"inputs": 4, "games": 5},
+                "fallback": {"inputs": 2, "games": 1, "declined": {"parse_error": 1, "unusual_size": 1}}}
+    runner = CliRunner()
+    r = runner.invoke(app, ["replay", str(folder), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["sgf_reader"] == expected
+    assert d["games_read"] == 7 and d["skipped"] == {"parse_error": 1}
+    r = runner.invoke(app, ["replay", str(folder)])
+    assert "4  by the compiled reader, 2 by sgfmill (declined: parse_error 1, unusual_size 1)" in r.output
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["encode", str(folder), "-e", "oneplane", "-o", str(out), "--workers", "1", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert ("SGF inputs: 4 read by the compiled reader, 2 by sgfmill (declined: parse_error 1, unusual_size 1)"
+            in r.output)
+    assert json.loads((out / "run-report.json").read_text())["sgf_reader"] == expected

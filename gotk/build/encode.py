@@ -46,6 +46,7 @@ from gotk.build.plan import Planner
 from gotk.build.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
+from gotk.sgf.fast import path_counts
 from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -288,6 +289,7 @@ class EncodeRun:
         self.read_s = 0.0
         self.timing: Counter = Counter()
         self.counts: Counter = Counter()
+        self.reader: Counter = Counter()  # SGF inputs / games per reader path, summed over the scan units
         self.worker_rss = 0.0
 
     # --- step 1: scan units, read from the sources in a fixed order ------------------------------------
@@ -401,6 +403,7 @@ class EncodeRun:
             self.counts["units"] += 1
             for k, v in stats.get("timing", {}).items():
                 self.timing[k] += v
+            self.reader.update(stats.get("sgf_reader", {}))
             self.bars.games(stats["games_read"])
             for spec in planner.add_unit(uid, stats, games):
                 self._submit_shard(spec, shard_results)
@@ -469,7 +472,7 @@ class EncodeRun:
             "stage_s": {"archive_read_s": round(self.read_s, 4),
                         **{k: round(v, 4) for k, v in sorted(self.timing.items())}},
             "units": self.counts["units"], "units_reused": self.counts["units_reused"],
-            "shards_reused": self.counts["shards_reused"],
+            "shards_reused": self.counts["shards_reused"], "sgf_reader": path_counts(self.reader),
             "filtered_where": dict(sorted(planner.filtered_where.items())),  # --where: first failed term → games
             # peak resident memory: of this process, and the largest of any work unit's process (with one
             # local worker the units run in this process; elsewhere, in the pool or cluster workers)

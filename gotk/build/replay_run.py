@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from gotk.build.filters import compile_where
 from gotk.errors import GotkError
 from gotk.game.replay import replay
+from gotk.sgf.fast import path_counts
 from gotk.sgf.metadata import BotList, normalise_record
 from gotk.sgf.reader import iter_sgf
 from gotk.shards.gameid import game_id
@@ -32,6 +33,7 @@ class ReplayReport:
     filtered_where: Counter = field(default_factory=Counter)  # --where: the first failed term -> games
     metadata_warnings: Counter = field(default_factory=Counter)  # bad_rank, bad_komi … (games kept)
     seconds: float = 0.0
+    sgf_reader: Counter = field(default_factory=Counter)  # inputs/games per SGF reader path (iter_sgf counts)
 
     @property
     def moves_per_second(self) -> float:
@@ -54,6 +56,7 @@ class ReplayReport:
             "metadata_warnings": dict(sorted(self.metadata_warnings.items())),
             "seconds": round(self.seconds, 4),
             "moves_per_second": round(self.moves_per_second, 1),
+            "sgf_reader": path_counts(self.sgf_reader),
         }
 
 
@@ -76,7 +79,7 @@ def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None, where:
         assert isinstance(item, SgfSource)
         place = f"{item.archive}:{item.member}" if item.member else item.archive
         try:
-            records = list(iter_sgf(item.data, item.archive, item.member))
+            records = list(iter_sgf(item.data, item.archive, item.member, counts=rep.sgf_reader))
         except GotkError as e:
             rep.games_read += 1
             rep.skip(e.reason, place, str(e))

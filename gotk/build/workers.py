@@ -202,6 +202,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     partial: Counter = Counter()
     examples: dict[str, str] = {}
     games_read = 0
+    reader: Counter = Counter()  # inputs / games per SGF reader path (compiled or sgfmill)
     cols: dict[str, list] = {name: [] for name in SCAN_SCHEMA.names}
 
     def skip(reason: str, where: str, message: str = "") -> None:
@@ -212,7 +213,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         place = f"{archive}:{member}" if member else archive
         t = time.perf_counter()
         try:
-            records = list(iter_sgf(data, archive, member))
+            records = list(iter_sgf(data, archive, member, counts=reader))
         except GotkError as e:
             t_parse += time.perf_counter() - t
             games_read += 1
@@ -287,6 +288,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         "examples": dict(sorted(examples.items())),
         "warnings": dict(sorted(warnings.items())),
         "filtered_where": dict(sorted(filtered_where.items())),
+        "sgf_reader": dict(sorted(reader.items())),
     }
     table = pa.Table.from_pydict(cols, schema=SCAN_SCHEMA)
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})

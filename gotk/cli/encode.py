@@ -88,6 +88,11 @@ def encode_cmd(
                        + (f" ({run['executor']})" if run.get("executor", "local") != "local" else "")
                        + (f", reused {run['units_reused']} scan units and {run['shards_reused']} shards"
                           if run["units_reused"] or run["shards_reused"] else ""))
+            if run.get("sgf_reader"):
+                fast, slow = run["sgf_reader"]["fast"], run["sgf_reader"]["fallback"]
+                why = ", ".join(f"{k} {v:,}" for k, v in slow["declined"].items())
+                typer.echo(f"SGF inputs: {fast['inputs']:,} read by the compiled reader, {slow['inputs']:,} by sgfmill"
+                           + (f" (declined: {why})" if why else ""))
     if m["games"]["kept"] == 0:
         typer.echo("error: no game was kept", err=True)
         raise typer.Exit(1)

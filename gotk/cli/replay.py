@@ -44,6 +44,10 @@ def replay_cmd(
         typer.echo(f"moves           {rep.moves:>12,}  (passes {rep.passes:,})")
         typer.echo(f"seconds         {rep.seconds:>12.2f}")
         typer.echo(f"moves/s         {rep.moves_per_second:>12,.0f}")
+        paths = d["sgf_reader"]
+        why = ", ".join(f"{k} {v:,}" for k, v in paths["fallback"]["declined"].items())
+        typer.echo(f"SGF inputs read {paths['fast']['inputs']:>12,}  by the compiled reader, "
+                   f"{paths['fallback']['inputs']:,} by sgfmill" + (f" (declined: {why})" if why else ""))
         if rep.skipped:
             typer.echo("skipped:")
             for reason, count in sorted(rep.skipped.items()):

@@ -312,3 +312,12 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
         except SGFError as e:
             out.append(e)
     return out
+
+
+def path_counts(counts) -> dict:
+    """``iter_sgf``'s ``counts`` as a run-report entry: inputs and games read by the compiled reader
+    (``fast``) and by sgfmill (``fallback``, with why the compiled reader declined them)."""
+    why = {k.split(":", 1)[1]: v for k, v in sorted(counts.items()) if k.startswith("fallback:")}
+    return {"fast": {"inputs": counts.get("fast", 0), "games": counts.get("fast_games", 0)},
+            "fallback": {"inputs": counts.get("fallback", 0), "games": counts.get("fallback_games", 0),
+                         "declined": why}}
