@@ -331,6 +331,8 @@ class EncodeRun:
             except X.ExecutorError as e:
                 raise EncodeError(e.reason, e.message) from e
         self.executor = executor
+        if isinstance(executor, X.LocalExecutor) and executor.workers > 1:
+            W.warm_up(self.shard_opts)  # compile once here: the forked workers inherit the kernels
         try:
             executor.start()  # start (fork) the workers now, before any progress-bar thread exists
         except BaseException:

@@ -302,6 +302,19 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     return {**stats, "games": table, "peak_rss_mib": peak_rss_mib()}
 
 
+def warm_up(options: ShardOptions) -> None:
+    """Compile (or load from numba's cache) every kernel a work unit runs: the SGF reader, the
+    replay and ``options``' encoder (and only that one), on a four-move game. Called in the parent
+    before a process pool forks, so the workers inherit the compiled code instead of each compiling
+    its own copy at once."""
+    from gotk.game.replay import replay
+    from gotk.sgf.reader import read_sgf
+
+    (rec,) = read_sgf(b"(;GM[1]SZ[%d];B[aa];W[ba];B[];W[])" % options.board_size)
+    replay(rec, min_moves=0, keep_history=False)
+    _encoder(options).encode_game(rec, include_passes=options.include_passes, skip_first=options.skip_first)
+
+
 # --- encoding ---------------------------------------------------------------------------------
 
 _ENCODERS: dict[str, object] = {}
