@@ -12,7 +12,10 @@ Commands: ``gotk replay ONE.sgf`` (the first game of the 2017-02 KGS archive) an
 ``--games`` games of that archive. Usage::
 
     python bench/coldstart.py [--encoders oneplane,sevenplane,simple,alphago] [--workers 1,2] [--games 12]
-                              [--repeat 1] [--json-out FILE]
+                              [--repeat 1] [--baseline OTHER_CHECKOUT] [--json-out FILE]
+
+``--baseline`` runs each command with another checkout (e.g. ``git worktree add /tmp/base main``) just
+before this one, for a before/after comparison in one run.
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ def first_games(n: int) -> list[tuple[str, bytes]]:
     return out
 
 
-def run_once(args: list[str], cache: Path, tmp: Path) -> tuple[float, float]:
+def run_once(args: list[str], cache: Path, tmp: Path, repo: Path = REPO_ROOT) -> tuple[float, float]:
     """``(wall, CPU)`` seconds of ``python -m gotk ARGS`` with ``NUMBA_CACHE_DIR=cache``, its worker
     processes included in the CPU time (raises if it fails)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO_ROOT)}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(repo)}
     env.pop("NUMBA_DISABLE_JIT", None)
     for p in tmp.glob("out-*"):
         shutil.rmtree(p, ignore_errors=True)
@@ -70,16 +73,17 @@ def run_once(args: list[str], cache: Path, tmp: Path) -> tuple[float, float]:
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def measure(name: str, args: list[str], tmp: Path, repeat: int) -> dict:
+def measure(name: str, args: list[str], tmp: Path, repeat: int, repo: Path = REPO_ROOT, label: str = "this") -> dict:
     """Cold and warm runs in a fresh cache, ``repeat`` times; the run with the least compile time."""
     best = None
     for _ in range(repeat):
         cache = Path(tempfile.mkdtemp(prefix="numba-cache-", dir=tmp))
-        cold, cold_cpu = run_once(args, cache, tmp)
+        cold, cold_cpu = run_once(args, cache, tmp, repo)
         kernels = sum(1 for _ in cache.rglob("*.nbc"))
-        warm, warm_cpu = run_once(args, cache, tmp)
+        warm, warm_cpu = run_once(args, cache, tmp, repo)
         shutil.rmtree(cache, ignore_errors=True)
-        r = {"command": name, "cold_s": round(cold, 3), "warm_s": round(warm, 3), "compile_s": round(cold - warm, 3),
+        r = {"checkout": label, "command": name, "cold_s": round(cold, 3), "warm_s": round(warm, 3),
+             "compile_s": round(cold - warm, 3),
              "cold_cpu_s": round(cold_cpu, 3), "warm_cpu_s": round(warm_cpu, 3),
              "compile_cpu_s": round(cold_cpu - warm_cpu, 3), "kernels": kernels,
              "load_1m": round(os.getloadavg()[0], 2)}
@@ -97,8 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", default="1", help="comma-separated --workers values for gotk encode")
     ap.add_argument("--games", type=int, default=12, help="games in the encode input")
     ap.add_argument("--repeat", type=int, default=1, help="cold/warm pairs per command (least compile kept)")
+    ap.add_argument("--baseline", default=None, help="another gotk checkout, measured before this one per command")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
+    checkouts = [("this", REPO_ROOT)]
+    if args.baseline:
+        checkouts.insert(0, ("baseline", Path(args.baseline).resolve()))
     encoders = [e for e in args.encoders.split(",") if e]
     workers = [int(w) for w in args.workers.split(",") if w]
     command = " ".join(["python bench/coldstart.py", *(argv if argv is not None else sys.argv[1:])])
@@ -118,14 +126,16 @@ def main(argv: list[str] | None = None) -> int:
                 name = f"encode {enc}" + (f" -j{w}" if w != 1 else "")
                 jobs.append((name, ["encode", str(small), "-e", enc, "-o", str(tmp / f"out-{enc}"), "--workers", str(w),
                                     "--no-progress"]))
-        for name, cmd in jobs:
-            r = measure(name, cmd, tmp, args.repeat)
+        for (name, cmd), (label, repo) in ((j, c) for j in jobs for c in checkouts):
+            r = measure(name, cmd, tmp, args.repeat, repo, label)
             report["results"].append(r)
-            print(f"{name}: cold {r['cold_s']:.2f} s, warm {r['warm_s']:.2f} s, compile {r['compile_s']:.2f} s, "
-                  f"(CPU {r['compile_cpu_s']:.2f} s), {r['kernels']} kernels", file=sys.stderr, flush=True)
+            print(f"[{label}] {name}: cold {r['cold_s']:.2f} s, warm {r['warm_s']:.2f} s, "
+                  f"compile {r['compile_s']:.2f} s (CPU {r['compile_cpu_s']:.2f} s), {r['kernels']} kernels",
+                  file=sys.stderr, flush=True)
     report["machine"]["loadavg_at_end"] = os.getloadavg()
     print(write_json(report, args.json_out))
-    print(format_table(report["results"], [("command", "command"), ("cold_s", "cold s"), ("warm_s", "warm s"),
+    print(format_table(report["results"], [("checkout", "checkout"), ("command", "command"), ("cold_s", "cold s"),
+                                           ("warm_s", "warm s"),
                                            ("compile_s", "compile s"), ("compile_cpu_s", "compile CPU s"),
                                            ("kernels", "kernels"), ("goal_s", "goal s"),
                                            ("status", "status"), ("load_1m", "load (1 min)")]))
