@@ -6,7 +6,8 @@ Measures, on one core, in one process:
     through the compiled kernel ``replay_moves`` (fresh arrays per game) and through the public
     ``gotk.game.replay.replay``. Numba compile / cache-load time is measured apart (warm-up).
 (b) SGF bytes → replayed game, moves/s: archive members already in memory, through
-    ``gotk.sgf.read_sgf`` + ``replay``.
+    ``gotk.sgf.read_sgf`` + ``replay``; and SGF bytes → records alone, through the compiled
+    reader (``gotk.sgf.fast``, issue 17) and through the sgfmill path (``iter_sgf(fast=False)``).
 (c) peers on a sample of the same games (``--peer-games``): sgfmill (``Sgf_game.from_bytes`` +
     ``boards.Board``), dlgo (``dlgo.goboard_fast.GameState``), and sgfmill's parse + ``get_move`` alone
     (nodes/s, the floor for any sgfmill-based reader); gotk on the same sample for a like-for-like rate.
@@ -105,6 +106,24 @@ def gotk_sgf_to_replayed(sources):
                 partial += 1
             records.append(rec)
     return records, {"games": games, "moves": moves, "partial": partial, "errors": dict(errors)}
+
+
+def gotk_parse_only(sources, fast: bool):
+    """SGF bytes -> records alone (``iter_sgf``), through the compiled reader (``fast``, with its
+    sgfmill fallback) or through sgfmill only: ``(moves, reader path counts)``."""
+    from gotk.errors import GotkError
+    from gotk.sgftools.reader import iter_sgf
+
+    counts: Counter = Counter()
+    moves = 0
+    for src in sources:
+        try:
+            for rec in iter_sgf(src.data, src.archive, src.member, fast=fast, counts=counts):
+                if not isinstance(rec, GotkError):
+                    moves += rec.num_moves
+        except GotkError:
+            continue
+    return moves, dict(counts)
 
 
 def prepare_kernel_inputs(records):
@@ -541,6 +560,14 @@ def main(argv: list[str] | None = None) -> int:
     results.append(row("gotk SGF bytes -> replayed (read_sgf + replay)", "all", bstats["games"], bstats["moves"],
                        "moves/s", tb, wb, TARGET_SGF))
 
+    (pm, pcounts), tpm, wpm = timed(gotk_parse_only, args.repeat, sources, True)
+    report["inputs"]["gotk_sgf_reader"] = pcounts
+    results.append(row("gotk SGF bytes -> records alone (compiled reader)", "all", pcounts.get("fast_games", 0)
+                       + pcounts.get("fallback_games", 0), pm, "moves/s", tpm, wpm))
+    (sm_, _), tsp, wsp = timed(gotk_parse_only, args.repeat, sources, False)
+    results.append(row("gotk SGF bytes -> records alone (sgfmill path)", "all", pcounts.get("fast_games", 0)
+                       + pcounts.get("fallback_games", 0), sm_, "moves/s", tsp, wsp))
+
     log("(a) engine replay alone ...")
     prepared = prepare_kernel_inputs(records)
     ka, ta, wa = timed(gotk_kernel_replay, args.repeat, prepared)
@@ -606,6 +633,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "sgfmill boards.Board replay alone"),
             "dlgo_replay": ("gotk engine replay (kernel replay_moves, fresh arrays)",
                             "dlgo goboard_fast.GameState replay alone"),
+            # issue 17's goal: SGF bytes -> replayed game >= 8x sgfmill's parse + get_move floor
+            "sgfmill_parse_floor": ("gotk SGF bytes -> replayed (read_sgf + replay)",
+                                    "sgfmill parse + get_move only (floor)"),
         }
         speed = {}
         for name, (mine, theirs) in pairs.items():
@@ -633,7 +663,8 @@ def render_text(report: dict) -> str:
         f"load average at start {tuple(round(x, 2) for x in m['loadavg_at_start'] or ())}, "
         f"at end {tuple(round(x, 2) for x in m['loadavg_at_end'])}",
         f"inputs: {len(inp['paths'])} archive(s), {inp['members']:,} SGF members, {inp['bytes']:,} bytes "
-        f"(read + decompressed in {inp['read_seconds']:.2f} s, not counted below)",
+        f"(read + decompressed in {inp['read_seconds']:.2f} s, not counted below); SGF reader paths "
+        f"{inp.get('gotk_sgf_reader', {})}",
         f"warm-up (excluded from every figure below): first replay in this process {w['first_replay_s']:.3f} s "
         f"(numba cache hits {w.get('numba_cache_hits', '?')}, misses {w.get('numba_cache_misses', '?')}), "
         f"second replay {w['second_replay_s'] * 1e3:.3f} ms; cold start without numba cache (fresh process): "
