@@ -112,7 +112,7 @@ def gotk_parse_only(sources, fast: bool):
     """SGF bytes -> records alone (``iter_sgf``), through the compiled reader (``fast``, with its
     sgfmill fallback) or through sgfmill only: ``(moves, reader path counts)``."""
     from gotk.errors import GotkError
-    from gotk.sgftools.reader import iter_sgf
+    from gotk.sgf.reader import iter_sgf
 
     counts: Counter = Counter()
     moves = 0

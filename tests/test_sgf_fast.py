@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gotk import coords
 from gotk.errors import SGFError
 from gotk.sgf.fast import Declined, read_fast
-from gotk.sgftools import coords
-from gotk.sgftools.reader import iter_sgf
+from gotk.sgf.reader import iter_sgf
 
 
 def run(data: bytes, fast: bool, counts: Counter | None = None):
@@ -204,7 +204,7 @@ def test_empty_and_too_large_are_checked_before_either_path():
 
 
 def test_strict_read_sgf_raises_the_first_bad_game():
-    from gotk.sgftools.reader import read_sgf
+    from gotk.sgf.reader import read_sgf
 
     with pytest.raises(SGFError) as e:
         read_sgf(b"(;GM[1]PB[one];B[aa])(;GM[1]AB[zz])")
@@ -236,7 +236,7 @@ def test_random_inputs_agree_or_decline(data):
 def test_every_kgs_game_is_identical(kgs_dir):
     """All 7 .tar.gz archives of ../shared/kgs (25,889 games): the compiled reader takes every one
     and gives the sgfmill path's record exactly."""
-    from gotk.pipeline.sources import SgfSource, iter_sources
+    from gotk.sources.archives import SgfSource, iter_sources
 
     archives = sorted(kgs_dir.glob("*.tar.gz"))
     assert len(archives) == 7

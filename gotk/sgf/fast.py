@@ -5,7 +5,7 @@ One compiled scan (:func:`_scan`) tokenises the whole input exactly as sgfmill's
 from property names, ``\\``-escapes inside values, a property seen twice in a node = one with all the
 values), finds each game tree's main line (the nodes before the tree's first ``)``: the main line only
 ever descends into first variations) and decodes its moves. The root's properties go, as raw bytes,
-through the very code the sgfmill path uses (:func:`gotk.sgftools.reader.record_from_root`: charset,
+through the very code the sgfmill path uses (:func:`gotk.sgf.reader.record_from_root`: charset,
 size, setup, text decoding, result), so both paths build their records with one set of rules.
 
 Anything the scan does not fully understand is *declined* (:data:`DECLINE_REASONS`): the caller then
@@ -198,7 +198,7 @@ def _scan(buf, games, props, moves, nodes, counts):
                                 if not 48 <= buf[q] <= 57:
                                     return 3
                                 size = size * 10 + (buf[q] - 48)
-                            if size < 2 or size > 25:  # gotk.sgftools.coords.MIN_SIZE / MAX_SIZE
+                            if size < 2 or size > 25:  # gotk.coords.MIN_SIZE / MAX_SIZE
                                 return 3
             if nvalues == 0:
                 return 1  # property with no values
@@ -224,7 +224,7 @@ def _scan(buf, games, props, moves, nodes, counts):
             if ln == 0:
                 point = size * size
             elif ln == 2:
-                # letters as gotk.sgftools.reader._point reads them: a-z 0..25, A-Z 26..51, else 99
+                # letters as gotk.sgf.reader._point reads them: a-z 0..25, A-Z 26..51, else 99
                 x = buf[v0]
                 y = buf[v0 + 1]
                 col = x - 97 if 97 <= x <= 122 else (x - 39 if 65 <= x <= 90 else 99)
@@ -267,9 +267,9 @@ _DEFECTS = {1: ("bad_setup", "setup stones after the root node"), 2: ("bad_move"
 
 def read_fast(data: bytes, source: str = "", member: str = "") -> list:
     """Every game tree of ``data`` as a :class:`GameRecord`, or an :class:`SGFError` in its place
-    (as :func:`gotk.sgftools.reader.iter_sgf` yields them). Raises :class:`Declined` when the
+    (as :func:`gotk.sgf.reader.iter_sgf` yields them). Raises :class:`Declined` when the
     input needs the sgfmill path."""
-    from gotk.sgftools.reader import record_from_root
+    from gotk.sgf.reader import record_from_root
 
     data = bytes(data)  # bytearray / memoryview too (a no-op for bytes)
     buf = np.frombuffer(data, dtype=np.uint8)
