@@ -287,9 +287,6 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
     colors = moves[:nmoves, 0].astype(np.int8)
     points = moves[:nmoves, 1].astype(np.int16)
     out: list = []
-    plist = props.tolist()
-    colors = moves[:, 0].astype(np.int8)
-    points = moves[:, 1].astype(np.int16)
     for p0, p1, m0, m1, dkind, dindex, size in games[:ng].tolist():
         root: dict = {}
         for code, v0, v1 in plist[p0:p1]:
