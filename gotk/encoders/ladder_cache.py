@@ -47,7 +47,7 @@ from gotk.encoders import ladders as LD
 # indices of the cache tuple (see make_cache)
 C_SCR, C_PREV, C_FILLS, C_DIRTY, C_CAND, C_CAP_HEAD, C_CAP_STAMP, C_CAP_RES, C_CAP_FP = range(9)
 C_ESC_STAMP, C_ESC_RES, C_ESC_FP, C_STATS = 9, 10, 11, 12
-S_HITS, S_READS = 0, 1  # stats: answers taken from the cache, ladders read
+S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladders read, moves played reading
 
 
 def make_cache(n: int) -> tuple:
@@ -55,7 +55,7 @@ def make_cache(n: int) -> tuple:
 
     ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[W], cand[3, 4n]
     (capture moves, their targets, escape moves), cap_head/cap_stamp/cap_res[2, n, 4], cap_fp[2, n, 4, W],
-    esc_stamp/esc_res[2, n], esc_fp[2, n, W], stats[2])`` with ``W = (n + 63) // 64`` words per bitset.
+    esc_stamp/esc_res[2, n], esc_fp[2, n, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
     return (LD.make_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
@@ -63,7 +63,7 @@ def make_cache(n: int) -> tuple:
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
-            np.zeros((2, n, w), dtype=np.uint64), np.zeros(2, dtype=np.int64))
+            np.zeros((2, n, w), dtype=np.uint64), np.zeros(5, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -122,6 +122,8 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 if cap_stamp[ci, p, k] == before and _clean(cap_fp[ci, p, k], dirty):
                     res = cap_res[ci, p, k]
                     cap_stamp[ci, p, k] = now
+                elif cap_stamp[ci, p, k] == before:
+                    stats[3] += 1
                 break
         if res >= 0:
             stats[S_HITS] += 1
@@ -131,6 +133,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 loaded = True
             res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
             stats[S_READS] += 1
+            stats[S_NODES] += scr[8][1]
             if slot < 0:
                 for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
                     if cap_stamp[ci, p, k] != now:
@@ -154,6 +157,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 loaded = True
             res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
             stats[S_READS] += 1
+            stats[S_NODES] += scr[8][1]
             esc_res[ci, p] = res
             for w in range(fp.shape[0]):
                 esc_fp[ci, p, w] = fp[w]
