@@ -107,7 +107,6 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
     scr, dirty, stats = cache[C_SCR], cache[C_DIRTY], cache[C_STATS]
     cap_head, cap_stamp, cap_res, cap_fp = cache[C_CAP_HEAD], cache[C_CAP_STAMP], cache[C_CAP_RES], cache[C_CAP_FP]
     esc_stamp, esc_res, esc_fp = cache[C_ESC_STAMP], cache[C_ESC_RES], cache[C_ESC_FP]
-    fp = scr[LD.FP]
     loaded = False
     for i in range(ncap):
         p = cand[0, i]
@@ -122,8 +121,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 if cap_stamp[ci, p, k] == before and _clean(cap_fp[ci, p, k], dirty):
                     res = cap_res[ci, p, k]
                     cap_stamp[ci, p, k] = now
-                elif cap_stamp[ci, p, k] == before:
-                    stats[3] += 1
+
                 break
         if res >= 0:
             stats[S_HITS] += 1
@@ -134,6 +132,9 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
             stats[S_READS] += 1
             stats[S_NODES] += scr[8][1]
+            if slot >= 0 and cap_stamp[ci, p, slot] == before:
+                stats[3] += 1
+                stats[4] += scr[8][1]
             if slot < 0:
                 for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
                     if cap_stamp[ci, p, k] != now:
@@ -142,8 +143,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             cap_head[ci, p, slot] = t
             cap_stamp[ci, p, slot] = now
             cap_res[ci, p, slot] = res
-            for w in range(fp.shape[0]):
-                cap_fp[ci, p, slot, w] = fp[w]
+            LD.footprint(scr, cap_fp[ci, p, slot])
         if res == 1:
             out[AG.P_LADDER_CAPTURE, p] = 1
     for i in range(nesc):
@@ -158,9 +158,11 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
             stats[S_READS] += 1
             stats[S_NODES] += scr[8][1]
+            if slot >= 0 and cap_stamp[ci, p, slot] == before:
+                stats[3] += 1
+                stats[4] += scr[8][1]
             esc_res[ci, p] = res
-            for w in range(fp.shape[0]):
-                esc_fp[ci, p, w] = fp[w]
+            LD.footprint(scr, esc_fp[ci, p])
         esc_stamp[ci, p] = now
         if res == 1:
             out[AG.P_LADDER_ESCAPE, p] = 1

@@ -55,7 +55,8 @@ NODE_BUDGET = 4000
 ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-layer candidate table
-FP = 9  # index of the footprint bitset in the scratch tuple
+FP = 9  # index of the touched-core bitset in the scratch tuple
+MASKS = 10  # index of the board masks used by footprint()
 
 
 @njit(cache=True)
@@ -71,9 +72,10 @@ def max_plies(n):
 def make_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
     ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
-    placed, mark, hashv, zob, ctl, fp)`` with ``L = plies + 2`` layers. ``ctl`` holds the shared
-    ``mark`` stamp, the node count, the ply limit and the node budget; ``fp`` is the footprint
-    bitset of the last query (``(n + 63) // 64`` words).
+    placed, mark, hashv, zob, ctl, core, masks)`` with ``L = plies + 2`` layers. ``ctl`` holds the
+    shared ``mark`` stamp, the node count, the ply limit and the node budget; ``core`` is the bitset
+    (``W = (n + 63) // 64`` words) of the points the last query touched; ``masks[4, W]``: points not
+    in the first column, not in the last column, on the board, and the board size (for :func:`footprint`).
     """
     layers = plies + 2
     ctl = np.zeros(4, dtype=np.int64)
@@ -83,7 +85,24 @@ def make_scratch(n, plies):
     return (np.empty((layers, n), dtype=np.int8), np.empty((layers, 4, n), dtype=np.int32),
             np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
             np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
-            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64))
+            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n))
+
+
+@njit(cache=True)
+def _masks(n):
+    size = 1
+    while size * size < n:
+        size += 1
+    masks = np.zeros((4, (n + 63) // 64), dtype=np.uint64)
+    for x in range(n):
+        b = np.uint64(1) << np.uint64(x & 63)
+        if x % size != 0:
+            masks[0, x >> 6] |= b
+        if x % size != size - 1:
+            masks[1, x >> 6] |= b
+        masks[2, x >> 6] |= b
+    masks[3, 0] = size
+    return masks
 
 
 @njit(cache=True)
@@ -93,20 +112,15 @@ def _fp_set(fp, x):
 
 @njit(cache=True)
 def touch_string(scr, d, x, nbr):
-    """Add the string through ``x`` (layer ``d``) and its neighbours to the footprint (just ``x`` if empty)."""
+    """Add the stones of the string through ``x`` (layer ``d``) to the core (just ``x`` if empty)."""
     sb, si, fp = scr[0], scr[1], scr[FP]
-    _fp_set(fp, x)
     if sb[d, x] == 0:
+        _fp_set(fp, x)
         return
     h = si[d, 0, x]
     p = h
     while True:
         _fp_set(fp, p)
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                break
-            _fp_set(fp, q)
         p = si[d, 1, p]
         if p == h:
             break
@@ -114,7 +128,7 @@ def touch_string(scr, d, x, nbr):
 
 @njit(cache=True)
 def touch_point(scr, d, x, nbr):
-    """Add ``x``, its neighbours and the strings on them (layer ``d``) to the footprint."""
+    """Add ``x`` and the strings next to it (layer ``d``) to the core."""
     sb, si = scr[0], scr[1]
     _fp_set(scr[FP], x)
     h0 = -1
@@ -124,7 +138,6 @@ def touch_point(scr, d, x, nbr):
         q = nbr[x, k]
         if q < 0:
             break
-        _fp_set(scr[FP], q)
         if sb[d, q] != 0:
             h = si[d, 0, q]
             if h != h0 and h != h1 and h != h2:
@@ -154,6 +167,26 @@ def touch_around(scr, d, t, nbr):
         p = si[d, 1, p]
         if p == h:
             break
+
+
+@njit(cache=True)
+def footprint(scr, out):
+    """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
+    (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
+    core, masks = scr[FP], scr[MASKS]
+    size = np.uint64(masks[3, 0])
+    w = core.shape[0]
+    one = np.uint64(1)
+    for i in range(w):
+        c = core[i]
+        lo1 = core[i - 1] if i > 0 else np.uint64(0)
+        hi1 = core[i + 1] if i + 1 < w else np.uint64(0)
+        # bit x of the result from x - 1 (left neighbour), x + 1, x - size, x + size
+        from_left = ((c << one) | (lo1 >> np.uint64(63))) & masks[0, i]  # x - 1 -> x, x not in column 0
+        from_right = ((c >> one) | (hi1 << np.uint64(63))) & masks[1, i]  # x + 1 -> x, x not in the last column
+        from_up = (c << size) | (lo1 >> (np.uint64(64) - size))
+        from_down = (c >> size) | (hi1 << (np.uint64(64) - size))
+        out[i] = (c | from_left | from_right | from_up | from_down) & masks[2, i]
 
 
 @njit(cache=True)
