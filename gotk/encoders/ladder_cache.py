@@ -63,7 +63,7 @@ def make_cache(n: int) -> tuple:
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
-            np.zeros((2, n, w), dtype=np.uint64), np.zeros(5, dtype=np.int64))
+            np.zeros((2, n, w), dtype=np.uint64), np.zeros(3, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -121,7 +121,6 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 if cap_stamp[ci, p, k] == before and _clean(cap_fp[ci, p, k], dirty):
                     res = cap_res[ci, p, k]
                     cap_stamp[ci, p, k] = now
-
                 break
         if res >= 0:
             stats[S_HITS] += 1
@@ -132,9 +131,6 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
             stats[S_READS] += 1
             stats[S_NODES] += scr[8][1]
-            if slot >= 0 and cap_stamp[ci, p, slot] == before:
-                stats[3] += 1
-                stats[4] += scr[8][1]
             if slot < 0:
                 for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
                     if cap_stamp[ci, p, k] != now:
@@ -158,9 +154,6 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
             stats[S_READS] += 1
             stats[S_NODES] += scr[8][1]
-            if slot >= 0 and cap_stamp[ci, p, slot] == before:
-                stats[3] += 1
-                stats[4] += scr[8][1]
             esc_res[ci, p] = res
             LD.footprint(scr, esc_fp[ci, p])
         esc_stamp[ci, p] = now

@@ -25,21 +25,23 @@ The search is iterative (numba cannot cache recursive functions reliably): ply `
 ``d`` of preallocated scratch arrays (a copy of layer ``d - 1``), so the engine's arrays are never
 written.
 
-**Footprint.** Every query also records, in the bitset ``scr[9]``, the points whose contents it
-may depend on (its *footprint*): before any read it *touches* what that read looks at, in the layer
-it reads —
+**Footprint.** Every query also records the points whose contents it may depend on (its
+*footprint*). Before any read it *touches* what that read looks at, in the layer it reads, adding
+points to a *core* bitset (``scr[FP]``); the footprint is the core plus every neighbour of a core
+point (:func:`footprint`, one shift of the bitset per direction):
 
-* ``touch_string(x)``: every stone of the string through ``x`` and every neighbour of those stones
-  (all a string's fields — head, links, size, liberty count — are fixed by these points);
-* ``touch_point(x)``: ``x``, its neighbours, and ``touch_string`` of each neighbouring stone.
+* ``touch_string(x)``: every stone of the string through ``x`` (``x`` alone if empty); with the
+  neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
+* ``touch_point(x)``: ``x`` and ``touch_string`` of each neighbouring stone.
 
 Each ``_play`` touches its point first (``play_move`` reads only the point, its neighbours, the
 strings next to it — merged or captured — and the neighbours of their stones: the liberty updates
 of strings next to a captured one are writes whose values are read later only through a touch);
 each liberty count or liberty list of the target touches the target string; the defender's frame
-also touches every string next to the target; the atari filter touches both liberties. The ko point
-of the position is read only by the first move, which callers only ask for where it is legal
-(not the ko point), and every later ko point comes from the search's own moves.
+also touches every string next to the target; the atari filter touches both liberties (which
+covers the empty-neighbour counts of the move order); the ko-retake test touches the liberty. The ko
+point of the position is read only by the first move, which callers only ask for where it is legal
+(not the ko point); every later ko point comes from the search's own moves.
 :mod:`gotk.encoders.ladder_cache` proves from this that a query's answer cannot change while no
 footprint point changes, and caches answers across the positions of a game.
 """
