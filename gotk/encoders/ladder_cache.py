@@ -7,14 +7,17 @@ loop therefore keeps, per player and per query — ``(move, target string)`` for
 points :mod:`gotk.encoders.ladders` records while reading), and reads again only the queries whose
 footprint holds a point that changed.
 
-**Why this is exact.** Let a query be read in position ``R`` (layer 0 of the scratch) with footprint
-``F``, and let ``R'`` be a later position, for the same player, that agrees with ``R`` on every point
-of ``F`` in stone colour, string head and string link (``board``, ``head``, ``nxt``; this is what
-"a point changed" means below). Run the two searches side by side. Induction on the steps: before a
+**Why this is exact.** Let a query be read in position ``R`` (layer 0 of the scratch) with core ``T``
+and footprint ``F`` (``T`` plus its neighbours), and let ``R'`` be a later position, for the same
+player, that agrees with ``R`` in stone colour (``board``) on every point of ``F`` and also in string
+head and link (``head``, ``nxt``) on every point of ``T``. Run the two searches side by side. Induction on the steps: before a
 step both searches are in the same frame with the same history of moves. Every value the step reads
-lies, by the touch rules of :mod:`gotk.encoders.ladders`, in a string ``S`` of the current layer
-together with the neighbours of its stones, or at a point next to a played point — points the old
-search added to ``F`` before reading them. A layer's point differs from the root only if the search
+is, by the touch rules of :mod:`gotk.encoders.ladders`, a field of a string ``S`` of the current
+layer whose stones the old search added to ``T`` before reading it (the field being fixed by the
+colours on ``S`` and its neighbours, and by the head and links of its stones), or the colour of a
+point in ``F``. A stone outside ``T`` is only ever seen for its colour: the one other use of its
+head, the de-duplication of liberty increments when a string next to it is captured, writes only to
+its own string, which nothing reads without touching it first. A layer's point differs from the root only if the search
 played or captured there (same history: same value in both), and otherwise holds the root's value,
 equal on ``F``. So the colours on ``S`` and around it are equal in both layers, hence ``S`` is the
 same set of stones with the same liberty count and size (the engine keeps liberty counts exact);
@@ -26,8 +29,10 @@ is legal (never the ko point); later ko points come from the search's own moves.
 the same branch, and the two searches return the same answer with the same footprint ``F``.
 
 An entry is used only if it was read or confirmed at the player's previous position (its stamp is
-that fill's number) and its footprint misses every point that differs between that position and
-this one (``board``/``head``/``nxt`` compared point by point with a copy kept per player). Then by
+that fill's number), no point of its footprint changed colour and no point of its core changed
+colour, head or link between that position and this one (compared point by point with a copy of
+``board``/``head``/``nxt`` kept per player — a compare, not a move log, so captures, passes, setup
+and a board that changes and changes back in between are all seen as they are). Then by
 the argument above the answer and the footprint carry over, so the entry is confirmed for this
 position; chained, an entry stays right for as long as it is confirmed. An entry not asked for at a
 position lapses (nothing tracked what changed around it since).
@@ -53,29 +58,33 @@ S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladde
 def make_cache(n: int) -> tuple:
     """A fresh per-game cache for a board of ``n`` points (the game loop's ``state``).
 
-    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[W], cand[3, 4n]
-    (capture moves, their targets, escape moves), cap_head/cap_stamp/cap_res[2, n, 4], cap_fp[2, n, 4, W],
-    esc_stamp/esc_res[2, n], esc_fp[2, n, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
+    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n]
+    (capture moves, their targets, escape moves), cap_head/cap_stamp/cap_res[2, n, 4],
+    cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n], esc_fp[2, n, 2, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
     return (LD.make_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
-            np.zeros(2, dtype=np.int64), np.zeros(w, dtype=np.uint64), np.empty((3, 4 * n), dtype=np.int32),
+            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 4 * n), dtype=np.int32),
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
-            np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, w), dtype=np.uint64),
+            np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
-            np.zeros((2, n, w), dtype=np.uint64), np.zeros(3, dtype=np.int64))
+            np.zeros((2, n, 2, w), dtype=np.uint64), np.zeros(3, dtype=np.int64))
 
 
 @njit(cache=True)
 def _changed_points(cache, ci, board, head, nxt):
-    """Set ``dirty`` to the points whose stone, head or link differ from player ``ci``'s previous
-    position, and remember this position for next time."""
+    """Set ``dirty[0]`` to the points whose stone differs from player ``ci``'s previous position and
+    ``dirty[1]`` to those whose stone, head or link differ; remember this position for next time."""
     prev, dirty = cache[C_PREV], cache[C_DIRTY]
-    for i in range(dirty.shape[0]):
-        dirty[i] = 0
+    for i in range(dirty.shape[1]):
+        dirty[0, i] = 0
+        dirty[1, i] = 0
     for x in range(board.shape[0]):
         if prev[ci, 0, x] != board[x] or prev[ci, 1, x] != head[x] or prev[ci, 2, x] != nxt[x]:
-            dirty[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
+            b = np.uint64(1) << np.uint64(x & 63)
+            if prev[ci, 0, x] != board[x]:
+                dirty[0, x >> 6] |= b
+            dirty[1, x >> 6] |= b
             prev[ci, 0, x] = board[x]
             prev[ci, 1, x] = head[x]
             prev[ci, 2, x] = nxt[x]
@@ -83,10 +92,20 @@ def _changed_points(cache, ci, board, head, nxt):
 
 @njit(cache=True)
 def _clean(fp, dirty):
-    for i in range(dirty.shape[0]):
-        if fp[i] & dirty[i]:
+    """True if no footprint point (``fp[0]``) changed colour and no core point (``fp[1]``) changed at all."""
+    for i in range(dirty.shape[1]):
+        if (fp[0, i] & dirty[0, i]) | (fp[1, i] & dirty[1, i]):
             return False
     return True
+
+
+@njit(cache=True)
+def _store(scr, fp):
+    """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
+    LD.footprint(scr, fp[0])
+    core = scr[LD.FP]
+    for i in range(core.shape[0]):
+        fp[1, i] = core[i]
 
 
 @njit(cache=True)
@@ -139,7 +158,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             cap_head[ci, p, slot] = t
             cap_stamp[ci, p, slot] = now
             cap_res[ci, p, slot] = res
-            LD.footprint(scr, cap_fp[ci, p, slot])
+            _store(scr, cap_fp[ci, p, slot])
         if res == 1:
             out[AG.P_LADDER_CAPTURE, p] = 1
     for i in range(nesc):
@@ -155,7 +174,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             stats[S_READS] += 1
             stats[S_NODES] += scr[8][1]
             esc_res[ci, p] = res
-            LD.footprint(scr, esc_fp[ci, p])
+            _store(scr, esc_fp[ci, p])
         esc_stamp[ci, p] = now
         if res == 1:
             out[AG.P_LADDER_ESCAPE, p] = 1
