@@ -10,23 +10,26 @@ footprint holds a point that changed.
 **Why this is exact.** Let a query be read in position ``R`` (layer 0 of the scratch) with core ``T``
 and footprint ``F`` (``T`` plus its neighbours), and let ``R'`` be a later position, for the same
 player, that agrees with ``R`` in stone colour (``board``) on every point of ``F`` and also in string
-head and link (``head``, ``nxt``) on every point of ``T``. Run the two searches side by side. Induction on the steps: before a
-step both searches are in the same frame with the same history of moves. Every value the step reads
-is, by the touch rules of :mod:`gotk.encoders.ladders`, a field of a string ``S`` of the current
-layer whose stones the old search added to ``T`` before reading it (the field being fixed by the
-colours on ``S`` and its neighbours, and by the head and links of its stones), or the colour of a
-point in ``F``. A stone outside ``T`` is only ever seen for its colour: the one other use of its
-head, the de-duplication of liberty increments when a string next to it is captured, writes only to
-its own string, which nothing reads without touching it first. A layer's point differs from the root only if the search
-played or captured there (same history: same value in both), and otherwise holds the root's value,
-equal on ``F``. So the colours on ``S`` and around it are equal in both layers, hence ``S`` is the
-same set of stones with the same liberty count and size (the engine keeps liberty counts exact);
-its head and links are the root's (equal on ``F``) changed by the same merges, so string identities
-and traversal orders — which fix candidate order, and with it where the node budget cuts — agree
-too. The ko point of ``R`` is read only by the first move, which the encoder asks for only where it
-is legal (never the ko point); later ko points come from the search's own moves. Scratch stamps,
-``placed`` and hashes are never read for a decision. Hence the step reads the same values, takes
-the same branch, and the two searches return the same answer with the same footprint ``F``.
+head and link (``head``, ``nxt``) on every point of ``T``. Run the two searches side by side;
+induction on the steps: before a step both are in the same frame with the same history of moves.
+
+* What a step reads is, by the touch rules of :mod:`gotk.encoders.ladders`, either the colour of a
+  point of ``F`` or a field of a string ``S`` of the current layer whose stones the old search put
+  in ``T`` before reading it. A stone outside ``T`` is only ever seen for its colour: the one other
+  use of its head (de-duplicating liberty increments when a string next to it is captured) writes
+  only to its own string, which nothing reads without touching it first.
+* A layer's point differs from the root only where the search played or captured (the same in both,
+  by the same history); elsewhere it holds the root's value. So the colours on ``F`` are equal in
+  both layers: ``S`` is the same set of stones with the same liberty count and size (the engine
+  keeps liberty counts exact), and its heads and links are the root's on ``T`` (equal) changed by
+  the same merges — string identities and traversal orders, which fix candidate order and with it
+  where the node budget cuts, agree too.
+* The ko point of ``R`` is read only by the first move, which the encoder asks for only where it is
+  legal (never the ko point); later ko points come from the search's own moves. Scratch stamps,
+  ``placed`` and hashes are never read for a decision.
+
+Hence every step reads the same values and takes the same branch: the two searches return the same
+answer and record the same core and footprint.
 
 An entry is used only if it was read or confirmed at the player's previous position (its stamp is
 that fill's number), no point of its footprint changed colour and no point of its core changed
@@ -60,7 +63,8 @@ def make_cache(n: int) -> tuple:
 
     ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n]
     (capture moves, their targets, escape moves), cap_head/cap_stamp/cap_res[2, n, 4],
-    cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n], esc_fp[2, n, 2, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
+    cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n], esc_fp[2, n, 2, W],
+    stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
     return (LD.make_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
