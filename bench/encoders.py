@@ -207,6 +207,7 @@ def main(argv=None) -> int:
     variants = [(n, {}) for n in names]
     if "alphago" in names:
         variants.append(("alphago", {"ladders": False}))
+        variants.append(("alphago", {"cache_ladders": False}))  # every ladder read afresh (before issue 17)
     for name, options in variants:
         enc = get_encoder(name, **options)
         label = name + ("" if not options else " (" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")")
@@ -216,6 +217,7 @@ def main(argv=None) -> int:
         pos_small, t_small, _ = gotk_time(enc, small, max(args.repeat, 5))
         row = {"encoder": label, "planes": enc.num_planes, "gotk_games": len(records[: args.games]),
                "gotk_positions": pos_big, "gotk_pos_per_s": rate(pos_big, t_big.wall),
+               "gotk_pos_per_s_cpu": rate(pos_big, t_big.cpu),
                "warmup_s": warm, "dlgo_games": len(small),
                "gotk_pos_per_s_dlgo_sample": rate(pos_small, t_small.wall)}
         if not options and name in dl_encoders:
@@ -240,12 +242,25 @@ def main(argv=None) -> int:
     if "alphago" in by and "alphago (ladders=False)" in by:
         a, b = by["alphago"]["gotk_pos_per_s"], by["alphago (ladders=False)"]["gotk_pos_per_s"]
         report["alphago_ladder_cost_us_per_position"] = (1 / a - 1 / b) * 1e6
+        ca, cb = by["alphago"]["gotk_pos_per_s_cpu"], by["alphago (ladders=False)"]["gotk_pos_per_s_cpu"]
+        # issue 17: alphago with ladders at >= 60% of the speed without (wall; CPU time is steadier on a busy host)
+        report["alphago_ladder_speed_ratio"] = {"wall": a / b, "cpu": ca / cb}
+        u = by.get("alphago (cache_ladders=False)")
+        if u:
+            report["alphago_ladder_speed_ratio"].update(uncached_wall=u["gotk_pos_per_s"] / b,
+                                                        uncached_cpu=u["gotk_pos_per_s_cpu"] / cb)
     print(write_json(report, args.json_out))
     print()
     print(format_table(rows, [("encoder", "encoder"), ("planes", "planes"), ("gotk_pos_per_s", "gotk pos/s"),
                               ("gotk_pos_per_s_dlgo_sample", "gotk pos/s (dlgo games)"),
                               ("dlgo_pos_per_s", "dlgo pos/s"), ("speedup", "speed-up"),
                               ("same_as_dlgo", "same as dlgo"), ("target", "target"), ("met", "met")]))
+    if "alphago_ladder_speed_ratio" in report:
+        r = report["alphago_ladder_speed_ratio"]
+        print(f"\nalphago with ladders / without: {r['wall']:.1%} (wall), {r['cpu']:.1%} (CPU time)")
+        if "uncached_wall" in r:
+            print(f"uncached ladders (cache_ladders=False) / without: {r['uncached_wall']:.1%} (wall), "
+                  f"{r['uncached_cpu']:.1%} (CPU time)")
     print(f"\ngotk: {rows[0]['gotk_games'] if rows else 0} games from {path.name}; dlgo: first "
           f"{args.dlgo_games} games ({args.dlgo_alphago_games} for alphago); one core, best of {args.repeat}")
     return 0 if all(r["met"] in (True, None) for r in rows) else 1

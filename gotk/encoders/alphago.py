@@ -132,21 +132,18 @@ def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
 
 
 @njit(cache=True)
-def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders):
-    """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
-
-    One pass over the points computes the local planes and collects the few moves that need ladder
-    reading; a second step reads those ladders on scratch copies.
-    """
+def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
+                 cap_move, cap_target, esc_move):
+    """Write every plane but the ladder reads into zeroed ``out`` (C, N); with ``ladders`` collect the
+    moves that need reading: ``(move, target)`` pairs in ``cap_move``/``cap_target`` (room for
+    ``4 * N``) and escape moves in ``esc_move`` (room for ``N``). Returns ``(ncap, nesc)``. Every
+    collected move is legal for ``color`` (so never the ko point)."""
     n = board.shape[0]
     move_no = meta[K.M_MOVE_NO]
     ko = meta[K.M_KO] if meta[K.M_KO_COLOR] == color else -1
     fh = np.empty(4, dtype=np.int64)
     ch = np.empty(4, dtype=np.int64)
     oh = np.empty(4, dtype=np.int64)
-    cap_move = np.empty(4 * n, dtype=np.int32)  # (move, target) pairs to read as ladder captures
-    cap_target = np.empty(4 * n, dtype=np.int32)
-    esc_move = np.empty(n, dtype=np.int32)  # moves to read as ladder escapes
     ncap = 0
     nesc = 0
     for p in range(n):
@@ -290,6 +287,25 @@ def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             elif nl == 2:
                 esc_move[nesc] = p
                 nesc += 1
+    if out.shape[0] > P_PLAYER_COLOR and color == K.BLACK:
+        out[P_PLAYER_COLOR, :] = 1
+    return ncap, nesc
+
+
+@njit(cache=True)
+def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders):
+    """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
+
+    One pass over the points computes the local planes and collects the few moves that need ladder
+    reading (:func:`local_planes`); a second step reads every one of those ladders on scratch
+    copies. This is the uncached reference of :mod:`gotk.encoders.ladder_cache`.
+    """
+    n = board.shape[0]
+    cap_move = np.empty(4 * n, dtype=np.int32)  # (move, target) pairs to read as ladder captures
+    cap_target = np.empty(4 * n, dtype=np.int32)
+    esc_move = np.empty(n, dtype=np.int32)  # moves to read as ladder escapes
+    ncap, nesc = local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
+                              cap_move, cap_target, esc_move)
     if ncap + nesc > 0:
         scr = LD.make_scratch(n, LD.max_plies(n))
         LD.load_position(scr, board, head, nxt, libs, ssize, meta)
@@ -301,8 +317,6 @@ def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             p = esc_move[i]
             if LD.ladder_escape(p, color, nbr, scr):
                 out[P_LADDER_ESCAPE, p] = 1
-    if out.shape[0] > P_PLAYER_COLOR and color == K.BLACK:
-        out[P_PLAYER_COLOR, :] = 1
 
 
 @njit(cache=True)
@@ -318,15 +332,25 @@ def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, met
 
 
 class AlphaGoEncoder(FillEncoder):
-    """48 AlphaGo planes (49 with ``player_plane``); ``ladders=False`` skips ladder reading."""
+    """48 AlphaGo planes (49 with ``player_plane``); ``ladders=False`` skips ladder reading.
+
+    ``encode_game`` reads ladders through the per-game cache of :mod:`gotk.encoders.ladder_cache`
+    (same planes); ``cache_ladders=False`` (not an option of the format) reads every ladder afresh.
+    """
 
     name = "alphago"
     version = 1
     dtype = "bit"
 
-    def __init__(self, board_size: int = 19, player_plane: bool = False, ladders: bool = True) -> None:
+    def __init__(self, board_size: int = 19, player_plane: bool = False, ladders: bool = True, *,
+                 cache_ladders: bool = True) -> None:
         super().__init__(board_size, player_plane=bool(player_plane), ladders=bool(ladders))
         self.player_plane = bool(player_plane)
         self.ladders = bool(ladders)
         self.names = tuple(plane_names(self.player_plane))
         self.fill = alphago_fill if self.ladders else alphago_fill_noladders
+        if self.ladders and cache_ladders:
+            from gotk.encoders import ladder_cache as LC
+
+            self.game_fill = LC.fill_cached
+            self.state_maker = LC.make_cache

@@ -96,23 +96,28 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     return njit(cache=True)(fn)
 
 
-_LOOPS: dict[int, tuple[Any, Any]] = {}
+_LOOPS: dict[tuple[int, bool], tuple[Any, Any]] = {}
 
 
-def game_loop_for(fill):
+def game_loop_for(fill, with_state: bool = False):
     """The compiled game loop calling ``fill`` (built once per fill, cached across processes).
 
     Signature: ``loop(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, placed, mark,
     meta, hashv, nbr, diag, zob, colors, points, allow_suicide, include_passes, skip_first)`` →
-    ``(rows_written, moves_replayed, status)``.
+    ``(rows_written, moves_replayed, status)``. With ``with_state`` the loop takes one more argument,
+    ``state``, passed on as the fill's last argument: what the fill keeps from one position of the
+    game to the next (a cache).
     """
-    entry = _LOOPS.get(id(fill))
+    entry = _LOOPS.get((id(fill), with_state))
     if entry is None:
         py = fill.py_func
-        name = f"_game_loop_{_BASE_NAMES.get(py.__name__, py.__name__)}"
+        name = f"_game_loop_{_BASE_NAMES.get(py.__name__, py.__name__)}" + ("_state" if with_state else "")
         source = LOOP_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        if with_state:
+            source = source.replace("skip_first):", "skip_first, state):", 1).replace(
+                f"{FILL_ARGS})", f"{FILL_ARGS}, state)", 1)
         entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)  # fill kept alive: ids stay unique
-        _LOOPS[id(fill)] = entry
+        _LOOPS[(id(fill), with_state)] = entry
     return entry[0]
 
 
@@ -129,8 +134,11 @@ def encode_state(fill, num_planes: int, dtype: np.dtype, state, color: int | Non
 
 
 def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
-                  skip_first: int = 0) -> EncodedGame:
+                  skip_first: int = 0, state_maker=None) -> EncodedGame:
     """Replay ``record`` and encode the position before every kept main-line move, in one compiled loop.
+
+    With ``state_maker`` (``state_maker(n)`` → a fresh per-game state), ``fill`` takes that state as
+    its last argument (see :func:`game_loop_for`).
 
     Raises :class:`~gotk.errors.SGFError` (``bad_setup``) when the setup stones are unusable; an
     illegal move ends the game there (``moves_replayed``, ``error``), the rows before it are kept.
@@ -148,11 +156,13 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
     labels = np.empty(cap, dtype=np.int16)
     move_numbers = np.empty(cap, dtype=np.int32)
     to_play = np.empty(cap, dtype=np.int8)
-    loop = game_loop_for(fill)
-    rows, replayed, status = loop(out, labels, move_numbers, to_play, state.board, state.head, state.nxt,
-                                  state.libs, state.ssize, state.placed, state.mark, state.meta, state.hashv,
-                                  state.nbr, state.diag, state.zob, colors, points, state.rules.suicide,
-                                  bool(include_passes), skip_first)
+    loop = game_loop_for(fill, state_maker is not None)
+    args = (out, labels, move_numbers, to_play, state.board, state.head, state.nxt, state.libs, state.ssize,
+            state.placed, state.mark, state.meta, state.hashv, state.nbr, state.diag, state.zob, colors, points,
+            state.rules.suicide, bool(include_passes), skip_first)
+    if state_maker is not None:
+        args += (state_maker(n),)
+    rows, replayed, status = loop(*args)
     rows, replayed, status = int(rows), int(replayed), int(status)
     error = stop_error(record, status, replayed, colors, points)
     return EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
@@ -161,9 +171,13 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
 
 class FillEncoder(Encoder):
     """An encoder defined by a compiled fill function (``fill``, a ``staticmethod`` or an instance
-    attribute) and its plane names; both paths run that fill."""
+    attribute) and its plane names; both paths run that fill, unless ``game_fill`` is set: then
+    ``encode_game`` runs ``game_fill``, which takes a per-game state made by ``state_maker(n)``
+    (a cache carried from one position to the next; it must give the same planes as ``fill``)."""
 
     fill: Any = None
+    game_fill: Any = None
+    state_maker: Any = None
     names: tuple[str, ...] = ()
 
     @property
@@ -181,4 +195,7 @@ class FillEncoder(Encoder):
         if record.size != self.board_size:
             raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
                              f"the game is {record.size}x{record.size}")
+        if self.game_fill is not None:
+            return encode_record(self.game_fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
+                                 self.state_maker)
         return encode_record(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first)

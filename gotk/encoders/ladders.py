@@ -24,6 +24,26 @@ are played on the real board.
 The search is iterative (numba cannot cache recursive functions reliably): ply ``d`` plays on layer
 ``d`` of preallocated scratch arrays (a copy of layer ``d - 1``), so the engine's arrays are never
 written.
+
+**Footprint.** Every query also records the points whose contents it may depend on (its
+*footprint*). Before any read it *touches* what that read looks at, in the layer it reads, adding
+points to a *core* bitset (``scr[FP]``); the footprint is the core plus every neighbour of a core
+point (:func:`footprint`, one shift of the bitset per direction):
+
+* ``touch_string(x)``: every stone of the string through ``x`` (``x`` alone if empty); with the
+  neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
+* ``touch_point(x)``: ``x`` and ``touch_string`` of each neighbouring stone.
+
+Each ``_play`` touches its point first (``play_move`` reads only the point, its neighbours, the
+strings next to it — merged or captured — and the neighbours of their stones: the liberty updates
+of strings next to a captured one are writes whose values are read later only through a touch);
+each liberty count or liberty list of the target touches the target string; the defender's frame
+also touches every string next to the target; the atari filter touches both liberties (which
+covers the empty-neighbour counts of the move order); the ko-retake test touches the liberty. The ko
+point of the position is read only by the first move, which callers only ask for where it is legal
+(not the ko point); every later ko point comes from the search's own moves.
+:mod:`gotk.encoders.ladder_cache` proves from this that a query's answer cannot change while no
+footprint point changes, and caches answers across the positions of a game.
 """
 from __future__ import annotations
 
@@ -37,6 +57,8 @@ NODE_BUDGET = 4000
 ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-layer candidate table
+FP = 9  # index of the touched-core bitset in the scratch tuple
+MASKS = 10  # index of the board masks used by footprint()
 
 
 @njit(cache=True)
@@ -52,8 +74,10 @@ def max_plies(n):
 def make_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
     ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
-    placed, mark, hashv, zob, ctl)`` with ``L = plies + 2`` layers. ``ctl`` holds the shared
-    ``mark`` stamp, the node count, the ply limit and the node budget.
+    placed, mark, hashv, zob, ctl, core, masks)`` with ``L = plies + 2`` layers. ``ctl`` holds the
+    shared ``mark`` stamp, the node count, the ply limit and the node budget; ``core`` is the bitset
+    (``W = (n + 63) // 64`` words) of the points the last query touched; ``masks[4, W]``: points not
+    in the first column, not in the last column, on the board, and the board size (for :func:`footprint`).
     """
     layers = plies + 2
     ctl = np.zeros(4, dtype=np.int64)
@@ -63,7 +87,115 @@ def make_scratch(n, plies):
     return (np.empty((layers, n), dtype=np.int8), np.empty((layers, 4, n), dtype=np.int32),
             np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
             np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
-            np.zeros((3, n), dtype=np.uint64), ctl)
+            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n))
+
+
+@njit(cache=True)
+def _masks(n):
+    size = 1
+    while size * size < n:
+        size += 1
+    masks = np.zeros((4, (n + 63) // 64), dtype=np.uint64)
+    for x in range(n):
+        b = np.uint64(1) << np.uint64(x & 63)
+        if x % size != 0:
+            masks[0, x >> 6] |= b
+        if x % size != size - 1:
+            masks[1, x >> 6] |= b
+        masks[2, x >> 6] |= b
+    masks[3, 0] = size
+    return masks
+
+
+@njit(cache=True)
+def _fp_set(fp, x):
+    fp[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
+
+
+@njit(cache=True)
+def touch_string(scr, d, x, nbr):
+    """Add the stones of the string through ``x`` (layer ``d``) to the core (just ``x`` if empty)."""
+    sb, si, fp = scr[0], scr[1], scr[FP]
+    if sb[d, x] == 0:
+        _fp_set(fp, x)
+        return
+    h = si[d, 0, x]
+    p = h
+    while True:
+        _fp_set(fp, p)
+        p = si[d, 1, p]
+        if p == h:
+            break
+
+
+@njit(cache=True)
+def touch_point(scr, d, x, nbr):
+    """Add ``x`` and the strings next to it (layer ``d``) to the core."""
+    sb, si = scr[0], scr[1]
+    _fp_set(scr[FP], x)
+    h0 = -1
+    h1 = -1
+    h2 = -1
+    for k in range(4):
+        q = nbr[x, k]
+        if q < 0:
+            break
+        if sb[d, q] != 0:
+            h = si[d, 0, q]
+            if h != h0 and h != h1 and h != h2:
+                touch_string(scr, d, q, nbr)
+                if h0 < 0:
+                    h0 = h
+                elif h1 < 0:
+                    h1 = h
+                else:
+                    h2 = h
+
+
+@njit(cache=True)
+def touch_around(scr, d, t, nbr):
+    """Touch the string through ``t`` (layer ``d``) and every string next to it."""
+    sb, si = scr[0], scr[1]
+    touch_string(scr, d, t, nbr)
+    h = si[d, 0, t]
+    p = h
+    while True:
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                break
+            if sb[d, q] != 0 and si[d, 0, q] != h:
+                touch_string(scr, d, q, nbr)
+        p = si[d, 1, p]
+        if p == h:
+            break
+
+
+@njit(cache=True)
+def footprint(scr, out):
+    """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
+    (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
+    core, masks = scr[FP], scr[MASKS]
+    size = np.uint64(masks[3, 0])
+    w = core.shape[0]
+    one = np.uint64(1)
+    for i in range(w):
+        c = core[i]
+        lo1 = core[i - 1] if i > 0 else np.uint64(0)
+        hi1 = core[i + 1] if i + 1 < w else np.uint64(0)
+        # bit x of the result from x - 1 (left neighbour), x + 1, x - size, x + size
+        from_left = ((c << one) | (lo1 >> np.uint64(63))) & masks[0, i]  # x - 1 -> x, x not in column 0
+        from_right = ((c >> one) | (hi1 << np.uint64(63))) & masks[1, i]  # x + 1 -> x, x not in the last column
+        from_up = (c << size) | (lo1 >> (np.uint64(64) - size))
+        from_down = (c >> size) | (hi1 << (np.uint64(64) - size))
+        out[i] = (c | from_left | from_right | from_up | from_down) & masks[2, i]
+
+
+@njit(cache=True)
+def clear_footprint(scr):
+    fp = scr[FP]
+    for i in range(fp.shape[0]):
+        fp[i] = 0
 
 
 @njit(cache=True)
@@ -83,6 +215,7 @@ def load_position(scr, board, head, nxt, libs, ssize, meta):
 @njit(cache=True)
 def _play(scr, d, point, color, nbr):
     """Copy layer ``d`` to ``d + 1`` and play ``point`` there; returns the engine status."""
+    touch_point(scr, d, point, nbr)
     sb, si, sm, ctl = scr[0], scr[1], scr[2], scr[8]
     e = d + 1
     n = sb.shape[1]
@@ -102,7 +235,8 @@ def _play(scr, d, point, color, nbr):
 
 
 @njit(cache=True)
-def _libs_of(scr, d, t):
+def _libs_of(scr, d, t, nbr):
+    touch_string(scr, d, t, nbr)
     si = scr[1]
     return si[d, 2, si[d, 0, t]]
 
@@ -111,6 +245,7 @@ def _libs_of(scr, d, t):
 def _add_liberties(scr, d, t, row, limit, nbr):
     """Append the distinct liberties of the string through ``t`` (layer ``d``) to candidate row
     ``row`` until it holds ``limit`` candidates; returns the first liberty found (-1 if none)."""
+    touch_string(scr, d, t, nbr)
     sb, si, cand = scr[0], scr[1], scr[3]
     first = -1
     h = si[d, 0, t]
@@ -157,6 +292,8 @@ def _escapes_by_extension(scr, d, t, x, y, nbr):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``, layer
     ``d``) gets by extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture
     something (then the board changes and only playing tells)."""
+    touch_point(scr, d, x, nbr)
+    touch_point(scr, d, y, nbr)
     sb, si, sm, ctl, mark = scr[0], scr[1], scr[2], scr[8], scr[5]
     dcol = sb[d, t]
     for k in range(4):
@@ -226,6 +363,7 @@ def _open(scr, d, kind, t, nbr):
             else:
                 cand[d, _C_N] = 1
         return
+    touch_around(scr, d, t, nbr)
     _add_liberties(scr, d, t, d, 1, nbr)
     acol = 3 - sb[d, t]
     h = si[d, 0, t]
@@ -270,7 +408,7 @@ def read_ladder(scr, root, kind, t, nbr):
             if _play(scr, d, m, acol if kind == ATT else dcol, nbr) != K.OK:
                 continue
             e = d + 1
-            nl = _libs_of(scr, e, t)
+            nl = _libs_of(scr, e, t, nbr)
             deeper = e + 2 <= ctl[2] and ctl[1] < ctl[3]
             if kind == ATT:
                 if nl == 1 and deeper:
@@ -287,6 +425,7 @@ def read_ladder(scr, root, kind, t, nbr):
                 cand[e, _C_N] = 0
                 lib = _add_liberties(scr, e, t, e, 0, nbr)
                 si = scr[1]
+                touch_point(scr, e, lib, nbr)
                 if K.check_move(sb[e], si[e, 0], si[e, 2], scr[2][e], nbr, lib, acol, False) != K.OK:
                     val = 0
             if pushed:
@@ -306,10 +445,11 @@ def read_ladder(scr, root, kind, t, nbr):
 def ladder_capture(point, color, target, nbr, scr):
     """True if ``color`` playing ``point`` (legal, a liberty of the 2-liberty opponent string through
     ``target``) leaves that string in atari and it cannot escape the ladder. Layer 0 of ``scr`` must
-    hold the position (:func:`load_position`)."""
+    hold the position (:func:`load_position`). The query's footprint is left in ``scr[FP]``."""
+    clear_footprint(scr)
     if _play(scr, 0, point, color, nbr) != K.OK:
         return False
-    if _libs_of(scr, 1, target) != 1:
+    if _libs_of(scr, 1, target, nbr) != 1:
         return False
     return read_ladder(scr, 1, DEF, target, nbr)
 
@@ -318,10 +458,11 @@ def ladder_capture(point, color, target, nbr, scr):
 def ladder_escape(point, color, nbr, scr):
     """True if ``color`` playing ``point`` (legal, the liberty of its own string in atari) leaves
     that string with ≥3 liberties, or with 2 and no working ladder for the opponent. Layer 0 of
-    ``scr`` must hold the position (:func:`load_position`)."""
+    ``scr`` must hold the position (:func:`load_position`). The query's footprint is left in ``scr[FP]``."""
+    clear_footprint(scr)
     if _play(scr, 0, point, color, nbr) != K.OK:
         return False
-    nl = _libs_of(scr, 1, point)
+    nl = _libs_of(scr, 1, point, nbr)
     if nl >= 3:
         return True
     if nl <= 1:

@@ -1,0 +1,184 @@
+"""AlphaGo ladder planes (46–47) cached across the positions of a game, exactly.
+
+Reading a ladder is a pure function of the position, and most of the positions of a game differ from
+the previous one (same player to move, two moves earlier) far from a given ladder. The compiled game
+loop therefore keeps, per player and per query — ``(move, target string)`` for a ladder capture,
+``move`` for a ladder escape — the last answer together with the query's *footprint* (the bitset of
+points :mod:`gotk.encoders.ladders` records while reading), and reads again only the queries whose
+footprint holds a point that changed.
+
+**Why this is exact.** Let a query be read in position ``R`` (layer 0 of the scratch) with core ``T``
+and footprint ``F`` (``T`` plus its neighbours), and let ``R'`` be a later position, for the same
+player, that agrees with ``R`` in stone colour (``board``) on every point of ``F`` and also in string
+head and link (``head``, ``nxt``) on every point of ``T``. Run the two searches side by side;
+induction on the steps: before a step both are in the same frame with the same history of moves.
+
+* What a step reads is, by the touch rules of :mod:`gotk.encoders.ladders`, either the colour of a
+  point of ``F`` or a field of a string ``S`` of the current layer whose stones the old search put
+  in ``T`` before reading it. A stone outside ``T`` is only ever seen for its colour: the one other
+  use of its head (de-duplicating liberty increments when a string next to it is captured) writes
+  only to its own string, which nothing reads without touching it first.
+* A layer's point differs from the root only where the search played or captured (the same in both,
+  by the same history); elsewhere it holds the root's value. So the colours on ``F`` are equal in
+  both layers: ``S`` is the same set of stones with the same liberty count and size (the engine
+  keeps liberty counts exact), and its heads and links are the root's on ``T`` (equal) changed by
+  the same merges — string identities and traversal orders, which fix candidate order and with it
+  where the node budget cuts, agree too.
+* The ko point of ``R`` is read only by the first move, which the encoder asks for only where it is
+  legal (never the ko point); later ko points come from the search's own moves. Scratch stamps,
+  ``placed`` and hashes are never read for a decision.
+
+Hence every step reads the same values and takes the same branch: the two searches return the same
+answer and record the same core and footprint.
+
+An entry is used only if it was read or confirmed at the player's previous position (its stamp is
+that fill's number), no point of its footprint changed colour and no point of its core changed
+colour, head or link between that position and this one (compared point by point with a copy of
+``board``/``head``/``nxt`` kept per player — a compare, not a move log, so captures, passes, setup
+and a board that changes and changes back in between are all seen as they are). Then by
+the argument above the answer and the footprint carry over, so the entry is confirmed for this
+position; chained, an entry stays right for as long as it is confirmed. An entry not asked for at a
+position lapses (nothing tracked what changed around it since).
+
+:func:`fill_cached` must give exactly :func:`gotk.encoders.alphago.fill_planes` (``ladders=True``);
+``tests/test_ladder_cache.py`` checks it on every position of a real archive and on random games.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gotk.encoders import alphago as AG
+from gotk.encoders import ladders as LD
+
+# indices of the cache tuple (see make_cache)
+C_SCR, C_PREV, C_FILLS, C_DIRTY, C_CAND, C_CAP_HEAD, C_CAP_STAMP, C_CAP_RES, C_CAP_FP = range(9)
+C_ESC_STAMP, C_ESC_RES, C_ESC_FP, C_STATS = 9, 10, 11, 12
+S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladders read, moves played reading
+
+
+def make_cache(n: int) -> tuple:
+    """A fresh per-game cache for a board of ``n`` points (the game loop's ``state``).
+
+    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n]
+    (capture moves, their targets, escape moves), cap_head/cap_stamp/cap_res[2, n, 4],
+    cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n], esc_fp[2, n, 2, W],
+    stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
+    """
+    w = (n + 63) // 64
+    return (LD.make_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
+            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 4 * n), dtype=np.int32),
+            np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
+            np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),
+            np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
+            np.zeros((2, n, 2, w), dtype=np.uint64), np.zeros(3, dtype=np.int64))
+
+
+@njit(cache=True)
+def _changed_points(cache, ci, board, head, nxt):
+    """Set ``dirty[0]`` to the points whose stone differs from player ``ci``'s previous position and
+    ``dirty[1]`` to those whose stone, head or link differ; remember this position for next time."""
+    prev, dirty = cache[C_PREV], cache[C_DIRTY]
+    for i in range(dirty.shape[1]):
+        dirty[0, i] = 0
+        dirty[1, i] = 0
+    for x in range(board.shape[0]):
+        if prev[ci, 0, x] != board[x] or prev[ci, 1, x] != head[x] or prev[ci, 2, x] != nxt[x]:
+            b = np.uint64(1) << np.uint64(x & 63)
+            if prev[ci, 0, x] != board[x]:
+                dirty[0, x >> 6] |= b
+            dirty[1, x >> 6] |= b
+            prev[ci, 0, x] = board[x]
+            prev[ci, 1, x] = head[x]
+            prev[ci, 2, x] = nxt[x]
+
+
+@njit(cache=True)
+def _clean(fp, dirty):
+    """True if no footprint point (``fp[0]``) changed colour and no core point (``fp[1]``) changed at all."""
+    for i in range(dirty.shape[1]):
+        if (fp[0, i] & dirty[0, i]) | (fp[1, i] & dirty[1, i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _store(scr, fp):
+    """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
+    LD.footprint(scr, fp[0])
+    core = scr[LD.FP]
+    for i in range(core.shape[0]):
+        fp[1, i] = core[i]
+
+
+@njit(cache=True)
+def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, cache):
+    """:func:`gotk.encoders.alphago.fill_planes` with ladders, reading only the ladders whose footprint
+    changed since ``color``'s previous position in this game (``cache`` from :func:`make_cache`)."""
+    cand = cache[C_CAND]
+    ncap, nesc = AG.local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, True,
+                                 cand[0], cand[1], cand[2])
+    ci = color - 1
+    _changed_points(cache, ci, board, head, nxt)
+    fills = cache[C_FILLS]
+    before = fills[ci]  # entries confirmed at the previous position have this stamp
+    now = before + 1
+    fills[ci] = now
+    if ncap + nesc == 0:
+        return
+    scr, dirty, stats = cache[C_SCR], cache[C_DIRTY], cache[C_STATS]
+    cap_head, cap_stamp, cap_res, cap_fp = cache[C_CAP_HEAD], cache[C_CAP_STAMP], cache[C_CAP_RES], cache[C_CAP_FP]
+    esc_stamp, esc_res, esc_fp = cache[C_ESC_STAMP], cache[C_ESC_RES], cache[C_ESC_FP]
+    loaded = False
+    for i in range(ncap):
+        p = cand[0, i]
+        if out[AG.P_LADDER_CAPTURE, p] != 0:
+            continue
+        t = cand[1, i]
+        res = -1
+        slot = -1
+        for k in range(4):
+            if cap_head[ci, p, k] == t:
+                slot = k
+                if cap_stamp[ci, p, k] == before and _clean(cap_fp[ci, p, k], dirty):
+                    res = cap_res[ci, p, k]
+                    cap_stamp[ci, p, k] = now
+                break
+        if res >= 0:
+            stats[S_HITS] += 1
+        else:
+            if not loaded:
+                LD.load_position(scr, board, head, nxt, libs, ssize, meta)
+                loaded = True
+            res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
+            stats[S_READS] += 1
+            stats[S_NODES] += scr[8][1]
+            if slot < 0:
+                for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
+                    if cap_stamp[ci, p, k] != now:
+                        slot = k
+                        break
+            cap_head[ci, p, slot] = t
+            cap_stamp[ci, p, slot] = now
+            cap_res[ci, p, slot] = res
+            _store(scr, cap_fp[ci, p, slot])
+        if res == 1:
+            out[AG.P_LADDER_CAPTURE, p] = 1
+    for i in range(nesc):
+        p = cand[2, i]
+        if esc_stamp[ci, p] == before and _clean(esc_fp[ci, p], dirty):
+            res = esc_res[ci, p]
+            stats[S_HITS] += 1
+        else:
+            if not loaded:
+                LD.load_position(scr, board, head, nxt, libs, ssize, meta)
+                loaded = True
+            res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
+            stats[S_READS] += 1
+            stats[S_NODES] += scr[8][1]
+            esc_res[ci, p] = res
+            _store(scr, esc_fp[ci, p])
+        esc_stamp[ci, p] = now
+        if res == 1:
+            out[AG.P_LADDER_ESCAPE, p] = 1
