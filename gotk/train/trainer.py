@@ -395,6 +395,7 @@ class Trainer:
         m.has_policy, m.has_value = self.model.has_policy, self.model.has_value  # a rank may have had no rows
         s = m.summary()
         s.pop("baselines", None)
+        s.pop("calibration", None)  # the table goes to gotk eval; the log keeps calibration_ece
         return s
 
     def _val_quota(self) -> int | None:
