@@ -1,0 +1,148 @@
+"""Leela Zero's supervised training data: the version-1 text chunks that ``leelaz``'s
+``dump_supervised`` writes (``src/Training.cpp``) and ``training/tf/chunkparser.py`` reads.
+
+A chunk is a gzip file of records, one per main-line move, 19 lines each (see ``docs/export.md``):
+
+* lines 1-16: the input planes, each 361 bits in Leela Zero's vertex order (``y*19 + x``, A1 = 0 at
+  the bottom left, :func:`gotk.coords.to_leelazero`): the side to move's stones at T, T-1 … T-7, then
+  the opponent's at T … T-7 (T = the position before the move; a history before the game's first
+  position is empty). Bits 0-359 are written as 90 lowercase hex digits, four bits each, the first
+  bit the most significant; bit 360 follows as one digit ``0``/``1``;
+* line 17: the side to move, ``0`` black, ``1`` white;
+* line 18: 362 probabilities separated by single spaces, ``1`` on the played move (index
+  ``y*19 + x``, 361 = pass) and ``0`` elsewhere, as ``dump_supervised`` writes a recorded move;
+* line 19: ``1`` if the side to move won the game, ``-1`` if it lost.
+
+As ``dump_supervised``: only 19x19 games with a winner, every move of the main line (passes
+included), a game whose main line the engine refuses is dropped whole. gzip bytes carry no time
+stamp or file name, so the same games give the same chunk bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+from numba import njit
+
+from gotk import coords
+from gotk.errors import GotkError
+from gotk.game import kernels as K
+from gotk.sgf.record import BLACK, GameRecord
+
+SIZE = 19
+N = SIZE * SIZE
+HISTORY = 8  # T … T-7
+PLANE_LINE = 92  # 90 hex digits, the last bit, newline
+STM_LINE = 2
+POLICY_LINE = 2 * (N + 1)  # 362 one-character values, 361 spaces, newline
+FIXED = 16 * PLANE_LINE + STM_LINE + POLICY_LINE  # before the winner line ("1\n" or "-1\n")
+GAMES_PER_CHUNK = 32  # OutputChunker::CHUNK_SIZE in Leela Zero
+COMPRESS_LEVEL = 9  # gzopen(..., "wb9") in Leela Zero
+
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_LZ_ORDER = coords.leelazero_order(SIZE)
+_POLICY_ZEROS = np.frombuffer((" ".join(["0"] * (N + 1)) + "\n").encode(), dtype=np.uint8)
+
+
+@njit(cache=True)
+def _boards(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points, allow_suicide, out):
+    """``out[0]`` = the start position, ``out[i + 1]`` = the board after move ``i``. Returns
+    ``(moves_played, status)`` (status != 0: move ``moves_played`` is illegal)."""
+    out[0] = board
+    for i in range(points.shape[0]):
+        st = K.play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, points[i], colors[i],
+                         allow_suicide)
+        if st != 0:
+            return i, st
+        out[i + 1] = board
+    return points.shape[0], 0
+
+
+def check_game(record: GameRecord) -> None:
+    """Raise :class:`GotkError` with a skip reason when ``record`` cannot give Leela Zero data:
+    ``bad_size`` (not 19x19), ``no_result`` (no winner: draw, void, unknown), ``too_short`` (no move),
+    or the reader's defect (``bad_setup`` for setup stones after the root, ``bad_move``)."""
+    if record.size != SIZE:
+        raise GotkError("bad_size", f"board {record.size}x{record.size}: Leela Zero data is 19x19 only")
+    if record.result.winner not in ("b", "w"):
+        raise GotkError("no_result", f"result {record.result.raw or '(none)'!r} names no winner")
+    if record.num_moves == 0:
+        raise GotkError("too_short", "no move")
+    if record.defect is not None:
+        reason, index, message = record.defect
+        raise GotkError(reason, f"move {index + 1}: {message}")
+
+
+def game_boards(record: GameRecord) -> np.ndarray:
+    """The board (gotk order, 0 empty / 1 black / 2 white) before each main-line move and after the
+    last: shape ``(moves + 1, size*size)``. Raises :class:`GotkError` when the engine refuses a move
+    (the whole game is dropped, as ``dump_supervised`` does)."""
+    from gotk.game.replay import initial_state
+
+    state = initial_state(record)  # rules from RU (suicide under NZ / Tromp-Taylor); simple ko, as the scan
+    n = record.size * record.size
+    boards = np.empty((record.num_moves + 1, n), dtype=np.int8)
+    played, status = _boards(state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark,
+                             state.meta, state.hashv, state.nbr, state.zob, record.colors.astype(np.int64),
+                             record.points.astype(np.int32), state.rules.suicide, boards)
+    if status != 0:
+        p = int(record.points[played])
+        where = coords.to_gtp(p, record.size) if 0 <= p <= n else "?"
+        raise GotkError("illegal_move", f"move {played + 1} ({'BW'[int(record.colors[played]) - 1]} {where}) is "
+                        "refused by the rules engine")
+    return boards
+
+
+def input_planes(boards: np.ndarray, colors: np.ndarray) -> np.ndarray:
+    """The 16 stone planes of every move, in Leela Zero's vertex order: ``(moves, 16, 361)`` uint8.
+    ``boards`` from :func:`game_boards`; ``colors[i]`` the colour that plays move ``i``."""
+    m = colors.shape[0]
+    lz = boards[:, _LZ_ORDER]
+    c = colors.astype(np.int8)[:, None]
+    planes = np.zeros((m, 16, N), dtype=np.uint8)
+    for h in range(HISTORY):
+        if h >= m:
+            break
+        past = lz[: m - h]  # the position h moves before move k = h … m-1
+        me = c[h:]
+        planes[h:, h] = past == me
+        planes[h:, HISTORY + h] = past == (3 - me)
+    return planes
+
+
+def game_text(record: GameRecord) -> bytes:
+    """The version-1 records (19 lines each) of every main-line move of ``record``, as one bytes
+    string. Raises :class:`GotkError` (see :func:`check_game`, :func:`game_boards`) to skip."""
+    check_game(record)
+    boards = game_boards(record)
+    colors = np.asarray(record.colors, dtype=np.int8)
+    m = colors.shape[0]
+    planes = input_planes(boards, colors)
+    packed = np.packbits(planes[:, :, : N - 1], axis=-1)  # (m, 16, 45): bits 0-359, first bit = MSB
+    text = np.empty((m, FIXED + 3), dtype=np.uint8)
+    hexes = text[:, : 16 * PLANE_LINE].reshape(m, 16, PLANE_LINE)
+    hexes[:, :, 0:90:2] = _HEX[packed >> 4]
+    hexes[:, :, 1:90:2] = _HEX[packed & 15]
+    hexes[:, :, 90] = ord("0") + planes[:, :, N - 1]
+    hexes[:, :, 91] = ord("\n")
+    at = 16 * PLANE_LINE
+    text[:, at] = np.where(colors == BLACK, ord("0"), ord("1"))
+    text[:, at + 1] = ord("\n")
+    at += STM_LINE
+    text[:, at: at + POLICY_LINE] = _POLICY_ZEROS
+    lz_moves = np.array([coords.to_leelazero(int(p), SIZE) for p in record.points], dtype=np.int64)
+    text[np.arange(m), at + 2 * lz_moves] = ord("1")
+    at += POLICY_LINE
+    winner = BLACK if record.result.winner == "b" else 3 - BLACK
+    won = colors == winner
+    keep = np.ones((m, FIXED + 3), dtype=bool)
+    text[:, at: at + 3] = np.frombuffer(b"-1\n", dtype=np.uint8)
+    text[won, at: at + 2] = np.frombuffer(b"1\n", dtype=np.uint8)
+    keep[won, at + 2] = False
+    return text[keep].tobytes()
+
+
+def chunk_bytes(games: list[bytes], level: int = COMPRESS_LEVEL) -> bytes:
+    """The gzip file of a chunk: the games' records concatenated; no time stamp, no file name."""
+    return gzip.compress(b"".join(games), compresslevel=level, mtime=0)
