@@ -429,7 +429,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         skipped.update(r.pop("skipped", {}))
         for k, v in r.pop("examples", {}).items():
             examples.setdefault(k, v)
-    files_out = [r for r in results if r["positions"]]
+    files_out = [{k: r[k] for k in ("file", "games", "positions", "bytes", "sha256")} for r in results
+                 if r["positions"]]
     planned = {r["file"] for r in files_out}
     for f in out.iterdir():  # files of another plan (cannot be, with --resume's same options): never kept
         if f.is_file() and f.name.startswith("train.") and f.name not in planned:

@@ -1,0 +1,138 @@
+"""``gotk export`` end to end: the CLI, a dataset folder as input, refusals, and SIGKILL then --resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import archive_slice, run_and_kill
+from typer.testing import CliRunner
+
+from gotk.cli.main import app
+from gotk.export.run import ExportOptions, export
+
+runner = CliRunner()
+
+
+def _chunks(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("train.*"))}
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, sample_archive) -> Path:
+    return archive_slice(sample_archive, tmp_path_factory.mktemp("export-src"), 60)
+
+
+def test_cli_export_leela_zero(tmp_path, source):
+    out = tmp_path / "lz"
+    res = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--out", str(out), "--no-progress",
+                              "--workers", "1", "--games-per-chunk", "16", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    m = json.loads(res.output)
+    assert m["export_format"] == "leela-zero" and m["games"]["read"] == 60
+    assert len(m["files"]) == -(-m["games"]["kept"] // 16)
+    assert [f["games"] for f in m["files"][:-1]] == [16] * (len(m["files"]) - 1)
+    assert sorted(f["file"] for f in m["files"]) == sorted(_chunks(out))
+    assert json.loads((out / "export.json").read_text())["positions"] == m["positions"] > 0
+    # the same folder again: refused without --resume, a no-op with it
+    again = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--out", str(out), "--no-progress"])
+    assert again.exit_code == 2 and "--resume" in again.output
+    done = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--out", str(out), "--no-progress",
+                               "--games-per-chunk", "16", "--seed", "3", "--resume"])
+    assert done.exit_code == 0 and "already complete" in done.output
+
+
+def test_cli_refusals(tmp_path, source):
+    bad = runner.invoke(app, ["export", str(source), "--format", "gnugo", "--out", str(tmp_path / "a")])
+    assert bad.exit_code == 2 and "leela-zero" in bad.output
+    size = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--board-size", "9",
+                               "--out", str(tmp_path / "b")])
+    assert size.exit_code == 2 and "19x19 only" in size.output
+    where = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--where", "komi>6",
+                                "--out", str(tmp_path / "c")])
+    try:
+        from gotk.build import filters  # noqa: F401
+    except ImportError:
+        assert where.exit_code == 2 and "gotk.build.filters" in where.output
+    missing = runner.invoke(app, ["export", str(tmp_path / "nope.zip"), "--format", "leela-zero",
+                                  "--out", str(tmp_path / "d")])
+    assert missing.exit_code == 2 and "no such file" in missing.output
+
+
+def test_katago_without_its_module_says_so(tmp_path, source):
+    from gotk.export.run import katago_available
+
+    if katago_available():
+        pytest.skip("the KataGo exporter is in this build (tested in test_export_katago_cli)")
+    res = runner.invoke(app, ["export", str(source), "--format", "katago", "--out", str(tmp_path / "k")])
+    assert res.exit_code == 2 and "not in this build" in res.output
+
+
+def test_dataset_folder_as_input(tmp_path, source):
+    """A gotk encode dataset is exported from the archives its manifest lists, its games only."""
+    from gotk.build.encode import EncodeOptions, encode_dataset
+
+    ds = tmp_path / "ds"
+    encode_dataset([source], ds, EncodeOptions(encoder="oneplane", split="train=0.7,test=0.3"), workers=1,
+                   progress=False)
+    direct = tmp_path / "direct"
+    export([source], direct, ExportOptions(format="leela-zero", games_per_chunk=8), workers=1, progress=False)
+    via = tmp_path / "via"
+    m = export([ds], via, ExportOptions(format="leela-zero", games_per_chunk=8), workers=1, progress=False)
+    assert m["dataset"] == str(ds)
+    games = pq.read_table(ds / "games.parquet").to_pydict()
+    # every dataset game with a winner and no stop mid-game is exported: then the chunks are the same bytes
+    usable = [g for g, w, p in zip(games["game_id"], games["winner"], games["partial"], strict=True) if w and not p]
+    assert m["games"]["kept"] == len(usable)
+    assert _chunks(via) == _chunks(direct)
+    train = tmp_path / "train"
+    mt = export([ds], train, ExportOptions(format="leela-zero", split="train"), workers=1, progress=False)
+    n_train = sum(1 for g, w, p, s in zip(games["game_id"], games["winner"], games["partial"], games["split"],
+                                          strict=True) if w and not p and s == "train")
+    assert mt["games"]["kept"] == n_train and mt["games"]["not_in_dataset"] > 0
+    with pytest.raises(Exception, match="split"):
+        export([ds], tmp_path / "x", ExportOptions(format="leela-zero", split="val"), workers=1, progress=False)
+
+
+def test_dataset_of_loose_files_is_refused_clearly(tmp_path):
+    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.export.run import ExportError
+
+    src = tmp_path / "sgf"
+    src.mkdir()
+    (src / "a.sgf").write_text("(;GM[1]SZ[19]RE[B+R];B[pd];W[dp];B[dd])")
+    ds = tmp_path / "ds"
+    encode_dataset([src], ds, EncodeOptions(encoder="oneplane", split="train=1"), workers=1, progress=False)
+    with pytest.raises(ExportError, match="loose .sgf"):
+        export([ds], tmp_path / "out", ExportOptions(format="leela-zero"), workers=1, progress=False)
+    res = runner.invoke(app, ["export", str(ds), "--format", "leela-zero", "--out", str(tmp_path / "o2")])
+    assert res.exit_code == 2 and "export those files" in res.output
+
+
+def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "gotk", "export", str(src), "--format", "leela-zero", "--out", str(out),
+            "--no-progress", "--workers", "2", "--unit-size", "8", "--games-per-chunk", "3", "--compress-level", "9",
+            "--seed", "11", *extra]
+
+
+def test_sigkill_then_resume_is_byte_identical(tmp_path, sample_archive):
+    source = archive_slice(sample_archive, tmp_path, 160)
+    ref = tmp_path / "ref"
+    export([source], ref, ExportOptions(format="leela-zero", games_per_chunk=3, compress_level=9, seed=11),
+           workers=1, progress=False)
+    out = tmp_path / "killed"
+    run_and_kill(_cmd(source, out), lambda: len(list((out / ".work" / "files").glob("*.json"))) >= 3)
+    assert not (out / "export.json").exists() and (out / ".work" / "run.json").exists()
+    other = subprocess.run(_cmd(source, out, "--resume", "--seed", "12"), capture_output=True, text=True, timeout=300)
+    assert other.returncode == 2 and "differ" in other.stderr
+    res = subprocess.run(_cmd(source, out, "--resume", "--json"), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    run = json.loads(res.stdout)["run"]
+    assert run["files_reused"] >= 3
+    assert _chunks(out) == _chunks(ref)
+    assert (out / "export.json").read_bytes() == (ref / "export.json").read_bytes()
+    assert not list(out.rglob("*.tmp")) and not (out / ".work").exists()
