@@ -94,21 +94,45 @@ def game_boards(record: GameRecord) -> np.ndarray:
     return boards
 
 
-def input_planes(boards: np.ndarray, colors: np.ndarray) -> np.ndarray:
-    """The 16 stone planes of every move, in Leela Zero's vertex order: ``(moves, 16, 361)`` uint8.
-    ``boards`` from :func:`game_boards`; ``colors[i]`` the colour that plays move ``i``."""
+@njit(cache=True)
+def _write_records(lz_boards, colors, lz_moves, winner, hexdigits, policy_zeros, out):
+    """Write the text of every move's record into ``out`` (uint8, large enough); return its length.
+    ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices."""
     m = colors.shape[0]
-    lz = boards[:, _LZ_ORDER]
-    c = colors.astype(np.int8)[:, None]
-    planes = np.zeros((m, 16, N), dtype=np.uint8)
-    for h in range(HISTORY):
-        if h >= m:
-            break
-        past = lz[: m - h]  # the position h moves before move k = h … m-1
-        me = c[h:]
-        planes[h:, h] = past == me
-        planes[h:, HISTORY + h] = past == (3 - me)
-    return planes
+    n = lz_boards.shape[1]
+    pos = 0
+    for k in range(m):
+        c = colors[k]
+        for half in range(2):
+            target = c if half == 0 else 3 - c
+            for h in range(HISTORY):
+                idx = k - h
+                for d in range((n - 1) // 4):
+                    v = 0
+                    if idx >= 0:
+                        for b in range(4):
+                            v = 2 * v + (1 if lz_boards[idx, 4 * d + b] == target else 0)
+                    out[pos] = hexdigits[v]
+                    pos += 1
+                out[pos] = 49 if idx >= 0 and lz_boards[idx, n - 1] == target else 48  # '1' / '0'
+                out[pos + 1] = 10
+                pos += 2
+        out[pos] = 48 if c == 1 else 49
+        out[pos + 1] = 10
+        pos += 2
+        out[pos: pos + policy_zeros.shape[0]] = policy_zeros
+        out[pos + 2 * lz_moves[k]] = 49
+        pos += policy_zeros.shape[0]
+        if c == winner:
+            out[pos] = 49
+            out[pos + 1] = 10
+            pos += 2
+        else:
+            out[pos] = 45  # '-'
+            out[pos + 1] = 49
+            out[pos + 2] = 10
+            pos += 3
+    return pos
 
 
 def game_text(record: GameRecord) -> bytes:
@@ -117,31 +141,13 @@ def game_text(record: GameRecord) -> bytes:
     check_game(record)
     boards = game_boards(record)
     colors = np.asarray(record.colors, dtype=np.int8)
-    m = colors.shape[0]
-    planes = input_planes(boards, colors)
-    packed = np.packbits(planes[:, :, : N - 1], axis=-1)  # (m, 16, 45): bits 0-359, first bit = MSB
-    text = np.empty((m, FIXED + 3), dtype=np.uint8)
-    hexes = text[:, : 16 * PLANE_LINE].reshape(m, 16, PLANE_LINE)
-    hexes[:, :, 0:90:2] = _HEX[packed >> 4]
-    hexes[:, :, 1:90:2] = _HEX[packed & 15]
-    hexes[:, :, 90] = ord("0") + planes[:, :, N - 1]
-    hexes[:, :, 91] = ord("\n")
-    at = 16 * PLANE_LINE
-    text[:, at] = np.where(colors == BLACK, ord("0"), ord("1"))
-    text[:, at + 1] = ord("\n")
-    at += STM_LINE
-    text[:, at: at + POLICY_LINE] = _POLICY_ZEROS
     points = record.points.astype(np.int64)
     lz_moves = np.where(points == N, N, _LZ_ORDER[np.minimum(points, N - 1)])  # the flip is its own inverse
-    text[np.arange(m), at + 2 * lz_moves] = ord("1")
-    at += POLICY_LINE
     winner = BLACK if record.result.winner == "b" else 3 - BLACK
-    won = colors == winner
-    keep = np.ones((m, FIXED + 3), dtype=bool)
-    text[:, at: at + 3] = np.frombuffer(b"-1\n", dtype=np.uint8)
-    text[won, at: at + 2] = np.frombuffer(b"1\n", dtype=np.uint8)
-    keep[won, at + 2] = False
-    return text[keep].tobytes()
+    out = np.empty(colors.shape[0] * (FIXED + 3), dtype=np.uint8)
+    used = _write_records(np.ascontiguousarray(boards[:, _LZ_ORDER]), colors, lz_moves, winner, _HEX,
+                          _POLICY_ZEROS, out)
+    return out[:used].tobytes()
 
 
 def chunk_bytes(games: list[bytes], level: int = COMPRESS_LEVEL) -> bytes:
