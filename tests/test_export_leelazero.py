@@ -38,12 +38,8 @@ def read_chunk(path: Path) -> list[dict]:
         for text in item[:16]:
             assert len(text) == 91 and text[90] in "01"
             assert all(c in "0123456789abcdef" for c in text[:90])
-            bits = []
-            for digit in text[:90]:
-                v = int(digit, 16)
-                bits += [(v >> 3) & 1, (v >> 2) & 1, (v >> 1) & 1, v & 1]
-            bits.append(int(text[90]))
-            planes.append(bits)
+            bits = format(int(text[:90], 16), "0360b") + text[90]  # hex digits, the first bit most significant
+            planes.append(np.frombuffer(bits.encode(), dtype=np.uint8) - ord("0"))
         assert item[16] in ("0", "1")
         probs = [float(x) for x in item[17].split(" ")]
         assert len(probs) == 362
@@ -61,11 +57,13 @@ def lz_vertex_to_gtp(index: int) -> str:
     return f"{GTP_LETTERS[x]}{y + 1}"
 
 
+_VIA_GTP = np.array([coords.from_gtp(lz_vertex_to_gtp(i), 19) for i in range(361)])
+
+
 def planes_as_gotk(planes: np.ndarray) -> np.ndarray:
     """(16, 361) planes in Leela Zero order → gotk flat order, via GTP names (not the exporter's table)."""
     out = np.zeros_like(planes)
-    for i in range(361):
-        out[:, coords.from_gtp(lz_vertex_to_gtp(i), 19)] = planes[:, i]
+    out[:, _VIA_GTP] = planes
     return out
 
 
