@@ -28,7 +28,7 @@ from numba import njit
 from gotk import coords
 from gotk.errors import GotkError
 from gotk.game import kernels as K
-from gotk.sgf.record import BLACK, GameRecord
+from gotk.sgf.record import BLACK, GameRecord, value_targets
 
 SIZE = 19
 N = SIZE * SIZE
@@ -78,7 +78,7 @@ def game_boards(record: GameRecord) -> np.ndarray:
     """The board (gotk order, 0 empty / 1 black / 2 white) before each main-line move and after the
     last: shape ``(moves + 1, size*size)``. Raises :class:`GotkError` when the engine refuses a move
     (the whole game is dropped, as ``dump_supervised`` does)."""
-    from gotk.game.replay import initial_state
+    from gotk.game.replay import initial_state, stop_error
 
     state = initial_state(record)  # rules from RU (suicide under NZ / Tromp-Taylor); simple ko, as the scan
     n = record.size * record.size
@@ -86,18 +86,17 @@ def game_boards(record: GameRecord) -> np.ndarray:
     played, status = _boards(state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark,
                              state.meta, state.hashv, state.nbr, state.zob, record.colors.astype(np.int64),
                              record.points.astype(np.int32), state.rules.suicide, boards)
-    if status != 0:
-        p = int(record.points[played])
-        where = coords.to_gtp(p, record.size) if 0 <= p <= n else "?"
-        raise GotkError("illegal_move", f"move {played + 1} ({'BW'[int(record.colors[played]) - 1]} {where}) is "
-                        "refused by the rules engine")
+    error = stop_error(record, int(status), int(played), record.colors, record.points)
+    if error is not None:
+        raise error
     return boards
 
 
 @njit(cache=True)
-def _write_records(lz_boards, colors, lz_moves, winner, hexdigits, policy_zeros, out):
+def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros, out):
     """Write the text of every move's record into ``out`` (uint8, large enough); return its length.
-    ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices."""
+    ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices;
+    ``values``: +1/-1, the game's result for the player of each move."""
     m = colors.shape[0]
     n = lz_boards.shape[1]
     pos = 0
@@ -123,7 +122,7 @@ def _write_records(lz_boards, colors, lz_moves, winner, hexdigits, policy_zeros,
         out[pos: pos + policy_zeros.shape[0]] = policy_zeros
         out[pos + 2 * lz_moves[k]] = 49
         pos += policy_zeros.shape[0]
-        if c == winner:
+        if values[k] > 0:
             out[pos] = 49
             out[pos + 1] = 10
             pos += 2
@@ -143,9 +142,9 @@ def game_text(record: GameRecord) -> bytes:
     colors = np.asarray(record.colors, dtype=np.int8)
     points = record.points.astype(np.int64)
     lz_moves = np.where(points == N, N, _LZ_ORDER[np.minimum(points, N - 1)])  # the flip is its own inverse
-    winner = BLACK if record.result.winner == "b" else 3 - BLACK
+    values = value_targets(record.result.winner, np.where(colors == BLACK, 1, -1))  # ±1: check_game wants a winner
     out = np.empty(colors.shape[0] * (FIXED + 3), dtype=np.uint8)
-    used = _write_records(np.ascontiguousarray(boards[:, _LZ_ORDER]), colors, lz_moves, winner, _HEX,
+    used = _write_records(np.ascontiguousarray(boards[:, _LZ_ORDER]), colors, lz_moves, values, _HEX,
                           _POLICY_ZEROS, out)
     return out[:used].tobytes()
 

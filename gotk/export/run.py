@@ -36,12 +36,12 @@ import numpy as np
 from gotk import __version__
 from gotk.build import executors as X
 from gotk.build import workers as W
-from gotk.build.encode import expand_sources
+from gotk.build.encode import expand_sources, source_entries
 from gotk.build.splits import parse_min_rank
 from gotk.errors import GotkError
 from gotk.export import writers as WR
+from gotk.hashing import sha256_file
 from gotk.sgf.reader import MAX_SGF_BYTES
-from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.sources.archives import Skip, is_archive, iter_sources
 from gotk.storage import Storage, is_url
@@ -163,7 +163,7 @@ def dataset_sources(folder: str | os.PathLike, split: str | None) -> tuple[list[
         if found is None:
             raise ExportError("missing_source", f"{folder}: its source {src['path']} is not there any more; export "
                               "needs the original archives (pass them directly)")
-        if found.stat().st_size != src.get("bytes") or S.sha256_file(found) != src.get("sha256"):
+        if found.stat().st_size != src.get("bytes") or sha256_file(found) != src.get("sha256"):
             raise ExportError("source_changed", f"{found} differs from the archive {folder} was encoded from "
                               "(size or sha256)")
         files.append(found)
@@ -293,15 +293,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
             raise ExportError("missing_source", f"no such file or folder: {', '.join(missing)}")
     if not files:
         raise ExportError("no_source", "no .sgf file or archive to read")
-    entries = [{"path": str(f), "name": f.name, "bytes": f.stat().st_size, "sha256": S.sha256_file(f)}
-               for f in files if is_archive(f)]
-    loose = [f for f in files if not is_archive(f)]
-    if loose:
-        h = hashlib.sha256()
-        for f in loose:
-            h.update(f"{f}\0".encode() + hashlib.sha256(f.read_bytes()).digest())
-        entries.append({"path": "(loose .sgf files)", "name": "", "files": len(loose),
-                        "bytes": sum(f.stat().st_size for f in loose), "sha256": h.hexdigest()})
+    entries = source_entries(files)
     record = {"options": asdict(opts), "sources": entries}
     if dataset is not None:
         record["dataset"] = dataset
@@ -310,9 +302,10 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         m["run"] = {"already_complete": True}
         return m
     work = (out / M.WORK_NAME).absolute()
-    scan_opts = {"work_dir": str(work), "board_size": opts.board_size,
-                 "min_rank": parse_min_rank(opts.min_rank) if opts.min_rank else None,
-                 "no_handicap": opts.no_handicap, "include_passes": True, "skip_first": 0, "drop_partial": True}
+    # every main-line move gives a row (passes too); a game the engine stops is dropped whole
+    scan_opts = W.ScanOptions(work_dir=str(work), board_size=opts.board_size,
+                              min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None,
+                              no_handicap=opts.no_handicap, include_passes=True, skip_first=0, drop_partial=True)
     write_opts = {"work_dir": str(work), "out_dir": str(out.absolute()), "compress_level": opts.compress_level,
                   "seed": opts.seed}
     inputs_skipped: Counter = Counter()

@@ -9,7 +9,6 @@ under ``WORK/files/`` so ``--resume`` can reuse the file. A game the format refu
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -20,8 +19,8 @@ import numpy as np
 
 from gotk.build import workers as W
 from gotk.errors import GotkError
+from gotk.hashing import sha256_bytes, sha256_file
 from gotk.sgf.record import GameRecord, parse_result
-from gotk.shards import format as S
 from gotk.storage import Storage, join
 
 _CACHE: dict[str, tuple[W._UnitGames, list]] = {}
@@ -96,7 +95,7 @@ def write_leelazero_chunk(spec: dict, options: dict) -> dict:
     st.write_bytes_atomic(join(options["out_dir"], spec["file"]), data)
 
     entry = {"file": spec["file"], "games": len(texts), "positions": positions, "bytes": len(data),
-             "sha256": hashlib.sha256(data).hexdigest(), "skipped": dict(sorted(skipped.items())),
+             "sha256": sha256_bytes(data), "skipped": dict(sorted(skipped.items())),
              "examples": examples}
     _finish(spec, options, entry, st)
     return {**entry, "seconds": time.perf_counter() - t0}
@@ -133,7 +132,7 @@ def write_katago_file(spec: dict, options: dict) -> dict:
         n = len(next(iter(cat.values())))
         perm = np.random.default_rng([int(options["seed"]), int(spec["index"])]).permutation(n)
         KG.write_katago_npz({k: v[perm] for k, v in cat.items()}, path)
-        entry.update(positions=n, bytes=st.size(path), sha256=S.sha256_file(path))
+        entry.update(positions=n, bytes=st.size(path), sha256=sha256_file(path))
     entry.update(skipped=dict(sorted(skipped.items())), examples=examples)
     _finish(spec, options, entry, st)
     return {**entry, "seconds": time.perf_counter() - t0}
