@@ -418,7 +418,9 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     bars.close()
 
     write_s = sum(r.pop("seconds", 0.0) for r in results)
+    refused = 0  # games the format's writer refused (each counted once, in the file where it starts)
     for r in results:
+        refused += sum(r.get("skipped", {}).values())
         skipped.update(r.pop("skipped", {}))
         for k, v in r.pop("examples", {}).items():
             examples.setdefault(k, v)
@@ -438,7 +440,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         **({"dataset": dataset} if dataset is not None else {}),
         "sources_skipped": sources_skipped,
         "inputs_skipped": dict(sorted(inputs_skipped.items())),
-        "games": {"read": games_read, "kept": sum(r["games"] for r in files_out),
+        "games": {"read": games_read, "kept": len(kept) - refused,
                   **({"not_in_dataset": counts["not_in_dataset"]} if dataset is not None else {}),
                   "skipped": dict(sorted(skipped.items())), "examples": dict(sorted(examples.items()))},
         "positions": positions,
