@@ -13,8 +13,8 @@ A chunk is a gzip file of records, one per main-line move, 19 lines each (see ``
   ``y*19 + x``, 361 = pass) and ``0`` elsewhere, as ``dump_supervised`` writes a recorded move;
 * line 19: ``1`` if the side to move won the game, ``-1`` if it lost.
 
-As ``dump_supervised``: only 19x19 games with a winner, every move of the main line (passes
-included), a game whose main line the engine refuses is dropped whole. gzip bytes carry no time
+As ``dump_supervised``: only 19x19 games with a winner, not won on time, every move of the main line
+(passes included), a game whose main line the engine refuses is dropped whole. gzip bytes carry no time
 stamp or file name, so the same games give the same chunk bytes.
 """
 
@@ -61,12 +61,15 @@ def _boards(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, 
 
 def check_game(record: GameRecord) -> None:
     """Raise :class:`GotkError` with a skip reason when ``record`` cannot give Leela Zero data:
-    ``bad_size`` (not 19x19), ``no_result`` (no winner: draw, void, unknown), ``too_short`` (no move),
-    or the reader's defect (``bad_setup`` for setup stones after the root, ``bad_move``)."""
+    ``bad_size`` (not 19x19), ``no_result`` (no winner: draw, void, unknown), ``won_on_time`` (as
+    ``dump_supervised``, which drops results naming ``Time``), ``too_short`` (no move), or the reader's
+    defect (``bad_setup`` for setup stones after the root, ``bad_move``)."""
     if record.size != SIZE:
         raise GotkError("bad_size", f"board {record.size}x{record.size}: Leela Zero data is 19x19 only")
     if record.result.winner not in ("b", "w"):
         raise GotkError("no_result", f"result {record.result.raw or '(none)'!r} names no winner")
+    if record.result.reason == "time":
+        raise GotkError("won_on_time", f"result {record.result.raw!r}: dump_supervised skips games won on time")
     if record.num_moves == 0:
         raise GotkError("too_short", "no move")
     if record.defect is not None:

@@ -7,7 +7,8 @@ The run reuses the encode machinery (see :mod:`gotk.build.encode`):
    size / rank / handicap filters, full replay; games the engine refuses or with setup stones after
    the root are skipped, ``drop_partial``), which writes ``.work/scan/unit-NNNNN.arrow``.
 2. **plan** — the parent takes the units in order: duplicates (same ``game_id``, first in source order
-   wins), games without a winner (``no_result``) and ``--where`` filters are counted as skips; the kept
+   wins), games without a winner (``no_result``), for Leela Zero games won on time (``won_on_time``, as
+   ``dump_supervised``) and ``--where`` filters are counted as skips; the kept
    games are shuffled with ``--seed`` and cut into files: ``--games-per-chunk`` games per Leela Zero
    chunk, ``--rows-per-file`` rows per KataGo ``.npz`` (a game may be cut across two files).
 3. **write** — one work unit per file (:mod:`gotk.export.writers`), each written atomically, then
@@ -42,6 +43,7 @@ from gotk.errors import GotkError
 from gotk.export import writers as WR
 from gotk.hashing import sha256_file
 from gotk.sgf.reader import MAX_SGF_BYTES
+from gotk.sgf.record import parse_result
 from gotk.shards import manifest as M
 from gotk.sources.archives import Skip, is_archive, iter_sources
 from gotk.storage import Storage, is_url
@@ -385,6 +387,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                     continue
                 elif t["winner"][i] not in ("b", "w"):
                     reason = "no_result"
+                elif opts.format == "leela-zero" and parse_result(t["result"][i]).reason == "time":
+                    reason = "won_on_time"  # as leelaz's dump_supervised
                 elif where is not None and not where({k: t[k][i] for k in M.GAMES_SCHEMA.names if k in t}):
                     reason = "filtered_where"
                 else:
@@ -393,7 +397,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                     continue
                 skipped[reason] += 1
                 examples.setdefault(reason, f"{where_}: game_id {gid}" if reason == "duplicate"
-                                    else f"{where_}: result {t['result'][i]!r}" if reason == "no_result" else where_)
+                                    else f"{where_}: result {t['result'][i]!r}" if reason != "filtered_where"
+                                    else where_)
         specs = plan_files(kept, opts, unit_digests)
         writer = WR.write_leelazero_chunk if opts.format == "leela-zero" else WR.write_katago_file
         bars.planned(sum(kept[i][3] for i in range(len(kept))))
