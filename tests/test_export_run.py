@@ -154,10 +154,10 @@ def test_cli_export_katago(tmp_path, sample_archive):
     from gotk.shards.gameid import game_id
     from gotk.sources.archives import SgfSource, iter_sources
 
-    src = archive_slice(sample_archive, tmp_path, 12)
+    src = archive_slice(sample_archive, tmp_path, 8)
     out = tmp_path / "kg"
     res = runner.invoke(app, ["export", str(src), "--format", "katago", "--out", str(out), "--no-progress",
-                              "--workers", "1", "--rows-per-file", "700", "--seed", "5", "--json"])
+                              "--workers", "1", "--rows-per-file", "500", "--seed", "5", "--json"])
     assert res.exit_code == 0, res.output
     m = json.loads(res.output)
     files = sorted(out.glob("train.*.npz"))
@@ -172,7 +172,7 @@ def test_cli_export_katago(tmp_path, sample_archive):
             arrays = {k: z[k] for k in z.files}
         assert set(arrays) == set(KG.NPZ_LAYOUT)
         n = len(arrays["globalInputNC"])
-        assert n == entry["positions"] <= 700
+        assert n == entry["positions"] <= 500
         for k, (dtype, shape) in KG.NPZ_LAYOUT.items():
             assert arrays[k].dtype == dtype and arrays[k].shape == (n, *shape)
         got.update(key(arrays, i) for i in range(n))
@@ -193,6 +193,6 @@ def test_cli_export_katago(tmp_path, sample_archive):
     assert got == expected and m["games"]["kept"] == kept and m["positions"] == sum(expected.values())
     again = tmp_path / "kg2"
     res = runner.invoke(app, ["export", str(src), "--format", "katago", "--out", str(again), "--no-progress",
-                              "--workers", "2", "--rows-per-file", "700", "--seed", "5"])
+                              "--workers", "2", "--rows-per-file", "500", "--seed", "5"])
     assert res.exit_code == 0, res.output
     assert _chunks(again) == _chunks(out)
