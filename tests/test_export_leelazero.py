@@ -217,6 +217,9 @@ def test_bad_input_is_counted_never_written(tmp_path):
     assert not first[0].any() and not first[1:8].any() and not first[9:].any()
     report = json.loads((out / "run-report.json").read_text())
     assert report["skipped"] == skipped
+    kept = export([folder], tmp_path / "time", ExportOptions(format="leela-zero", keep_time_wins=True), workers=1,
+                  progress=False)
+    assert kept["games"]["kept"] == 2 and "won_on_time" not in kept["games"]["skipped"]
     assert not list(out.rglob("*.tmp")) and not (out / ".work").exists()
 
 

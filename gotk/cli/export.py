@@ -21,6 +21,8 @@ def export_cmd(
     games_per_chunk: int = typer.Option(32, "--games-per-chunk", help="leela-zero: games per chunk file (leelaz: 32)."),
     compress_level: int = typer.Option(6, "--compress-level", help="leela-zero: gzip level 0-9 (leelaz writes 9: "
                                        "files about a fifth smaller, about 3.5x slower to write)."),
+    keep_time_wins: bool = typer.Option(False, "--keep-time-wins", help="leela-zero: also export games won on "
+                                        "time (leelaz's dump_supervised leaves them out)."),
     rows_per_file: int = typer.Option(10000, "--rows-per-file", help="katago: rows per .npz file (the last is "
                                       "shorter)."),
     split: str = typer.Option(None, "--split", help="Dataset input: export only the games of this split."),
@@ -45,8 +47,8 @@ def export_cmd(
     from gotk.export.run import ExportError, ExportOptions, export
 
     opts = ExportOptions(format=fmt, seed=seed, games_per_chunk=games_per_chunk, compress_level=compress_level,
-                         rows_per_file=rows_per_file, board_size=board_size, min_rank=min_rank,
-                         no_handicap=no_handicap, where=list(where or []), split=split)
+                         keep_time_wins=keep_time_wins, rows_per_file=rows_per_file, board_size=board_size,
+                         min_rank=min_rank, no_handicap=no_handicap, where=list(where or []), split=split)
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
         m = export(targets, out, opts, workers=workers or None, resume=resume, progress=progress,

@@ -59,16 +59,17 @@ def _boards(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, 
     return points.shape[0], 0
 
 
-def check_game(record: GameRecord) -> None:
+def check_game(record: GameRecord, time_wins: bool = False) -> None:
     """Raise :class:`GotkError` with a skip reason when ``record`` cannot give Leela Zero data:
     ``bad_size`` (not 19x19), ``no_result`` (no winner: draw, void, unknown), ``won_on_time`` (as
     ``dump_supervised``, which drops results naming ``Time``), ``too_short`` (no move), or the reader's
-    defect (``bad_setup`` for setup stones after the root, ``bad_move``)."""
+    defect (``bad_setup`` for setup stones after the root, ``bad_move``). ``time_wins``: keep games won on
+    time (their winner is known, but leelaz leaves them out)."""
     if record.size != SIZE:
         raise GotkError("bad_size", f"board {record.size}x{record.size}: Leela Zero data is 19x19 only")
     if record.result.winner not in ("b", "w"):
         raise GotkError("no_result", f"result {record.result.raw or '(none)'!r} names no winner")
-    if record.result.reason == "time":
+    if record.result.reason == "time" and not time_wins:
         raise GotkError("won_on_time", f"result {record.result.raw!r}: dump_supervised skips games won on time")
     if record.num_moves == 0:
         raise GotkError("too_short", "no move")
@@ -137,10 +138,10 @@ def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros,
     return pos
 
 
-def game_text(record: GameRecord) -> bytes:
+def game_text(record: GameRecord, time_wins: bool = False) -> bytes:
     """The version-1 records (19 lines each) of every main-line move of ``record``, as one bytes
     string. Raises :class:`GotkError` (see :func:`check_game`, :func:`game_boards`) to skip."""
-    check_game(record)
+    check_game(record, time_wins)
     boards = game_boards(record)
     colors = np.asarray(record.colors, dtype=np.int8)
     points = record.points.astype(np.int64)

@@ -72,6 +72,7 @@ class ExportOptions:
     games_per_chunk: int = 32  # leela-zero: OutputChunker::CHUNK_SIZE
     compress_level: int = 6  # leela-zero: gzip level (leelaz writes 9: smaller files, about 3.5x slower)
     rows_per_file: int = 10000  # katago
+    keep_time_wins: bool = False  # leela-zero: dump_supervised drops games won on time
     board_size: int = 19
     min_rank: str | None = None
     no_handicap: bool = False
@@ -309,7 +310,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                               min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None,
                               no_handicap=opts.no_handicap, include_passes=True, skip_first=0, drop_partial=True)
     write_opts = {"work_dir": str(work), "out_dir": str(out.absolute()), "compress_level": opts.compress_level,
-                  "seed": opts.seed}
+                  "seed": opts.seed, "keep_time_wins": opts.keep_time_wins}
     inputs_skipped: Counter = Counter()
     skipped: Counter = Counter()
     examples: dict[str, str] = {}
@@ -387,7 +388,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                     continue
                 elif t["winner"][i] not in ("b", "w"):
                     reason = "no_result"
-                elif opts.format == "leela-zero" and parse_result(t["result"][i]).reason == "time":
+                elif (opts.format == "leela-zero" and not opts.keep_time_wins
+                      and parse_result(t["result"][i]).reason == "time"):
                     reason = "won_on_time"  # as leelaz's dump_supervised
                 elif where is not None and not where({k: t[k][i] for k in M.GAMES_SCHEMA.names if k in t}):
                     reason = "filtered_where"

@@ -73,7 +73,7 @@ def reuse_file(spec: dict, options: dict) -> dict | None:
 
 def write_leelazero_chunk(spec: dict, options: dict) -> dict:
     """One Leela Zero chunk: ``spec`` = ``{"index", "file", "digest", "games": [[unit_id, i], ...]}``
-    in chunk order; ``options``: ``work_dir``, ``out_dir``, ``compress_level``."""
+    in chunk order; ``options``: ``work_dir``, ``out_dir``, ``compress_level``, ``keep_time_wins``."""
     from gotk.export import leelazero as L
 
     t0 = time.perf_counter()
@@ -85,7 +85,7 @@ def write_leelazero_chunk(spec: dict, options: dict) -> dict:
     for unit_id, index in spec["games"]:
         gid, rec = game_record(options["work_dir"], unit_id, index, st)
         try:
-            texts.append(L.game_text(rec))
+            texts.append(L.game_text(rec, time_wins=bool(options.get("keep_time_wins"))))
         except GotkError as e:
             skipped[e.reason] += 1
             examples.setdefault(e.reason, f"game {gid}: {e}")
