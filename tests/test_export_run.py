@@ -63,6 +63,20 @@ def test_cli_refusals(tmp_path, source):
     assert missing.exit_code == 2 and "no such file" in missing.output
 
 
+def test_dask_executor_same_bytes(tmp_path, source):
+    from gotk.build.executors import dask_available
+
+    if not dask_available():
+        pytest.skip("dask.distributed is not installed (test extra)")
+    ref = tmp_path / "ref"
+    export([source], ref, ExportOptions(format="leela-zero", games_per_chunk=7), workers=1, progress=False)
+    out = tmp_path / "dask"
+    m = export([source], out, ExportOptions(format="leela-zero", games_per_chunk=7), workers=2, progress=False,
+               unit_size=9, executor="dask")
+    assert m["run"]["executor"] == "dask"
+    assert _chunks(out) == _chunks(ref) and (out / "export.json").read_bytes() == (ref / "export.json").read_bytes()
+
+
 def test_katago_without_its_module_says_so(tmp_path, source):
     from gotk.export.run import katago_available
 

@@ -35,6 +35,10 @@ def export_cmd(
     workers: int = typer.Option(0, "--workers", "-j", help="Worker processes (0: all cores)."),
     unit_size: int = typer.Option(128, "--unit-size", help="SGF members per scan work unit (does not change the "
                                   "output)."),
+    executor: str = typer.Option("local", "--executor", help="Where work units run: local (process pool) or dask "
+                                 "(dask.distributed; pip install 'gotk[dask]'). Does not change the output."),
+    scheduler: str = typer.Option(None, "--scheduler", help="With --executor dask: a running scheduler "
+                                  "(tcp://HOST:PORT); --out must then be a path every worker shares."),
     resume: bool = typer.Option(False, "--resume", help="Finish an interrupted export into the same --out."),
     as_json: bool = typer.Option(False, "--json", help="Print the export manifest (plus the run report) as JSON."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress on stderr."),
@@ -52,7 +56,7 @@ def export_cmd(
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
         m = export(targets, out, opts, workers=workers or None, resume=resume, progress=progress,
-                   unit_size=max(1, unit_size))
+                   unit_size=max(1, unit_size), executor=executor, scheduler=scheduler)
     except ExportError as e:
         _fail(str(e), e.exit_code)
     run = m.get("run", {})

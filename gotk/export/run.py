@@ -267,11 +267,17 @@ def _prepare_out(out: Path, resume: bool, record: dict) -> bool:
 
 def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: ExportOptions,
            workers: int | None = None, resume: bool = False, progress: bool = True,
-           unit_size: int = DEFAULT_UNIT_SIZE) -> dict:
+           unit_size: int = DEFAULT_UNIT_SIZE, executor: str = "local", scheduler: str | None = None) -> dict:
     """Run ``gotk export``; returns the export manifest (plus ``"run"``: the run report). Raises
-    :class:`ExportError` for unusable options, inputs or output folders."""
+    :class:`ExportError` for unusable options, inputs or output folders. ``executor``/``scheduler`` as
+    for ``gotk encode`` (:mod:`gotk.build.executors`: a local process pool, or Dask with the output on
+    a path every worker shares)."""
     t_start = time.perf_counter()
     opts.validate()
+    try:
+        X.require(executor, scheduler)
+    except X.ExecutorError as e:
+        raise ExportError(e.reason, e.message) from e
     if opts.format == "katago" and not katago_available():
         raise ExportError("not_available", "--format katago: the KataGo feature module (gotk.export.katago) is not "
                           "in this build yet")
@@ -335,10 +341,14 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
             yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
 
     try:
-        executor = X.make_executor("local", workers)
+        pool = X.make_executor(executor, workers, scheduler)
     except X.ExecutorError as e:
         raise ExportError(e.reason, e.message) from e
-    executor.start()
+    try:
+        pool.start()  # before any progress-bar thread exists (fork)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
     bars = _Bars(progress)
     seen: set[str] = set()
     kept: list[tuple[int, int, str, int]] = []
@@ -350,7 +360,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         it = units()
         exhausted = False
         while True:  # scan, at most 2 × workers units in flight, consumed in unit order
-            while not exhausted and len(window) < 2 * executor.workers:
+            while not exhausted and len(window) < 2 * pool.workers:
                 unit = next(it, None)
                 if unit is None:
                     exhausted = True
@@ -360,7 +370,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                     counts["units_reused"] += 1
                     window.append((unit.unit_id, stats))
                 else:
-                    window.append((unit.unit_id, executor.submit(W.scan_unit, unit, scan_opts)))
+                    window.append((unit.unit_id, pool.submit(W.scan_unit, unit, scan_opts)))
             if not window:
                 break
             uid, item = window.popleft()
@@ -412,16 +422,16 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                 bars.rows(reused["positions"])
                 pending.append((spec, reused))
             else:
-                fut = executor.submit(writer, spec, write_opts)
+                fut = pool.submit(writer, spec, write_opts)
                 fut.add_done_callback(lambda f: bars.rows(f.result()["positions"]) if not f.exception() else None)
                 pending.append((spec, fut))
         for _, res in pending:
             results.append(dict(res.result()) if isinstance(res, Future) else res)
     except BaseException:
-        executor.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         bars.close()
         raise
-    executor.shutdown(wait=True)
+    pool.shutdown(wait=True)
     bars.close()
 
     write_s = sum(r.pop("seconds", 0.0) for r in results)
@@ -456,7 +466,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     }
     M.write_json_atomic(out / EXPORT_NAME, manifest)
     wall = time.perf_counter() - t_start
-    run = {"workers": executor.workers, "unit_size": unit_size, "wall_s": round(wall, 4),
+    run = {"executor": getattr(pool, "name", executor), "workers": pool.workers, "unit_size": unit_size,
+           "wall_s": round(wall, 4),
            "positions_per_s": round(positions / wall, 1) if wall > 0 else 0.0,
            "games_per_s": round(games_read / wall, 1) if wall > 0 else 0.0, "write_s": round(write_s, 4),
            "units": counts["units"], "units_reused": counts["units_reused"], "files_reused": counts["files_reused"],
