@@ -29,7 +29,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -39,143 +39,19 @@ from gotk.build import executors as X
 from gotk.build import workers as W
 from gotk.build.encode import expand_sources, source_entries
 from gotk.build.splits import parse_min_rank
-from gotk.errors import GotkError
 from gotk.export import writers as WR
-from gotk.hashing import sha256_file
-from gotk.sgf.reader import MAX_SGF_BYTES
+from gotk.export.inputs import dataset_sources, is_dataset, where_predicate
+from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
+
+__all__ = ["EXPORT_NAME", "FORMATS", "ExportError", "ExportOptions", "export", "katago_available", "plan_files"]
 from gotk.sgf.record import parse_result
 from gotk.shards import manifest as M
 from gotk.sources.archives import Skip, is_archive, iter_sources
 from gotk.storage import Storage, is_url
 
-FORMATS = ("leela-zero", "katago")
 EXPORT_NAME = "export.json"
 EXPORT_FORMAT = "gotk-export"
 DEFAULT_UNIT_SIZE = 128
-
-
-class ExportError(GotkError):
-    """A run that cannot start or finish; ``exit_code`` is what the CLI exits with."""
-
-    def __init__(self, reason: str, message: str, exit_code: int = 2) -> None:
-        super().__init__(reason, message)
-        self.message = message
-        self.exit_code = exit_code
-
-
-@dataclass
-class ExportOptions:
-    """Everything that decides the output bytes (``--workers``, ``--out``, ``--resume`` do not)."""
-
-    format: str
-    seed: int = 0
-    games_per_chunk: int = 32  # leela-zero: OutputChunker::CHUNK_SIZE
-    compress_level: int = 6  # leela-zero: gzip level (leelaz writes 9: smaller files, about 3.5x slower)
-    rows_per_file: int = 10000  # katago
-    keep_time_wins: bool = False  # leela-zero: dump_supervised drops games won on time
-    board_size: int = 19
-    min_rank: str | None = None
-    no_handicap: bool = False
-    where: list[str] = field(default_factory=list)
-    split: str | None = None  # dataset input: export only the games of this split
-    max_member_bytes: int = MAX_SGF_BYTES
-
-    def validate(self) -> None:
-        if self.format not in FORMATS:
-            raise ExportError("bad_option", f"--format {self.format!r}: choose one of {', '.join(FORMATS)}")
-        if self.games_per_chunk < 1 or self.rows_per_file < 1 or not 0 <= self.compress_level <= 9:
-            raise ExportError("bad_option", "--games-per-chunk and --rows-per-file must be ≥ 1, --compress-level 0..9")
-        if self.format == "leela-zero" and self.board_size != 19:
-            raise ExportError("bad_option", "--format leela-zero is 19x19 only (Leela Zero's board size is fixed)")
-        try:
-            if self.min_rank:
-                parse_min_rank(self.min_rank)
-        except ValueError as e:
-            raise ExportError("bad_option", str(e)) from e
-
-
-def katago_available() -> bool:
-    """Whether the KataGo feature module (:mod:`gotk.export.katago`) is in this build."""
-    try:
-        from gotk.export import katago
-    except ImportError:
-        return False
-    return hasattr(katago, "katago_game_rows") and hasattr(katago, "write_katago_npz")
-
-
-# --- the --where hook ----------------------------------------------------------------------------
-
-
-def where_predicate(where: Sequence[str]):
-    """The metadata filter of ``--where`` (issue 14's :mod:`gotk.build.filters`), or None.
-
-    Hook: ``gotk.build.filters.compile_where(list[str])`` is expected to return a predicate over a
-    game's metadata row (the columns of ``games.parquet``: ``black_rank``, ``komi``, ``date`` …).
-    Until that module is in the build, ``--where`` is refused with a clear error."""
-    if not where:
-        return None
-    try:
-        from gotk.build import filters
-    except ImportError:
-        filters = None
-    compile_where = getattr(filters, "compile_where", None)
-    if compile_where is None:
-        raise ExportError("not_available", "--where needs the metadata filters of gotk.build.filters "
-                          "(compile_where), which this build does not have yet")
-    try:
-        return compile_where(list(where))
-    except (ValueError, GotkError) as e:
-        raise ExportError("bad_option", f"--where: {e}") from e
-
-
-# --- inputs --------------------------------------------------------------------------------------
-
-
-def is_dataset(path: str | os.PathLike) -> bool:
-    """A folder made by ``gotk encode`` (it holds a ``manifest.json`` of format ``gotk-shards``)."""
-    p = Path(path)
-    if not (p / M.MANIFEST_NAME).is_file():
-        return False
-    try:
-        return json.loads((p / M.MANIFEST_NAME).read_text()).get("format") == M.FORMAT
-    except (OSError, ValueError):
-        return False
-
-
-def dataset_sources(folder: str | os.PathLike, split: str | None) -> tuple[list[Path], set[str], int]:
-    """The source archives of a ``gotk encode`` dataset and the ids of its games (of ``split`` if
-    given): ``(files, game_ids, board_size)``. The manifest lists each archive with its path and
-    sha256, ``games.parquet`` each kept game's id; the archives must still be there, unchanged.
-    Loose ``.sgf`` files are listed only as a count in the manifest, so such a dataset cannot be
-    exported: pass the files themselves."""
-    import pyarrow.parquet as pq
-
-    folder = Path(folder)
-    try:
-        m = M.load_manifest(folder)
-    except ValueError as e:
-        raise ExportError("bad_dataset", str(e)) from e
-    files: list[Path] = []
-    for src in m.get("sources", []):
-        if src.get("path") == "(loose .sgf files)":
-            raise ExportError("dataset_sources_unknown", f"{folder} was encoded from {src.get('files')} loose .sgf "
-                              "files, whose paths the manifest does not record: export those files or their "
-                              "folder directly (gotk export FOLDER ...)")
-        candidates = [Path(src["path"]), folder / src["path"], folder.parent / src["path"]]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
-            raise ExportError("missing_source", f"{folder}: its source {src['path']} is not there any more; export "
-                              "needs the original archives (pass them directly)")
-        if found.stat().st_size != src.get("bytes") or sha256_file(found) != src.get("sha256"):
-            raise ExportError("source_changed", f"{found} differs from the archive {folder} was encoded from "
-                              "(size or sha256)")
-        files.append(found)
-    splits = list(m.get("splits", {}))
-    if split is not None and split not in splits:
-        raise ExportError("bad_option", f"--split {split!r}: {folder} has splits {', '.join(splits)}")
-    t = pq.read_table(folder / M.GAMES_NAME, columns=["game_id", "split"]).to_pydict()
-    ids = {g for g, s in zip(t["game_id"], t["split"], strict=True) if split is None or s == split}
-    return files, ids, int(m.get("options", {}).get("board_size", 19))
 
 
 # --- the plan ------------------------------------------------------------------------------------
