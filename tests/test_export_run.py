@@ -53,45 +53,30 @@ def test_cli_refusals(tmp_path, source):
     size = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--board-size", "9",
                                "--out", str(tmp_path / "b")])
     assert size.exit_code == 2 and "19x19 only" in size.output
-    where = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--where", "komi>6",
-                                "--out", str(tmp_path / "c")])
-    try:
-        from gotk.build import filters  # noqa: F401
-    except ImportError:
-        assert where.exit_code == 2 and "gotk.build.filters" in where.output
     missing = runner.invoke(app, ["export", str(tmp_path / "nope.zip"), "--format", "leela-zero",
                                   "--out", str(tmp_path / "d")])
     assert missing.exit_code == 2 and "no such file" in missing.output
 
 
-def test_where_hook_filters_on_game_metadata(tmp_path, source, monkeypatch):
-    """The --where hook: gotk.build.filters.compile_where(exprs) → a predicate over a game's metadata row
-    (games.parquet columns). The real module comes with issue 14; its contract is exercised here."""
-    import types
+def test_where_filters_as_encode_does(tmp_path, source):
+    """--where (gotk.build.filters, applied by the shared scan): the games exported are the games a gotk encode
+    with the same expression keeps (less those Leela Zero data cannot use), the filtered counts the same."""
+    from gotk.build.encode import EncodeOptions, encode_dataset
 
-    try:
-        from gotk.build import filters  # noqa: F401
-        pytest.skip("gotk.build.filters is in this build: its own tests cover --where")
-    except ImportError:
-        pass
-    seen: list[dict] = []
-
-    def compile_where(exprs):
-        assert exprs == ["black_rank=6d"]
-        return lambda row: seen.append(row) or row["black_rank"] == "6d"
-
-    fake = types.ModuleType("gotk.build.filters")
-    fake.compile_where = compile_where
-    monkeypatch.setitem(sys.modules, "gotk.build.filters", fake)
-    import gotk.build
-
-    monkeypatch.setattr(gotk.build, "filters", fake, raising=False)
-    m = export([source], tmp_path / "w", ExportOptions(format="leela-zero", where=["black_rank=6d"]), workers=1,
-               progress=False)
-    assert seen and {"black", "white", "black_rank", "komi", "date", "result", "rules"} <= set(seen[0])
-    rejected = sum(1 for r in seen if r["black_rank"] != "6d")
-    assert rejected > 0 and m["games"]["skipped"]["filtered_where"] == rejected
-    assert m["games"]["kept"] == len(seen) - rejected
+    where = "min(black_rank, white_rank) >= 6d and handicap = 0"
+    ds = tmp_path / "ds"
+    em = encode_dataset([source], ds, EncodeOptions(encoder="oneplane", split="train=1", where=where), workers=1,
+                        progress=False)
+    m = export([source], tmp_path / "w", ExportOptions(format="leela-zero", where=where, keep_time_wins=True),
+               workers=1, progress=False)
+    assert m["games"]["skipped"]["filtered_where"] == em["games"]["skipped"]["filtered_where"] > 0
+    assert m["games"]["filtered_where"] == em["games"]["filtered_where"]
+    games = pq.read_table(ds / "games.parquet").to_pydict()
+    usable = sum(1 for w, p in zip(games["winner"], games["partial"], strict=True) if w and not p)
+    assert m["games"]["kept"] == usable
+    bad = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--where", "nonsense >",
+                              "--out", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and "where" in bad.output
 
 
 def test_dask_executor_same_bytes(tmp_path, source):

@@ -28,8 +28,11 @@ def export_cmd(
     split: str = typer.Option(None, "--split", help="Dataset input: export only the games of this split."),
     min_rank: str = typer.Option(None, "--min-rank", help="Keep games where BOTH players are at least this rank."),
     no_handicap: bool = typer.Option(False, "--no-handicap", help="Drop games with handicap ≥ 2 or setup stones."),
-    where: list[str] = typer.Option(None, "--where", help="Metadata filter (issue 14's gotk.build.filters; refused "
-                                    "until that module is in the build). Repeatable."),
+    where: str = typer.Option(None, "--where", help="Keep only games where this expression over the games table is "
+                              "true, as gotk encode --where, e.g. \"min(black_rank, white_rank) >= 5d and handicap = "
+                              "0\" (docs/metadata.md)."),
+    bots: list[Path] = typer.Option(None, "--bots", help="Extra bot-name list file (one regular expression per "
+                                    "line; repeatable; see docs/metadata.md)."),
     board_size: int = typer.Option(19, "--board-size", help="Board size; other sizes are skipped as bad_size "
                                    "(leela-zero: 19 only)."),
     workers: int = typer.Option(0, "--workers", "-j", help="Worker processes (0: all cores)."),
@@ -52,7 +55,8 @@ def export_cmd(
 
     opts = ExportOptions(format=fmt, seed=seed, games_per_chunk=games_per_chunk, compress_level=compress_level,
                          keep_time_wins=keep_time_wins, rows_per_file=rows_per_file, board_size=board_size,
-                         min_rank=min_rank, no_handicap=no_handicap, where=list(where or []), split=split)
+                         min_rank=min_rank, no_handicap=no_handicap, where=where, bots=[str(b) for b in bots or []],
+                         split=split)
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
         m = export(targets, out, opts, workers=workers or None, resume=resume, progress=progress,

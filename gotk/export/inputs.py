@@ -1,38 +1,14 @@
-"""What an export reads: a ``gotk encode`` dataset's sources and games, and the ``--where`` hook."""
+"""What an export reads from a ``gotk encode`` dataset: its source archives and its games."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
-from gotk.errors import GotkError
 from gotk.export.options import ExportError
 from gotk.hashing import sha256_file
 from gotk.shards import manifest as M
-
-
-def where_predicate(where: Sequence[str]):
-    """The metadata filter of ``--where`` (issue 14's :mod:`gotk.build.filters`), or None.
-
-    Hook: ``gotk.build.filters.compile_where(list[str])`` is expected to return a predicate over a
-    game's metadata row (the columns of ``games.parquet``: ``black_rank``, ``komi``, ``date`` …).
-    Until that module is in the build, ``--where`` is refused with a clear error."""
-    if not where:
-        return None
-    try:
-        from gotk.build import filters
-    except ImportError:
-        filters = None
-    compile_where = getattr(filters, "compile_where", None)
-    if compile_where is None:
-        raise ExportError("not_available", "--where needs the metadata filters of gotk.build.filters "
-                          "(compile_where), which this build does not have yet")
-    try:
-        return compile_where(list(where))
-    except (ValueError, GotkError) as e:
-        raise ExportError("bad_option", f"--where: {e}") from e
 
 
 def is_dataset(path: str | os.PathLike) -> bool:

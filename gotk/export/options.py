@@ -33,7 +33,8 @@ class ExportOptions:
     board_size: int = 19
     min_rank: str | None = None
     no_handicap: bool = False
-    where: list[str] = field(default_factory=list)
+    where: str | None = None  # gotk.build.filters expression over the games table (as gotk encode --where)
+    bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
     split: str | None = None  # dataset input: export only the games of this split
     max_member_bytes: int = MAX_SGF_BYTES
 
@@ -44,11 +45,26 @@ class ExportOptions:
             raise ExportError("bad_option", "--games-per-chunk and --rows-per-file must be ≥ 1, --compress-level 0..9")
         if self.format == "leela-zero" and self.board_size != 19:
             raise ExportError("bad_option", "--format leela-zero is 19x19 only (Leela Zero's board size is fixed)")
+        from gotk.build.filters import WhereError, compile_where
+        from gotk.shards import manifest as M
+
         try:
             if self.min_rank:
                 parse_min_rank(self.min_rank)
+            if self.where:
+                compile_where(self.where, M.ENCODE_WHERE_COLUMNS)
+            self.bot_patterns()
+        except WhereError as e:
+            raise ExportError("bad_where", str(e)) from e
         except ValueError as e:
             raise ExportError("bad_option", str(e)) from e
+
+    def bot_patterns(self) -> tuple[str, ...]:
+        """The bot-name patterns (default list + $GOTK_BOTS + ``bots`` files), resolved in the parent so
+        every worker uses the same list (as ``gotk encode``)."""
+        from gotk.sgf.metadata import BotList
+
+        return tuple(BotList.load(files=self.bots).patterns)
 
 
 def katago_available() -> bool:

@@ -7,8 +7,8 @@ The run reuses the encode machinery (see :mod:`gotk.build.encode`):
    size / rank / handicap filters, full replay; games the engine refuses or with setup stones after
    the root are skipped, ``drop_partial``), which writes ``.work/scan/unit-NNNNN.arrow``.
 2. **plan** — the parent takes the units in order: duplicates (same ``game_id``, first in source order
-   wins), games without a winner (``no_result``), for Leela Zero games won on time (``won_on_time``, as
-   ``dump_supervised``) and ``--where`` filters are counted as skips; the kept
+   wins), games without a winner (``no_result``) and, for Leela Zero, games won on time (``won_on_time``, as
+   ``dump_supervised``) are counted as skips (``--where``, as in encode, is applied by the scan); the kept
    games are shuffled with ``--seed`` and cut into files: ``--games-per-chunk`` games per Leela Zero
    chunk, ``--rows-per-file`` rows per KataGo ``.npz`` (a game may be cut across two files).
 3. **write** — one work unit per file (:mod:`gotk.export.writers`), each written atomically, then
@@ -40,7 +40,7 @@ from gotk.build import workers as W
 from gotk.build.encode import expand_sources, source_entries
 from gotk.build.splits import parse_min_rank
 from gotk.export import writers as WR
-from gotk.export.inputs import dataset_sources, is_dataset, where_predicate
+from gotk.export.inputs import dataset_sources, is_dataset
 from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
 
 __all__ = ["EXPORT_NAME", "FORMATS", "ExportError", "ExportOptions", "export", "katago_available", "plan_files"]
@@ -159,7 +159,6 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                           "in this build yet")
     if is_url(out_dir):
         raise ExportError("bad_option", "gotk export writes to a local folder (--out PATH), not a URL")
-    where = where_predicate(opts.where)
     out = Path(out_dir)
     allowed: set[str] | None = None
     if len(sources) == 1 and is_dataset(sources[0]):
@@ -190,7 +189,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     # every main-line move gives a row (passes too); a game the engine stops is dropped whole
     scan_opts = W.ScanOptions(work_dir=str(work), board_size=opts.board_size,
                               min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None,
-                              no_handicap=opts.no_handicap, include_passes=True, skip_first=0, drop_partial=True)
+                              no_handicap=opts.no_handicap, include_passes=True, skip_first=0, drop_partial=True,
+                              where=opts.where or None, bot_patterns=opts.bot_patterns())
     write_opts = {"work_dir": str(work), "out_dir": str(out.absolute()), "compress_level": opts.compress_level,
                   "seed": opts.seed, "keep_time_wins": opts.keep_time_wins}
     inputs_skipped: Counter = Counter()
@@ -229,6 +229,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     seen: set[str] = set()
     kept: list[tuple[int, int, str, int]] = []
     unit_digests: dict[int, str] = {}
+    filtered_where: Counter = Counter()  # --where: the first failed term → games (as gotk encode)
     games_read = 0
     results: list[dict] = []
     try:
@@ -257,6 +258,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
             games_read += stats["games_read"]
             bars.games(stats["games_read"])
             skipped.update(stats["skipped"])
+            filtered_where.update(stats.get("filtered_where", {}))
             for k, v in stats["examples"].items():
                 examples.setdefault(k, v)
             if not stats["candidates"]:
@@ -277,16 +279,13 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                 elif (opts.format == "leela-zero" and not opts.keep_time_wins
                       and parse_result(t["result"][i]).reason == "time"):
                     reason = "won_on_time"  # as leelaz's dump_supervised
-                elif where is not None and not where({k: t[k][i] for k in M.GAMES_SCHEMA.names if k in t}):
-                    reason = "filtered_where"
                 else:
                     seen.add(gid)
                     kept.append((uid, i, gid, int(t["rows"][i])))
                     continue
                 skipped[reason] += 1
                 examples.setdefault(reason, f"{where_}: game_id {gid}" if reason == "duplicate"
-                                    else f"{where_}: result {t['result'][i]!r}" if reason != "filtered_where"
-                                    else where_)
+                                    else f"{where_}: result {t['result'][i]!r}")
         specs = plan_files(kept, opts, unit_digests)
         writer = WR.write_leelazero_chunk if opts.format == "leela-zero" else WR.write_katago_file
         bars.planned(sum(kept[i][3] for i in range(len(kept))))
@@ -335,7 +334,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         "inputs_skipped": dict(sorted(inputs_skipped.items())),
         "games": {"read": games_read, "kept": len(kept) - refused,
                   **({"not_in_dataset": counts["not_in_dataset"]} if dataset is not None else {}),
-                  "skipped": dict(sorted(skipped.items())), "examples": dict(sorted(examples.items()))},
+                  "skipped": dict(sorted(skipped.items())), "examples": dict(sorted(examples.items())),
+                  "filtered_where": dict(sorted(filtered_where.items()))},
         "positions": positions,
         "bytes": sum(r["bytes"] for r in files_out),
         "files": files_out,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 
+from gotk.shards import manifest as M
 from gotk.storage import Storage, join
 
 CARD_NAME = "README.md"
@@ -28,8 +29,6 @@ _COLUMNS = [
     ("label", "int16", "the move played: flat index row*{size}+col (row 0 at the top), pass = {pass_}"),
     ("value", "int8", "+1 if the player to move won the game, -1 if it lost, 0 draw / void / unknown"),
 ]
-_GAME_COLUMNS = ("game_id, archive, member, black, white, black_rank, white_rank, komi, handicap, result, winner, "
-                 "date, rules, num_moves, positions, partial, split")
 
 
 def hub_split(name: str) -> str:
@@ -91,7 +90,9 @@ def card_text(manifest: dict) -> str:
         b.append(f"| `{col}` | `{typ.format(bytes=nbytes)}` | "
                  f"{meaning.format(features=feats, size=size, pass_=size * size)} |")
     b += ["", "The Parquet schema metadata key `gotk` repeats the encoder description below, so a shard alone "
-          "is self-describing.", "", f"`games.parquet` (config `games`): one row per kept game: {_GAME_COLUMNS}.",
+          "is self-describing.", "",
+          f"`games.parquet` (config `games`): one row per kept game: {', '.join(M.GAMES_SCHEMA.names)} "
+          "(docs/shards.md, docs/metadata.md).",
           "", "## Encoder planes", "",
           f"`{enc['name']}` version {enc['version']}: shape {enc['shape']} (planes, rows, cols), dtype "
           f"`{enc['dtype']}`, {nbytes:,} bytes per row" + (f", options `{json.dumps(enc['options'])}`"
