@@ -1,0 +1,285 @@
+"""KataGo export (gotk.export.katago): rows read back by an independent reader and checked against the engine.
+
+The reader below is written from KataGo's description of the format (``cpp/dataio/trainingwrite.h``:
+"packed bitwise, each HW zero-padded to a round byte, bits big-endian within each byte, as numpy's
+unpackbits expects"; ``python/katago/train/data_processing_pytorch.py``: ``np.unpackbits(axis=2)``, the
+first ``pos_len * pos_len`` bits, reshaped to ``[N, C, 19, 19]``; policy index ``y * 19 + x``, pass 361),
+not from the writer. Rows of real KGS games (``../shared/kgs``) are compared with gotk's engine
+(:class:`gotk.game.state.GameState`) replayed move by move; ladders and pass-alive areas with hand-made
+positions whose answers are known.
+"""
+
+from __future__ import annotations
+
+import tarfile
+
+import numpy as np
+import pytest
+
+from gotk.errors import GotkError
+from gotk.export import katago_kernels as KK
+from gotk.export.katago import katago_game_rows, write_katago_npz
+from gotk.game.state import BLACK, WHITE, GameState, Rules
+from gotk.sgftools.reader import read_sgf
+from gotk.sgftools.record import GameRecord, parse_result
+
+KEYS = {  # KataGo's training npz: key -> (dtype, shape after the row axis)
+    "binaryInputNCHWPacked": (np.uint8, (22, 46)),
+    "globalInputNC": (np.float32, (19,)),
+    "policyTargetsNCMove": (np.int16, (2, 362)),
+    "globalTargetsNC": (np.float32, (64,)),
+    "scoreDistrN": (np.int8, (842,)),
+    "valueTargetsNCHW": (np.int8, (5, 19, 19)),
+}
+
+
+def read_npz(path):
+    """The independent reader: arrays as KataGo's loader sees them."""
+    with np.load(path) as z:
+        out = {k: z[k] for k in z.files}
+    bits = np.unpackbits(out["binaryInputNCHWPacked"], axis=2)
+    assert bits.shape[2] == ((19 * 19 + 7) // 8) * 8
+    out["planes"] = bits[:, :, :361].reshape(-1, 22, 19, 19)
+    return out
+
+
+def planes_of(rows):
+    return np.unpackbits(rows["binaryInputNCHWPacked"], axis=2)[:, :, :361].reshape(-1, 22, 19, 19)
+
+
+def P(r, c):
+    return r * 19 + c
+
+
+def record(black=(), white=(), moves=((BLACK, P(0, 0)),), ru="Japanese", komi=6.5, result="B+R", size=19):
+    return GameRecord(size=size, komi=komi, rules=ru, result=parse_result(result), setup_black=tuple(black),
+                      setup_white=tuple(white), colors=np.array([c for c, _ in moves], dtype=np.int8),
+                      points=np.array([p for _, p in moves], dtype=np.int16))
+
+
+@pytest.fixture(scope="module")
+def kgs_games(kgs_dir):
+    games = []
+    with tarfile.open(kgs_dir / "KGS-2017_01-19-733-.tar.gz") as tf:
+        for info in tf:
+            if info.isfile() and info.name.endswith(".sgf"):
+                games += read_sgf(tf.extractfile(info).read(), member=info.name)
+            if len(games) >= 12:
+                break
+    return games
+
+
+def test_layout_round_trip(tmp_path, kgs_games):
+    rec = kgs_games[0]
+    rows = katago_game_rows(rec, game_id=rec.member)
+    path = tmp_path / "rows.npz"
+    write_katago_npz(rows, path)
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.npz"]  # no temp file left behind
+    back = read_npz(path)
+    n = rec.num_moves
+    for key, (dtype, shape) in KEYS.items():
+        assert back[key].dtype == dtype, key
+        assert back[key].shape == (n, *shape), key
+        np.testing.assert_array_equal(back[key], rows[key])
+    g = back["globalTargetsNC"]
+    assert (g[:, 25] == 1).all() and (g[:, 26] == 1).all() and (g[:, 27] == 0).all() and (g[:, 24] == 1).all()
+    assert (g[:-1, 28] == 1).all() and g[-1, 28] == 0 and (back["policyTargetsNCMove"][-1, 1] == 1).all()
+    assert (g[:, 63] == 2).all()
+    assert (back["scoreDistrN"].sum(axis=1) == 100).all()
+    assert (back["valueTargetsNCHW"][:, [0, 1, 4]] == 0).all()
+
+
+def test_write_refuses_bad_rows(tmp_path, kgs_games):
+    rows = katago_game_rows(kgs_games[0], game_id="g")
+    rows["globalInputNC"] = rows["globalInputNC"].astype(np.float64)
+    with pytest.raises(GotkError):
+        write_katago_npz(rows, tmp_path / "x.npz")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _liberty_planes(state):
+    libs = state.liberty_grid()
+    return [(libs == k).reshape(state.size, state.size) for k in (1, 2, 3)]
+
+
+def test_planes_match_engine_on_kgs_games(kgs_games):
+    checked = 0
+    for rec in kgs_games:
+        rows = katago_game_rows(rec, game_id=rec.member)
+        planes = planes_of(rows)
+        pol = rows["policyTargetsNCMove"]
+        glob = rows["globalInputNC"]
+        assert len(planes) == rec.num_moves  # KGS records stop at the second pass
+        state = GameState(19, Rules(), rec.komi)
+        if rec.setup_black or rec.setup_white:
+            state.setup(rec.setup_black, rec.setup_white)
+        history = []
+        white_bonus = 0.0
+        for t, (color, point) in enumerate(rec.moves):
+            state.to_play = color
+            pl = planes[t]
+            opp = 3 - color
+            grid = state.grid()
+            assert (pl[0] == 1).all()
+            np.testing.assert_array_equal(pl[1], grid == color)
+            np.testing.assert_array_equal(pl[2], grid == opp)
+            for k, plane in zip((3, 4, 5), _liberty_planes(state), strict=True):
+                np.testing.assert_array_equal(pl[k], plane)
+            ko = np.zeros(361, dtype=bool)
+            if state.ko_point is not None:
+                ko[state.ko_point] = True
+            np.testing.assert_array_equal(pl[6].ravel(), ko)  # simple-ko rulesets: the ko point only
+            for k in range(5):  # previous moves, as long as colours alternate back from the opponent
+                want = np.zeros(361, dtype=bool)
+                passed = 0.0
+                alternate = len(history) > k and all(history[-1 - j][0] == (opp if j % 2 == 0 else color)
+                                                     for j in range(k + 1))
+                if alternate:
+                    prev = history[-1 - k][1]
+                    if prev == 361:
+                        passed = 1.0
+                    else:
+                        want[prev] = True
+                np.testing.assert_array_equal(pl[9 + k].ravel(), want)
+                assert glob[t, k] == passed
+            assert np.argmax(pol[t, 0]) == point and pol[t, 0].sum() == 1
+            if t + 1 < rec.num_moves:
+                assert np.argmax(pol[t, 1]) == rec.points[t + 1] and pol[t, 1].sum() == 1
+            # komi from the mover's view; Japanese rules charge a point per stone played
+            komi = rec.komi + (white_bonus if rec.rules.lower() == "japanese" else 0.0)
+            if rec.rules.lower() == "chinese" and len(rec.setup_black) >= 2 and not rec.setup_white:
+                komi += len(rec.setup_black)  # Chinese rules: White gets a point per handicap stone
+            assert glob[t, 5] == pytest.approx((komi if color == WHITE else -komi) / 20.0)
+            assert glob[t, 9] == (1.0 if rec.rules.lower() == "japanese" else 0.0)
+            state.play(point, color)
+            history.append((color, point))
+            if point != 361:
+                white_bonus += 1.0 if color == BLACK else -1.0
+            checked += 1
+    assert checked > 2000
+
+
+def test_value_and_future_board(kgs_games):
+    rec = next(r for r in kgs_games if r.result.winner is not None)
+    rows = katago_game_rows(rec, game_id="g")
+    g = rows["globalTargetsNC"]
+    for t, color in enumerate(rec.colors):
+        won = (rec.result.winner == "b") == (color == BLACK)
+        assert tuple(g[t, 0:3]) == ((1, 0, 0) if won else (0, 1, 0))
+    state = GameState(19, Rules(), rec.komi)
+    if rec.setup_black or rec.setup_white:
+        state.setup(rec.setup_black, rec.setup_white)
+    boards = [state.grid().copy()]
+    for color, point in rec.moves:
+        state.play(point, color)
+        boards.append(state.grid().copy())
+    fut = rows["valueTargetsNCHW"]
+    for t in (0, 50, len(rec.colors) - 1):
+        color = rec.colors[t]
+        b8 = boards[min(t + 8, len(boards) - 1)]
+        np.testing.assert_array_equal(fut[t, 2], np.where(b8 == color, 1, np.where(b8 == 3 - color, -1, 0)))
+    assert katago_game_rows(record(result="?"), game_id="g")["globalTargetsNC"][0, 35] == 1  # unknown: off
+
+
+def test_deterministic_for_game_id_and_seed(kgs_games):
+    rec = kgs_games[1]
+    a = katago_game_rows(rec, game_id="x")
+    b = katago_game_rows(rec, game_id="x")
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+    c = katago_game_rows(rec, game_id="y")
+    assert not np.array_equal(a["globalTargetsNC"][:, 41:47], c["globalTargetsNC"][:, 41:47])
+
+
+# --- hand-made positions ---------------------------------------------------------------------
+
+LADDER_BLACK = (P(8, 9), P(9, 8), P(10, 10))  # White's stone at (9, 9) has two liberties: (9, 10), (10, 9)
+
+
+@pytest.mark.parametrize("breakers,works", [
+    ((), {P(9, 10), P(10, 9)}),  # both ataris ladder it on an empty board
+    ((P(14, 5),), {P(10, 9)}),  # a white stone on the down-left diagonal breaks the ladder that runs there
+    ((P(5, 14),), {P(9, 10)}),  # ... on the up-right diagonal
+    ((P(14, 5), P(5, 14)), set()),
+])
+def test_ladder_features(breakers, works):
+    rec = record(LADDER_BLACK, (P(9, 9), *breakers), moves=((BLACK, P(3, 15)), (WHITE, P(15, 3))))
+    pl = planes_of(katago_game_rows(rec, game_id="l"))
+    laddered = {P(9, 9)} if works else set()
+    assert set(np.flatnonzero(pl[0, 14])) == laddered
+    assert set(np.flatnonzero(pl[0, 17])) == works  # Black to move: moves laddering a White chain
+    assert not pl[1, 17].any()  # White to move: no Black chain to ladder
+    # no history before the first move: 15 and 16 repeat 14; one move later 15 is the previous board's
+    np.testing.assert_array_equal(pl[0, 15], pl[0, 14])
+    np.testing.assert_array_equal(pl[0, 16], pl[0, 14])
+    np.testing.assert_array_equal(pl[1, 15], pl[0, 14])
+
+
+def test_ladder_one_liberty():
+    # White (9, 9) in atari at (10, 9): extending there gives 3 liberties, so not laddered ...
+    free = record((P(8, 9), P(9, 8), P(9, 10)), (P(9, 9),), moves=((WHITE, P(0, 0)),))
+    assert not planes_of(katago_game_rows(free, game_id="a"))[0, 14].any()
+    # ... but with Black at (11, 9) and (10, 10) too the extension has 1 liberty... a net: laddered
+    caught = record((P(8, 9), P(9, 8), P(9, 10), P(11, 9), P(10, 10)), (P(9, 9),), moves=((WHITE, P(0, 0)),))
+    assert set(np.flatnonzero(planes_of(katago_game_rows(caught, game_id="a"))[0, 14])) == {P(9, 9)}
+
+
+# Black's corner chain (0,1) (1,0)-(1,4) (0,4): eyes at (0,0) and (0,2)-(0,3); a White stone sits at (0,2)
+TWO_EYES = (P(0, 1), P(1, 0), P(1, 1), P(1, 2), P(1, 3), P(1, 4), P(0, 4))
+
+
+@pytest.mark.parametrize("one_eye", [False, True])
+def test_pass_alive_area(one_eye):
+    black = TWO_EYES + ((P(0, 0),) if one_eye else ())
+    rec = record(black, (P(0, 2), P(10, 10)), moves=((BLACK, P(18, 18)), (WHITE, P(17, 17))), ru="Chinese")
+    pl = planes_of(katago_game_rows(rec, game_id="a"))
+    mine, theirs = pl[0, 18].ravel(), pl[0, 19].ravel()  # Black to move
+    for p in black:
+        assert mine[p] == 1
+    if one_eye:  # one vital region: not pass-alive, the White stone keeps its point
+        assert theirs[P(0, 2)] == 1 and mine[P(0, 2)] == 0 and mine[P(0, 3)] == 0
+    else:  # pass-alive (Benson): the White stone inside is Black's area, and so is each eye
+        assert mine[P(0, 2)] == 1 and mine[P(0, 3)] == 1 and mine[P(0, 0)] == 1 and theirs[P(0, 2)] == 0
+    assert theirs[P(10, 10)] == 1 and mine[P(5, 5)] == 0  # a lone stone is area; open board is nobody's
+    np.testing.assert_array_equal(pl[1, 18], pl[0, 19])  # White to move: the same area, seen from White
+    japanese = record(black, (P(0, 2),), moves=((BLACK, P(18, 18)),))
+    assert not planes_of(katago_game_rows(japanese, game_id="a"))[0, 18:20].any()  # territory: off in main phase
+
+
+def test_superko_ban_kernel():
+    st = GameState(19, Rules(), 7.5)
+    st.setup((P(3, 3), P(3, 5), P(2, 4)), (P(4, 4), P(5, 5)))
+    after = st.copy()
+    after.play(P(3, 4), BLACK)
+    history = np.sort(np.array([after.hash, 12345], dtype=np.uint64))
+    out = np.zeros(361, dtype=np.uint8)
+    keys = np.zeros(3, dtype=np.uint64)
+    KK.superko_banned(st.board, st.head, st.nxt, st.libs, st.meta, st.hashv, st.nbr, st.zob, BLACK, False, False,
+                      keys, history, out)
+    assert set(np.flatnonzero(out)) == {P(3, 4)}
+
+
+def test_positional_rules_globals():
+    rec = record(moves=((BLACK, P(3, 3)), (WHITE, 361), (BLACK, 361)), ru="Tromp-Taylor", komi=7.5, result="B+0.5")
+    rows = katago_game_rows(rec, game_id="g")
+    g = rows["globalInputNC"]
+    assert tuple(g[0, 6:10]) == (1.0, 0.5, 1.0, 0.0)  # positional ko, suicide legal, area scoring
+    assert g[0, 5] == pytest.approx(-7.5 / 20) and g[1, 5] == pytest.approx(7.5 / 20)
+    assert tuple(g[:, 14]) == (0.0, 0.0, 1.0)  # only after White's pass would a pass end the game
+    assert g[2, 1] == 0.0 and g[2, 0] == 1.0  # the last move was a pass
+    assert g[0, 18] == pytest.approx(0.5) or g[0, 18] == pytest.approx(-0.5)
+
+
+# --- bad input -> skip with a reason ---------------------------------------------------------------
+
+@pytest.mark.parametrize("sgf,reason", [
+    (b"(;GM[1]SZ[19]KM[6.5]RE[B+R];B[dd];W[pp];AB[qq];B[dp])", "bad_setup"),
+    (b"(;GM[1]SZ[19]KM[6.5]RE[B+R];B[dd];W[dd])", "occupied"),
+    (b"(;GM[1]SZ[21]KM[6.5]RE[B+R];B[dd];W[pp])", "bad_size"),
+    (b"(;GM[1]SZ[19]KM[6.5]RE[B+R])", "too_short"),
+])
+def test_bad_games_raise_a_reason(sgf, reason):
+    rec = read_sgf(sgf)[0]
+    with pytest.raises(GotkError) as e:
+        katago_game_rows(rec, game_id="bad")
+    assert e.value.reason == reason
