@@ -283,3 +283,23 @@ def test_bad_games_raise_a_reason(sgf, reason):
     with pytest.raises(GotkError) as e:
         katago_game_rows(rec, game_id="bad")
     assert e.value.reason == reason
+
+
+def test_small_board_sits_in_the_corner():
+    rec = record(moves=((BLACK, 2 * 9 + 2), (WHITE, 81), (BLACK, 6 * 9 + 6)), size=9, result="W+3.5", komi=7.0)
+    rows = katago_game_rows(rec, game_id="s")
+    pl = planes_of(rows)
+    on = np.zeros((19, 19), dtype=np.uint8)
+    on[:9, :9] = 1
+    np.testing.assert_array_equal(pl[0, 0], on)
+    assert pl[1, 2, 2, 2] == 1  # Black's stone at row 2, col 2 of the 9x9 board, seen by White
+    pol = rows["policyTargetsNCMove"]
+    assert np.argmax(pol[0, 0]) == 2 * 19 + 2 and np.argmax(pol[1, 0]) == 361 and np.argmax(pol[2, 0]) == 6 * 19 + 6
+
+
+def test_bonus_points_onward_under_territory_scoring():
+    moves = ((BLACK, P(3, 3)), (WHITE, P(15, 15)), (BLACK, P(3, 15)), (WHITE, 361), (BLACK, P(15, 3)))
+    g = katago_game_rows(record(moves=moves), game_id="b")["globalTargetsNC"]
+    # Japanese rules charge a point per stone: Black plays 3, White 1, so White gets 2 onward from the start
+    assert g[0, 61] == -2.0 and g[1, 61] == 1.0  # Black to move: -(3 - 1); White after Black's first: +(2 - 1)
+    assert g[4, 61] == -1.0 and g[0, 47] == -6.5 and g[1, 47] == 7.5

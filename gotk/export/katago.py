@@ -170,9 +170,8 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
     setup_white = len(record.setup_white) > 0
     setup_black = len(record.setup_black)
     first = first_to_play(record)
-    rng = np.random.default_rng([seed, *(_game_hash(game_id))])
     hash0, hash1 = _game_hash(game_id)
-    final_white_bonus = float(np.sum(np.where(points != n, np.where(colors == 1, 1.0, -1.0), 0.0))) if territory else 0.0
+    rng = np.random.default_rng([seed, hash0, hash1])
 
     rows_bin: list[np.ndarray] = []
     rows_global: list[np.ndarray] = []
@@ -302,7 +301,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
             break
 
     return _assemble(record, rows_bin, rows_global, next_moves, turn_colors, boards, pos19, n, kr,
-                     final_white_bonus, (hash0, hash1), rng, future_board, setup_black if not setup_white else 0)
+                     white_bonus, (hash0, hash1), rng, future_board, setup_black if not setup_white else 0)
 
 
 def _assemble(record, rows_bin, rows_global, next_moves, turn_colors, boards, pos19, n, kr, final_white_bonus,
