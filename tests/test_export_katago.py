@@ -19,6 +19,7 @@ import pytest
 from gotk.errors import GotkError
 from gotk.export import katago_kernels as KK
 from gotk.export.katago import katago_game_rows, write_katago_npz
+from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState, Rules
 from gotk.sgftools.reader import read_sgf
 from gotk.sgftools.record import GameRecord, parse_result
@@ -213,6 +214,91 @@ def test_ladder_features(breakers, works):
     np.testing.assert_array_equal(pl[0, 15], pl[0, 14])
     np.testing.assert_array_equal(pl[0, 16], pl[0, 14])
     np.testing.assert_array_equal(pl[1, 15], pl[0, 14])
+
+
+# --- a plain recursive ladder search, written here from KataGo's definition (continuous ataris: the
+# attacker plays one of the two liberties, the defender captures an adjacent chain in atari or extends;
+# a ko point left by the attacker counts as an escape; moves are legal without any suicide and not on the
+# board's ko point; the root of a defender-first search ignores the ko point). It leaves out KataGo's
+# move ordering, early exits and double-ko shortcut, which must not change the answer on real games.
+
+def _libs_list(st, loc):
+    out = []
+    for s in st.string_at(loc):
+        for q in st.nbr[s]:
+            if q >= 0 and st.board[q] == 0 and q not in out:
+                out.append(int(q))
+    return out
+
+
+def _legal(st, p, color):
+    if st.board[p] != 0 or p == st.meta[K.M_KO]:
+        return False
+    return K.check_move(st.board, st.head, st.libs, st.meta, st.nbr, p, color, False) == K.OK
+
+
+def _after(st, p, color):
+    s2 = st.copy()
+    s2._seen = None
+    s2._play_unchecked(p, color)
+    return s2
+
+
+def _captured(st, loc, defender, root=False):
+    libs = st.liberties_at(loc)
+    own = int(st.board[loc])
+    att = 3 - own
+    if not defender:
+        if libs <= 1:
+            return True
+        if libs >= 3:
+            return False
+        return any(_legal(st, m, att) and _captured(_after(st, m, att), loc, True) for m in _libs_list(st, loc))
+    if libs >= 2:
+        return False
+    if not root and st.meta[K.M_KO] >= 0:
+        return False
+    moves = []
+    for s in st.string_at(loc):
+        for q in st.nbr[s]:
+            if q >= 0 and st.board[q] == att and st.liberties_at(q) == 1:
+                moves += [m for m in _libs_list(st, q) if m not in moves]
+    moves += [m for m in _libs_list(st, loc) if m not in moves]
+    return all(not _legal(st, m, own) or _captured(_after(st, m, own), loc, False) for m in moves)
+
+
+def _reference_ladders(st):
+    laddered = np.zeros(361, dtype=np.uint8)
+    working = np.zeros((3, 361), dtype=np.uint8)
+    for p in np.flatnonzero(st.board):
+        c = int(st.board[p])
+        libs = st.liberties_at(p)
+        if libs == 1:
+            s = st.copy()
+            s.meta[K.M_KO] = -1
+            laddered[p] = _captured(s, p, True, root=True)
+        elif libs == 2:
+            for m in _libs_list(st, p):
+                if _legal(st, m, 3 - c):
+                    s = _after(st, m, 3 - c)
+                    s.meta[K.M_KO] = -1
+                    if _captured(s, p, True, root=True):
+                        laddered[p] = 1
+                        working[c, m] = 1
+    return laddered, working
+
+
+def test_ladder_planes_match_a_plain_search_on_kgs_games(kgs_games):
+    for rec in kgs_games[:2]:
+        planes = planes_of(katago_game_rows(rec, game_id="r")).reshape(-1, 22, 361)
+        st = GameState(19, Rules(), rec.komi)
+        if rec.setup_black or rec.setup_white:
+            st.setup(rec.setup_black, rec.setup_white)
+        for t, (color, point) in enumerate(rec.moves):
+            laddered, working = _reference_ladders(st)
+            np.testing.assert_array_equal(planes[t, 14], laddered, err_msg=f"{rec.member} move {t}")
+            np.testing.assert_array_equal(planes[t, 17], working[3 - color], err_msg=f"{rec.member} move {t}")
+            st.play(point, color)
 
 
 def test_ladder_one_liberty():
