@@ -343,6 +343,12 @@ def test_superko_ban_kernel():
     KK.superko_banned(st.board, st.head, st.nxt, st.libs, st.meta, st.hashv, st.nbr, st.zob, BLACK, False, False,
                       keys, history, out)
     assert set(np.flatnonzero(out)) == {P(3, 4)}
+    keys = np.array([0, 11, 22], dtype=np.uint64)  # situational: the side to move is part of the position
+    for to_move, banned in ((WHITE, {P(3, 4)}), (BLACK, set())):
+        history = np.sort(np.array([after.hash ^ int(keys[to_move])], dtype=np.uint64))
+        KK.superko_banned(st.board, st.head, st.nxt, st.libs, st.meta, st.hashv, st.nbr, st.zob, BLACK, False, True,
+                          keys, history, out)
+        assert set(np.flatnonzero(out)) == banned
 
 
 def test_positional_rules_globals():
@@ -389,3 +395,49 @@ def test_bonus_points_onward_under_territory_scoring():
     # Japanese rules charge a point per stone: Black plays 3, White 1, so White gets 2 onward from the start
     assert g[0, 61] == -2.0 and g[1, 61] == 1.0  # Black to move: -(3 - 1); White after Black's first: +(2 - 1)
     assert g[4, 61] == -1.0 and g[0, 47] == -6.5 and g[1, 47] == 7.5
+
+
+def _regions(board):
+    """Empty regions of a flat 19x19 board and the colours bordering each (a plain flood fill)."""
+    seen = np.zeros(361, dtype=bool)
+    for start in np.flatnonzero(board == 0):
+        if seen[start]:
+            continue
+        region, borders, stack = [], set(), [int(start)]
+        seen[start] = True
+        while stack:
+            p = stack.pop()
+            region.append(p)
+            r, c = divmod(p, 19)
+            for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                if 0 <= rr < 19 and 0 <= cc < 19:
+                    q = rr * 19 + cc
+                    if board[q] == 0 and not seen[q]:
+                        seen[q] = True
+                        stack.append(q)
+                    elif board[q] != 0:
+                        borders.add(int(board[q]))
+        yield region, borders
+
+
+def test_area_planes_on_chinese_kgs_games(kgs_games):
+    """Area scoring without tax: every stone and every empty region bordered by one colour is someone's
+    area; the only other points marked are inside pass-alive territory (Benson), where a stone can count
+    for the opponent."""
+    games = [r for r in kgs_games if r.rules.lower() == "chinese"][:2]
+    assert games
+    for rec in games:
+        planes = planes_of(katago_game_rows(rec, game_id="c")).reshape(-1, 22, 361)
+        st = GameState(19, Rules(), rec.komi)
+        if rec.setup_black or rec.setup_white:
+            st.setup(rec.setup_black, rec.setup_white)
+        for t, (color, point) in enumerate(rec.moves):
+            mine, theirs = planes[t, 18], planes[t, 19]
+            assert not (mine & theirs).any()
+            owner = np.where(mine == 1, color, np.where(theirs == 1, 3 - color, 0))
+            stones = st.board != 0
+            assert (owner[stones] != 0).all()  # every stone counts for somebody
+            for region, borders in _regions(st.board):
+                if len(borders) == 1:
+                    assert (owner[region] == borders.pop()).all()
+            st.play(point, color)
