@@ -203,45 +203,33 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
         KK.iter_ladders(scr, nbr, laddered, working)
         ladder_hist.append(laddered.copy())
 
-        b = np.zeros((NUM_SPATIAL, AREA), dtype=np.uint8)
+        b = np.empty((NUM_SPATIAL, AREA), dtype=np.uint8)
         g = np.zeros(NUM_GLOBAL, dtype=np.float32)
-        b[0, pos19] = 1
-        b[1, pos19[board == pla]] = 1
-        b[2, pos19[board == opp]] = 1
-        stone_libs = np.where(board != 0, libs[head], 0)
-        for k, c in ((3, 1), (4, 2), (5, 3)):
-            b[k, pos19[stone_libs == c]] = 1
-        ko = int(state.meta[K.M_KO])
-        if ko >= 0:
-            b[6, pos19[ko]] = 1
+        # features 9-13 and globals 0-4: the last five moves, while colours alternate back from pla
+        included = 0
+        for k in range(5):
+            j = t - 1 - k
+            if j < 0 or colors[j] != (opp if k % 2 == 0 else pla):
+                break
+            included = k + 1
+        prev = ladder_hist[t - 1] if included >= 1 else laddered
+        prevprev = ladder_hist[t - 2] if included >= 2 else prev
+        use_area = kr.scoring == "area" and kr.tax == "none"
+        if use_area:
+            KK.calculate_area(board, head, state.nxt, nbr, kr.suicide, True, True, True, area)
+        KK.fill_board_planes(board, head, libs, state.meta, pla, pos19, laddered, prev, prevprev, working[opp], area,
+                             use_area, b)
+        for k in range(included):
+            j = t - 1 - k
+            if points[j] == n:
+                g[k] = 1.0
+            else:
+                b[9 + k, pos19[points[j]]] = 1
         if kr.ko != "simple":
             KK.superko_banned(board, head, state.nxt, libs, state.meta, state.hashv, nbr, zob, pla, kr.suicide,
                               kr.ko == "situational", _PLAYER_KEY, np.sort(np.array(ko_history, dtype=np.uint64)),
                               banned)
             b[6, pos19[banned == 1]] = 1
-        # features 9-13 and globals 0-4: the last five moves, while colours alternate back from pla
-        included = 0
-        for k in range(5):
-            j = t - 1 - k
-            want = opp if k % 2 == 0 else pla
-            if j < 0 or colors[j] != want:
-                break
-            included = k + 1
-            if points[j] == n:
-                g[k] = 1.0
-            else:
-                b[9 + k, pos19[points[j]]] = 1
-        b[14] = 0
-        b[14, pos19[laddered == 1]] = 1
-        prev = ladder_hist[t - 1] if included >= 1 else laddered
-        prevprev = ladder_hist[t - 2] if included >= 2 else prev
-        b[15, pos19[prev == 1]] = 1
-        b[16, pos19[prevprev == 1]] = 1
-        b[17, pos19[working[opp] == 1]] = 1
-        if kr.scoring == "area" and kr.tax == "none":
-            KK.calculate_area(board, head, state.nxt, nbr, kr.suicide, True, True, True, area)
-            b[18, pos19[area == pla]] = 1
-            b[19, pos19[area == opp]] = 1
 
         # globals: komi from pla's view (with territory scoring's one point per stone played, and the
         # handicap bonus of area rulesets), rules, pass-ends-phase, komi parity

@@ -79,6 +79,7 @@ def _play(scr, d, p, color, nbr):
     K.play_move(sb[e], si[e, 0], si[e, 1], si[e, 2], si[e, 3], scr[6], scr[7], sm[e], scr[8], nbr, scr[9],
                 p, color, False)
     ctl[0] = sm[e, K.M_STAMP]
+    ctl[1] += 1  # plies played (statistics)
 
 
 @njit(cache=True)
@@ -416,6 +417,18 @@ def ladder_working_moves(scr, loc, nbr, out):
 
 
 @njit(cache=True)
+def _surely_escapes(scr, loc, libs, buf, nbr):
+    """Exact shortcuts of the search: a chain in atari whose liberty has 3+ empty neighbours escapes by
+    extending; a 2-liberty chain whose liberties are not adjacent and have 3+ empty neighbours each
+    escapes whichever the attacker plays (KataGo's own early exit, taken before playing anything)."""
+    k = _find_liberties(scr, 0, loc, buf, 0, 0, nbr)
+    if libs == 1:
+        return k == 1 and _immediate_libs(scr, 0, buf[0], nbr) >= 3
+    return (k == 2 and not _adjacent(buf[0], buf[1], nbr) and _immediate_libs(scr, 0, buf[0], nbr) >= 3
+            and _immediate_libs(scr, 0, buf[1], nbr) >= 3)
+
+
+@njit(cache=True)
 def iter_ladders(scr, nbr, laddered, working):
     """KataGo's ``iterLadders`` on the position in layer 0: ``laddered[p] = 1`` for every stone of a chain
     with 1 liberty that cannot escape, or with 2 liberties that the attacker can ladder; ``working[c, p] = 1``
@@ -437,6 +450,8 @@ def iter_ladders(scr, nbr, laddered, working):
         libs = si[0, 2, h]
         if libs != 1 and libs != 2:
             continue
+        if solved[h] < 0 and _surely_escapes(scr, p, libs, moves, nbr):
+            solved[h] = 0
         if solved[h] < 0:
             if libs == 1:
                 ok = ladder_captured(scr, 0, p, True, nbr)
@@ -663,3 +678,34 @@ def superko_banned(board, head, nxt, libs, meta, hashv, nbr, zob, pla, suicide_l
         i = np.searchsorted(history, h)
         if i < history.shape[0] and history[i] == h:
             out[p] = 1
+
+
+@njit(cache=True)
+def fill_board_planes(board, head, libs, meta, pla, pos19, laddered, prev, prevprev, working_opp, area, use_area,
+                      out):
+    """Spatial features 0-6 (simple-ko part), 14-17 and 18-19 of one row into ``out[22, 361]`` (zeroed here)."""
+    for c in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[c, j] = 0
+    opp = 3 - pla
+    for p in range(board.shape[0]):
+        q = pos19[p]
+        out[0, q] = 1
+        v = board[p]
+        if v != 0:
+            out[1 if v == pla else 2, q] = 1
+            lb = libs[head[p]]
+            if 1 <= lb <= 3:
+                out[2 + lb, q] = 1
+        out[14, q] = laddered[p]
+        out[15, q] = prev[p]
+        out[16, q] = prevprev[p]
+        out[17, q] = working_opp[p]
+        if use_area:
+            if area[p] == pla:
+                out[18, q] = 1
+            elif area[p] == opp:
+                out[19, q] = 1
+    ko = meta[K.M_KO]
+    if ko >= 0:
+        out[6, pos19[ko]] = 1
