@@ -443,7 +443,7 @@ def test_area_planes_on_chinese_kgs_games(kgs_games):
             st.play(point, color)
 
 
-def test_rows_stop_where_kataGo_main_phase_ends():
+def test_rows_stop_where_katago_main_phase_ends():
     moves = ((BLACK, P(3, 3)), (WHITE, 361), (BLACK, 361), (WHITE, P(15, 15)), (BLACK, P(3, 15)))
     rows = katago_game_rows(record(moves=moves), game_id="e")
     assert rows["globalInputNC"].shape[0] == 3  # the two passes end the main phase; the rest is encore
