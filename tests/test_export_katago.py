@@ -21,8 +21,8 @@ from gotk.export import katago_kernels as KK
 from gotk.export.katago import katago_game_rows, write_katago_npz
 from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState, Rules
-from gotk.sgftools.reader import read_sgf
-from gotk.sgftools.record import GameRecord, parse_result
+from gotk.sgf.reader import read_sgf
+from gotk.sgf.record import GameRecord, parse_result
 
 KEYS = {  # KataGo's training npz: key -> (dtype, shape after the row axis)
     "binaryInputNCHWPacked": (np.uint8, (22, 46)),

@@ -24,7 +24,7 @@ from gotk.export import katago_kernels as KK
 from gotk.game import kernels as K
 from gotk.game.replay import first_to_play, initial_state, replay
 from gotk.game.state import Rules
-from gotk.sgftools.record import GameRecord
+from gotk.sgf.record import GameRecord
 
 POS_LEN = 19  # KataGo's data grid (nnXLen = nnYLen)
 AREA = POS_LEN * POS_LEN
