@@ -449,3 +449,13 @@ def test_rows_stop_where_katago_main_phase_ends():
     assert rows["globalInputNC"].shape[0] == 3  # the two passes end the main phase; the rest is encore
     assert tuple(rows["globalInputNC"][:, 14]) == (0.0, 0.0, 1.0)
     assert rows["globalTargetsNC"][2, 28] == 0  # no next move inside the exported rows
+
+
+def test_grid_index():
+    from gotk import coords
+
+    np.testing.assert_array_equal(coords.to_grid(19, 19), np.arange(362))
+    idx = coords.to_grid(9, 19)
+    assert idx[0] == 0 and idx[8] == 8 and idx[9] == 19 and idx[80] == 8 * 19 + 8 and idx[81] == 361
+    with pytest.raises(ValueError):
+        coords.to_grid(21, 19)

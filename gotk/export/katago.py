@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gotk.atomic import temp_path
+from gotk import coords
+from gotk.atomic import atomic_path
 from gotk.errors import GotkError, SGFError
 from gotk.export import katago_kernels as KK
 from gotk.game import kernels as K
@@ -157,7 +158,8 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
     colors = record.colors.astype(np.int64)
     points = record.points.astype(np.int64)
     m = len(points)
-    pos19 = (np.arange(n) // size) * POS_LEN + np.arange(n) % size
+    grid_index = coords.to_grid(size, POS_LEN)  # KataGo's pos (y * 19 + x), pass 361
+    pos19 = grid_index[:n]
 
     scr = KK.make_scratch(n)
     laddered = np.zeros(n, dtype=np.uint8)
@@ -310,7 +312,7 @@ def _assemble(record, rows_bin, rows_global, next_moves, turn_colors, boards, po
     score[:, mid] = 50
 
     def pos(p: int) -> int:
-        return AREA if p == n else int(pos19[p])
+        return AREA if p == n else int(pos19[p])  # the pass is 361 on KataGo's grid
 
     history_mask = np.cumprod(rng.random((rows, 5)) < 0.98, axis=1).astype(np.float32)
     h0, h1 = game_hash
@@ -375,13 +377,7 @@ def write_katago_npz(rows: dict[str, np.ndarray], path: str | os.PathLike) -> No
         if count is not None and a.shape[0] != count:
             raise GotkError("bad_rows", f"{key} has {a.shape[0]} rows, expected {count}")
         count = a.shape[0]
-    tmp = temp_path(path)
-    try:
-        with open(tmp, "wb") as f:  # a file object: savez would append ".npz" to a temp name
-            np.savez_compressed(f, **{k: rows[k] for k in NPZ_LAYOUT})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:  # a file object: savez would append ".npz" to a name
+        np.savez_compressed(f, **{k: rows[k] for k in NPZ_LAYOUT})
+        f.flush()
+        os.fsync(f.fileno())
