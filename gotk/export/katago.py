@@ -22,6 +22,7 @@ from gotk import coords
 from gotk.atomic import atomic_path
 from gotk.errors import GotkError, SGFError
 from gotk.export import katago_kernels as KK
+from gotk.export import katago_ladders as KL
 from gotk.game import kernels as K
 from gotk.game.replay import first_to_play, initial_state, replay
 from gotk.game.state import Rules
@@ -161,7 +162,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
     grid_index = coords.to_grid(size, POS_LEN)  # KataGo's pos (y * 19 + x), pass 361
     pos19 = grid_index[:n]
 
-    scr = KK.make_scratch(n)
+    scr = KL.make_scratch(n)
     laddered = np.zeros(n, dtype=np.uint8)
     working = np.zeros((3, n), dtype=np.uint8)
     area = np.zeros(n, dtype=np.int8)
@@ -201,8 +202,8 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
         point = int(points[t])
         board, head, libs = state.board, state.head, state.libs
 
-        KK.load(scr, board, head, state.nxt, libs, state.ssize, state.meta)
-        KK.iter_ladders(scr, nbr, laddered, working)
+        KL.load(scr, board, head, state.nxt, libs, state.ssize, state.meta)
+        KL.iter_ladders(scr, nbr, laddered, working)
         ladder_hist.append(laddered.copy())
 
         b = np.empty((NUM_SPATIAL, AREA), dtype=np.uint8)
