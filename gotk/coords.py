@@ -105,6 +105,16 @@ def to_sgfmill(point: int, size: int) -> tuple[int, int] | None:
     return size - 1 - row, col
 
 
+def to_grid(size: int, grid: int) -> np.ndarray:
+    """``idx[p]``: where point ``p`` of a ``size`` board lands on a larger ``grid x grid`` array that holds the
+    board in its top-left corner (row 0 at the top); ``idx[size * size]`` (a pass) is ``grid * grid``.
+    KataGo's fixed data grid (``pos = y * 19 + x``, pass 361) is such an array."""
+    if size > grid:
+        raise ValueError(f"a {size}x{size} board does not fit a {grid}x{grid} grid")
+    p = np.arange(size * size + 1, dtype=np.int64)
+    return np.where(p == size * size, grid * grid, (p // size) * grid + p % size)
+
+
 # --- the eight board symmetries (dihedral group D4), on flat indices -------------------------
 
 SYMMETRIES = ("identity", "rot90", "rot180", "rot270", "flip", "flip_rot90", "flip_rot180", "flip_rot270")
