@@ -93,15 +93,6 @@ def test_dask_executor_same_bytes(tmp_path, source):
     assert _chunks(out) == _chunks(ref) and (out / "export.json").read_bytes() == (ref / "export.json").read_bytes()
 
 
-def test_katago_without_its_module_says_so(tmp_path, source):
-    from gotk.export.run import katago_available
-
-    if katago_available():
-        pytest.skip("the KataGo exporter is in this build (tested in test_export_katago_cli)")
-    res = runner.invoke(app, ["export", str(source), "--format", "katago", "--out", str(tmp_path / "k")])
-    assert res.exit_code == 2 and "not in this build" in res.output
-
-
 def test_dataset_folder_as_input(tmp_path, source):
     """A gotk encode dataset is exported from the archives its manifest lists, its games only."""
     from gotk.build.encode import EncodeOptions, encode_dataset
