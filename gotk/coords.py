@@ -105,6 +105,16 @@ def to_sgfmill(point: int, size: int) -> tuple[int, int] | None:
     return size - 1 - row, col
 
 
+def to_grid(size: int, grid: int) -> np.ndarray:
+    """``idx[p]``: where point ``p`` of a ``size`` board lands on a larger ``grid x grid`` array that holds the
+    board in its top-left corner (row 0 at the top); ``idx[size * size]`` (a pass) is ``grid * grid``.
+    KataGo's fixed data grid (``pos = y * 19 + x``, pass 361) is such an array."""
+    if size > grid:
+        raise ValueError(f"a {size}x{size} board does not fit a {grid}x{grid} grid")
+    p = np.arange(size * size + 1, dtype=np.int64)
+    return np.where(p == size * size, grid * grid, (p // size) * grid + p % size)
+
+
 # --- the eight board symmetries (dihedral group D4), on flat indices -------------------------
 
 SYMMETRIES = ("identity", "rot90", "rot180", "rot270", "flip", "flip_rot90", "flip_rot180", "flip_rot270")
@@ -135,3 +145,34 @@ def symmetry_permutation(size: int, sym: int) -> np.ndarray:
 def transform_point(point: int, size: int, sym: int) -> int:
     """Where ``point`` goes under symmetry ``sym`` (a pass stays a pass)."""
     return int(symmetry_permutation(size, sym)[point])
+
+
+# --- Leela Zero's vertex order ----------------------------------------------------------------
+#
+# Leela Zero numbers the points of its 19x19 planes and policy vector ``y * 19 + x`` with x the
+# column (A = 0, left) and y counted from the *bottom* row (A1 = 0, T19 = 360); the pass is 361.
+# gotk's rows count from the top, so the two orders differ by a vertical flip.
+
+
+def to_leelazero(point: int, size: int = 19) -> int:
+    """gotk flat index → Leela Zero vertex index (``y*size + x``, y = 0 the bottom row); pass → ``size*size``."""
+    if point == size * size:
+        return point
+    row, col = to_rc(point, size)
+    return (size - 1 - row) * size + col
+
+
+def from_leelazero(index: int, size: int = 19) -> int:
+    """Leela Zero vertex index (A1 = 0 at the bottom left, pass = ``size*size``) → gotk flat index."""
+    if index == size * size:
+        return index
+    if not 0 <= index < size * size:
+        raise ValueError(f"Leela Zero index {index} is not on a {size}x{size} board")
+    y, x = divmod(index, size)
+    return (size - 1 - y) * size + x
+
+
+def leelazero_order(size: int = 19) -> np.ndarray:
+    """``order[i]`` = the gotk flat index of Leela Zero vertex ``i`` (so ``plane[order]`` turns a
+    flat gotk plane into Leela Zero's order); length ``size*size``, no pass."""
+    return np.arange(size * size).reshape(size, size)[::-1].ravel().copy()

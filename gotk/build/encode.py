@@ -50,6 +50,7 @@ from gotk.sgf.fast import path_counts
 from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
+from gotk.shards.card import write_card
 from gotk.sources.archives import Skip, archive_stem, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
@@ -464,6 +465,7 @@ class EncodeRun:
             "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
             "row_group_rows": opts.row_group_rows,
         }
+        write_card(out, manifest, st)  # README.md, the Hub dataset card (before the manifest, which is last)
         M.write_json_atomic(join(out, M.MANIFEST_NAME), manifest, st)
         wall = time.perf_counter() - self.t_start
         run = {

@@ -51,6 +51,10 @@ from gotk.cli import stats as _stats  # noqa: E402  (issue 14)
 
 app.command("stats")(_stats.stats_cmd)
 
+from gotk.cli import export as _export  # noqa: E402  (issue 15)
+
+app.command("export")(_export.export_cmd)
+
 
 def main() -> None:
     app()

@@ -1,0 +1,385 @@
+"""``gotk export``: SGF sources (or a ``gotk encode`` dataset's sources) → an engine's training files.
+
+The run reuses the encode machinery (see :mod:`gotk.build.encode`):
+
+1. **scan** — the sources are read in a fixed order (:func:`gotk.sources.archives.iter_sources`), cut
+   into units of members and handed to :func:`gotk.build.workers.scan_unit` (parse, ``game_id``,
+   size / rank / handicap filters, full replay; games the engine refuses or with setup stones after
+   the root are skipped, ``drop_partial``), which writes ``.work/scan/unit-NNNNN.arrow``.
+2. **plan** — the parent takes the units in order: duplicates (same ``game_id``, first in source order
+   wins), games without a winner (``no_result``) and, for Leela Zero, games won on time (``won_on_time``, as
+   ``dump_supervised``) are counted as skips (``--where``, as in encode, is applied by the scan); the kept
+   games are shuffled with ``--seed`` and cut into files: ``--games-per-chunk`` games per Leela Zero
+   chunk, ``--rows-per-file`` rows per KataGo ``.npz`` (a game may be cut across two files).
+3. **write** — one work unit per file (:mod:`gotk.export.writers`), each written atomically, then
+   ``export.json`` (the manifest, written last: the export is complete) and ``run-report.json``
+   (timings), and ``.work/`` is removed.
+
+The output bytes depend only on the sources and the options (``--seed`` included), never on
+``--workers``; ``--resume`` reuses every scan unit and output file whose digest matches, so an
+interrupted run finishes with the same files as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from gotk import __version__
+from gotk.build import executors as X
+from gotk.build import workers as W
+from gotk.build.encode import expand_sources, source_entries
+from gotk.build.splits import parse_min_rank
+from gotk.export import writers as WR
+from gotk.export.inputs import dataset_sources, is_dataset
+from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
+
+__all__ = ["EXPORT_NAME", "FORMATS", "ExportError", "ExportOptions", "export", "katago_available", "plan_files"]
+from gotk.sgf.record import parse_result
+from gotk.shards import manifest as M
+from gotk.sources.archives import Skip, is_archive, iter_sources
+from gotk.storage import Storage, is_url
+
+EXPORT_NAME = "export.json"
+EXPORT_FORMAT = "gotk-export"
+DEFAULT_UNIT_SIZE = 128
+
+
+# --- the plan ------------------------------------------------------------------------------------
+
+
+def _digest(*parts) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(json.dumps(parts, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def file_name(fmt: str, index: int) -> str:
+    """Output file names: ``train.NNNNNN.gz`` (Leela Zero, as leelaz's ``NAME.N.gz``) or
+    ``train.NNNNNN.npz`` (KataGo)."""
+    return f"train.{index:06d}.gz" if fmt == "leela-zero" else f"train.{index:06d}.npz"
+
+
+def plan_files(kept: list[tuple[int, int, str, int]], opts: ExportOptions, unit_digests: dict[int, str]) -> list[dict]:
+    """Shuffle the kept games ``(unit_id, index, game_id, rows)`` with ``opts.seed`` and cut them into
+    file specs (Leela Zero: games per chunk; KataGo: rows per file, a game may straddle two files)."""
+    order = np.random.default_rng(opts.seed).permutation(len(kept)) if kept else np.empty(0, np.int64)
+    key = json.dumps(asdict(opts), sort_keys=True)
+    specs: list[dict] = []
+
+    def spec(index: int, body_key: str, body: list) -> dict:
+        units = sorted({b[0] for b in body})
+        return {"index": index, "file": file_name(opts.format, index), body_key: body,
+                "digest": _digest(key, index, body, [unit_digests[u] for u in units])}
+
+    if opts.format == "leela-zero":
+        n = opts.games_per_chunk
+        for c, lo in enumerate(range(0, len(order), n)):
+            specs.append(spec(c, "games", [[kept[i][0], kept[i][1]] for i in order[lo: lo + n]]))
+        return specs
+    pieces: list = []
+    room = opts.rows_per_file
+    for i in order:
+        unit_id, index, _, rows = kept[i]
+        lo = 0
+        while lo < rows:
+            hi = min(rows, lo + room)
+            pieces.append([unit_id, index, lo, hi if hi < rows else -1])
+            room -= hi - lo
+            lo = hi
+            if room == 0:
+                specs.append(spec(len(specs), "pieces", pieces))
+                pieces, room = [], opts.rows_per_file
+    if pieces:
+        specs.append(spec(len(specs), "pieces", pieces))
+    return specs
+
+
+# --- the output folder ---------------------------------------------------------------------------
+
+
+def _prepare_out(out: Path, resume: bool, record: dict) -> bool:
+    """Check/create the output folder; True when a finished export with the same record is there."""
+    work = out / M.WORK_NAME
+    if out.exists() and not out.is_dir():
+        raise ExportError("out_not_dir", f"--out {out} exists and is not a folder")
+    nonempty = out.is_dir() and any(out.iterdir())
+    if nonempty and not resume:
+        raise ExportError("out_not_empty", f"output folder {out} is not empty: choose another --out, empty it, or "
+                          "pass --resume to finish an interrupted export with the same sources and options")
+    if nonempty:
+        run_file, done_file = work / "run.json", out / EXPORT_NAME
+        if run_file.is_file():
+            previous = json.loads(run_file.read_text())
+        elif done_file.is_file():
+            m = json.loads(done_file.read_text())
+            if {"options": m.get("options"), "sources": m.get("sources")} == json.loads(json.dumps(record)):
+                return True
+            previous = None
+        else:
+            raise ExportError("out_not_resumable", f"{out} holds no interrupted gotk export (no "
+                              f"{M.WORK_NAME}/run.json or {EXPORT_NAME}); refusing to write into it")
+        if previous != json.loads(json.dumps(record)):
+            raise ExportError("resume_mismatch", f"--resume: the sources or options differ from the export in {out}; "
+                              "rerun with the same ones or use a new --out")
+        for leftover in out.rglob("*.tmp"):  # temp files of a killed run: never part of the output
+            leftover.unlink()
+    work.mkdir(parents=True, exist_ok=True)
+    M.write_json_atomic(work / "run.json", record)
+    return False
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opts: ExportOptions,
+           workers: int | None = None, resume: bool = False, progress: bool = True,
+           unit_size: int = DEFAULT_UNIT_SIZE, executor: str = "local", scheduler: str | None = None) -> dict:
+    """Run ``gotk export``; returns the export manifest (plus ``"run"``: the run report). Raises
+    :class:`ExportError` for unusable options, inputs or output folders. ``executor``/``scheduler`` as
+    for ``gotk encode`` (:mod:`gotk.build.executors`: a local process pool, or Dask with the output on
+    a path every worker shares)."""
+    t_start = time.perf_counter()
+    opts.validate()
+    try:
+        X.require(executor, scheduler)
+    except X.ExecutorError as e:
+        raise ExportError(e.reason, e.message) from e
+    if opts.format == "katago" and not katago_available():
+        raise ExportError("not_available", "--format katago: the KataGo feature module (gotk.export.katago) is not "
+                          "in this build yet")
+    if is_url(out_dir):
+        raise ExportError("bad_option", "gotk export writes to a local folder (--out PATH), not a URL")
+    out = Path(out_dir)
+    allowed: set[str] | None = None
+    if len(sources) == 1 and is_dataset(sources[0]):
+        files, allowed, size = dataset_sources(sources[0], opts.split)
+        dataset = str(sources[0])
+        if size != opts.board_size:
+            raise ExportError("bad_option", f"{dataset} holds {size}x{size} games; pass --board-size {size}")
+        sources_skipped: list[dict] = []
+    else:
+        if opts.split is not None:
+            raise ExportError("bad_option", "--split needs a dataset folder (made by gotk encode) as the input")
+        dataset = None
+        files, sources_skipped = expand_sources(sources)
+        missing = [s["path"] for s in sources_skipped if s["reason"] == "missing"]
+        if missing:
+            raise ExportError("missing_source", f"no such file or folder: {', '.join(missing)}")
+    if not files:
+        raise ExportError("no_source", "no .sgf file or archive to read")
+    entries = source_entries(files)
+    record = {"options": asdict(opts), "sources": entries}
+    if dataset is not None:
+        record["dataset"] = dataset
+    if _prepare_out(out, resume, record):
+        m = json.loads((out / EXPORT_NAME).read_text())
+        m["run"] = {"already_complete": True}
+        return m
+    work = (out / M.WORK_NAME).absolute()
+    # every main-line move gives a row (passes too); a game the engine stops is dropped whole
+    scan_opts = W.ScanOptions(work_dir=str(work), board_size=opts.board_size,
+                              min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None,
+                              no_handicap=opts.no_handicap, include_passes=True, skip_first=0, drop_partial=True,
+                              where=opts.where or None, bot_patterns=opts.bot_patterns())
+    write_opts = {"work_dir": str(work), "out_dir": str(out.absolute()), "compress_level": opts.compress_level,
+                  "seed": opts.seed, "keep_time_wins": opts.keep_time_wins}
+    inputs_skipped: Counter = Counter()
+    skipped: Counter = Counter()
+    examples: dict[str, str] = {}
+    counts: Counter = Counter()
+
+    def units() -> Iterator[W.ScanUnit]:
+        uid, batch = 0, []
+        for f in files:
+            for item in iter_sources([f], opts.max_member_bytes):
+                if isinstance(item, Skip):
+                    inputs_skipped[item.reason] += 1
+                    examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
+                    continue
+                batch.append((str(f), item.archive, item.member, item.data))
+                if len(batch) >= unit_size:
+                    yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+                    uid, batch = uid + 1, []
+            if batch and is_archive(f):
+                yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+                uid, batch = uid + 1, []
+        if batch:
+            yield W.ScanUnit(uid, batch, W.unit_digest(batch, scan_opts))
+
+    try:
+        pool = X.make_executor(executor, workers, scheduler)
+    except X.ExecutorError as e:
+        raise ExportError(e.reason, e.message) from e
+    try:
+        pool.start()  # before any progress-bar thread exists (fork)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    bars = _Bars(progress)
+    seen: set[str] = set()
+    kept: list[tuple[int, int, str, int]] = []
+    unit_digests: dict[int, str] = {}
+    filtered_where: Counter = Counter()  # --where: the first failed term → games (as gotk encode)
+    games_read = 0
+    results: list[dict] = []
+    try:
+        window: deque = deque()
+        it = units()
+        exhausted = False
+        while True:  # scan, at most 2 × workers units in flight, consumed in unit order
+            while not exhausted and len(window) < 2 * pool.workers:
+                unit = next(it, None)
+                if unit is None:
+                    exhausted = True
+                    break
+                stats = W.read_scan_stats(W.scan_path(work, unit.unit_id)) if resume else None
+                if stats is not None and stats.get("digest") == unit.digest:
+                    counts["units_reused"] += 1
+                    window.append((unit.unit_id, stats))
+                else:
+                    window.append((unit.unit_id, pool.submit(W.scan_unit, unit, scan_opts)))
+            if not window:
+                break
+            uid, item = window.popleft()
+            stats = dict(item.result()) if isinstance(item, Future) else item
+            table = stats.pop("games", None)
+            counts["units"] += 1
+            unit_digests[uid] = stats["digest"]
+            games_read += stats["games_read"]
+            bars.games(stats["games_read"])
+            skipped.update(stats["skipped"])
+            filtered_where.update(stats.get("filtered_where", {}))
+            for k, v in stats["examples"].items():
+                examples.setdefault(k, v)
+            if not stats["candidates"]:
+                continue
+            if table is None:
+                table = W.read_scan_table(W.scan_path(work, uid))
+            t = table.select([c for c in table.column_names if not c.startswith("setup_")
+                              and c not in ("colors", "points")]).to_pydict()
+            for i, gid in enumerate(t["game_id"]):
+                where_ = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
+                if gid in seen:
+                    reason = "duplicate"
+                elif allowed is not None and gid not in allowed:
+                    counts["not_in_dataset"] += 1
+                    continue
+                elif t["winner"][i] not in ("b", "w"):
+                    reason = "no_result"
+                elif (opts.format == "leela-zero" and not opts.keep_time_wins
+                      and parse_result(t["result"][i]).reason == "time"):
+                    reason = "won_on_time"  # as leelaz's dump_supervised
+                else:
+                    seen.add(gid)
+                    kept.append((uid, i, gid, int(t["rows"][i])))
+                    continue
+                skipped[reason] += 1
+                examples.setdefault(reason, f"{where_}: game_id {gid}" if reason == "duplicate"
+                                    else f"{where_}: result {t['result'][i]!r}")
+        specs = plan_files(kept, opts, unit_digests)
+        writer = WR.write_leelazero_chunk if opts.format == "leela-zero" else WR.write_katago_file
+        bars.planned(sum(kept[i][3] for i in range(len(kept))))
+        pending: list[tuple[dict, Future | dict]] = []
+        for spec in specs:
+            reused = WR.reuse_file(spec, write_opts) if resume else None
+            if reused is not None:
+                counts["files_reused"] += 1
+                bars.rows(reused["positions"])
+                pending.append((spec, reused))
+            else:
+                fut = pool.submit(writer, spec, write_opts)
+                fut.add_done_callback(lambda f: bars.rows(f.result()["positions"]) if not f.exception() else None)
+                pending.append((spec, fut))
+        for _, res in pending:
+            results.append(dict(res.result()) if isinstance(res, Future) else res)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        bars.close()
+        raise
+    pool.shutdown(wait=True)
+    bars.close()
+
+    write_s = sum(r.pop("seconds", 0.0) for r in results)
+    refused = 0  # games the format's writer refused (each counted once, in the file where it starts)
+    for r in results:
+        refused += sum(r.get("skipped", {}).values())
+        skipped.update(r.pop("skipped", {}))
+        for k, v in r.pop("examples", {}).items():
+            examples.setdefault(k, v)
+    files_out = [{k: r[k] for k in ("file", "games", "positions", "bytes", "sha256")} for r in results
+                 if r["positions"]]
+    planned = {r["file"] for r in files_out}
+    for f in out.iterdir():  # files of another plan (cannot be, with --resume's same options): never kept
+        if f.is_file() and f.name.startswith("train.") and f.name not in planned:
+            f.unlink()
+    positions = sum(r["positions"] for r in files_out)
+    manifest = {
+        "format": EXPORT_FORMAT,
+        "export_format": opts.format,
+        "gotk_version": __version__,
+        "options": asdict(opts),
+        "sources": entries,
+        **({"dataset": dataset} if dataset is not None else {}),
+        "sources_skipped": sources_skipped,
+        "inputs_skipped": dict(sorted(inputs_skipped.items())),
+        "games": {"read": games_read, "kept": len(kept) - refused,
+                  **({"not_in_dataset": counts["not_in_dataset"]} if dataset is not None else {}),
+                  "skipped": dict(sorted(skipped.items())), "examples": dict(sorted(examples.items())),
+                  "filtered_where": dict(sorted(filtered_where.items()))},
+        "positions": positions,
+        "bytes": sum(r["bytes"] for r in files_out),
+        "files": files_out,
+    }
+    M.write_json_atomic(out / EXPORT_NAME, manifest)
+    wall = time.perf_counter() - t_start
+    run = {"executor": getattr(pool, "name", executor), "workers": pool.workers, "unit_size": unit_size,
+           "wall_s": round(wall, 4),
+           "positions_per_s": round(positions / wall, 1) if wall > 0 else 0.0,
+           "games_per_s": round(games_read / wall, 1) if wall > 0 else 0.0, "write_s": round(write_s, 4),
+           "units": counts["units"], "units_reused": counts["units_reused"], "files_reused": counts["files_reused"],
+           "skipped": dict(sorted(skipped.items())), "peak_rss_mib": {"parent": W.peak_rss_mib()}}
+    M.write_json_atomic(out / M.RUN_REPORT_NAME, run)
+    Storage.for_url(out).rm_tree(work)
+    manifest["run"] = run
+    return manifest
+
+
+class _Bars:
+    """tqdm progress on stderr: games scanned, positions written."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        if enabled:
+            from tqdm import tqdm
+
+            self.g = tqdm(desc="games", unit=" games", position=0, dynamic_ncols=True, leave=True)
+            self.p = tqdm(desc="positions", unit=" pos", position=1, total=0, dynamic_ncols=True, leave=True,
+                          unit_scale=True)
+
+    def games(self, n: int) -> None:
+        if self.enabled:
+            self.g.update(n)
+
+    def planned(self, n: int) -> None:
+        if self.enabled:
+            self.p.total = n
+            self.p.refresh()
+
+    def rows(self, n: int) -> None:
+        if self.enabled:
+            self.p.update(n)
+
+    def close(self) -> None:
+        if self.enabled:
+            self.g.close()
+            self.p.close()

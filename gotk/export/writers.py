@@ -1,0 +1,138 @@
+"""The output work units of ``gotk export``: ``(file spec, options) → entry``, pure top-level functions.
+
+Each rebuilds its games from the scan files that :func:`gotk.build.workers.scan_unit` wrote (the
+compact record: setup stones, colours, points, result), writes one output file atomically (temp +
+rename through :mod:`gotk.storage`, or ``write_katago_npz``'s own atomic write), then a done-record
+under ``WORK/files/`` so ``--resume`` can reuse the file. A game the format refuses at this stage
+(a :class:`~gotk.errors.GotkError`) is counted by reason, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from gotk.build import workers as W
+from gotk.errors import GotkError
+from gotk.hashing import sha256_bytes, sha256_file
+from gotk.sgf.record import GameRecord, parse_result
+from gotk.storage import Storage, join
+
+_CACHE: dict[str, tuple[W._UnitGames, list]] = {}
+_CACHE_UNITS = 1024  # scan files are memory-mapped: holding many open costs address space, not memory
+
+
+def _games(work_dir: str, unit_id: int, st: Storage) -> tuple[W._UnitGames, list]:
+    """A scan unit's games (numpy views) and result strings, kept open for the process: a file's games
+    are shuffled across every chunk, so each unit is needed again and again."""
+    key = f"{work_dir}:{unit_id}"
+    got = _CACHE.get(key)
+    if got is None:
+        table = W.read_scan_table(W.scan_path(work_dir, unit_id), st)
+        got = (W._UnitGames(table), table.column("result").to_pylist())
+        if len(_CACHE) >= _CACHE_UNITS or any(not k.startswith(f"{work_dir}:") for k in _CACHE):
+            _CACHE.clear()  # another run's units, or too many
+        _CACHE[key] = got
+    return got
+
+
+def game_record(work_dir: str, unit_id: int, index: int, st: Storage) -> tuple[str, GameRecord]:
+    """``(game_id, record)`` of game ``index`` of scan unit ``unit_id`` (the result included)."""
+    unit, results = _games(work_dir, unit_id, st)
+    rec = unit.record(index)
+    rec.result = parse_result(results[index])
+    return unit.game_id[index], rec
+
+
+def done_path(work_dir: str | os.PathLike, file: str) -> Path | str:
+    return join(work_dir, "files", file.replace("/", "_") + ".json")
+
+
+def _finish(spec: dict, options: dict, entry: dict, st: Storage) -> None:
+    st.write_text_atomic(done_path(options["work_dir"], spec["file"]),
+                         json.dumps({"digest": spec["digest"], **entry}, sort_keys=True))
+
+
+def reuse_file(spec: dict, options: dict) -> dict | None:
+    """The entry of a file an earlier run finished with the same plan (digest), or None."""
+    st = Storage.for_url(options["out_dir"])
+    try:
+        rec = json.loads(st.read_text(done_path(options["work_dir"], spec["file"])))
+    except (OSError, ValueError):
+        return None
+    path = join(options["out_dir"], spec["file"])
+    if rec.pop("digest", None) != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
+        return None
+    return rec
+
+
+def write_leelazero_chunk(spec: dict, options: dict) -> dict:
+    """One Leela Zero chunk: ``spec`` = ``{"index", "file", "digest", "games": [[unit_id, i], ...]}``
+    in chunk order; ``options``: ``work_dir``, ``out_dir``, ``compress_level``, ``keep_time_wins``."""
+    from gotk.export import leelazero as L
+
+    t0 = time.perf_counter()
+    st = Storage.for_url(options["out_dir"])
+    texts: list[bytes] = []
+    skipped: Counter = Counter()
+    examples: dict[str, str] = {}
+    positions = 0
+    for unit_id, index in spec["games"]:
+        gid, rec = game_record(options["work_dir"], unit_id, index, st)
+        try:
+            texts.append(L.game_text(rec, time_wins=bool(options.get("keep_time_wins"))))
+        except GotkError as e:
+            skipped[e.reason] += 1
+            examples.setdefault(e.reason, f"game {gid}: {e}")
+            continue
+        positions += rec.num_moves
+    data = L.chunk_bytes(texts, int(options.get("compress_level", L.COMPRESS_LEVEL)))
+    st.write_bytes_atomic(join(options["out_dir"], spec["file"]), data)
+
+    entry = {"file": spec["file"], "games": len(texts), "positions": positions, "bytes": len(data),
+             "sha256": sha256_bytes(data), "skipped": dict(sorted(skipped.items())),
+             "examples": examples}
+    _finish(spec, options, entry, st)
+    return {**entry, "seconds": time.perf_counter() - t0}
+
+
+def write_katago_file(spec: dict, options: dict) -> dict:
+    """One KataGo ``.npz``: ``spec`` = ``{"index", "file", "digest", "pieces": [[unit_id, i, lo, hi],
+    ...]}`` (rows ``lo:hi`` of that game's rows; ``hi`` -1: to its end); rows shuffled with
+    ``(seed, index)``. ``options``: ``work_dir``, ``out_dir``, ``seed``."""
+    from gotk.export import katago as KG
+
+    t0 = time.perf_counter()
+    st = Storage.for_url(options["out_dir"])
+    parts: dict[str, list[np.ndarray]] = {}
+    skipped: Counter = Counter()
+    examples: dict[str, str] = {}
+    games: set[str] = set()
+    for unit_id, index, lo, hi in spec["pieces"]:
+        gid, rec = game_record(options["work_dir"], unit_id, index, st)
+        try:
+            rows = KG.katago_game_rows(rec, game_id=gid)
+        except GotkError as e:
+            if lo == 0:  # a game cut across two files is counted once
+                skipped[e.reason] += 1
+                examples.setdefault(e.reason, f"game {gid}: {e}")
+            continue
+        games.add(gid)
+        for k, v in rows.items():
+            parts.setdefault(k, []).append(v[lo: hi if hi >= 0 else None])
+    path = join(options["out_dir"], spec["file"])
+    entry = {"file": spec["file"], "games": len(games), "positions": 0, "bytes": 0, "sha256": None}
+    if parts:  # else every game of the file was skipped: no file (the run report leaves it out)
+        cat = {k: np.concatenate(v) for k, v in parts.items()}
+        n = len(next(iter(cat.values())))
+        perm = np.random.default_rng([int(options["seed"]), int(spec["index"])]).permutation(n)
+        KG.write_katago_npz({k: v[perm] for k, v in cat.items()}, path)
+        entry.update(positions=n, bytes=st.size(path), sha256=sha256_file(path))
+    entry.update(skipped=dict(sorted(skipped.items())), examples=examples)
+    _finish(spec, options, entry, st)
+    return {**entry, "seconds": time.perf_counter() - t0}
