@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 HEADS = ("policy", "value", "both")
@@ -69,8 +70,20 @@ class GoNet(nn.Module):
         return x.to(next(self.parameters()).dtype)
 
 
+def he_init(module: nn.Module) -> None:
+    """He (Kaiming normal, fan-in, ReLU gain) weights and zero biases for every conv and linear layer of
+    ``module``. torch's default (uniform, std ``1/sqrt(3 fan_in)``) shrinks the signal ~2.4x per ReLU layer, so
+    plain (un-normalised) conv stacks start with vanishing activations and gradients; see docs/recipes.md."""
+    for m in module.modules():
+        if isinstance(m, nn.Conv2d | nn.Linear):
+            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+
 class DlgoConvNet(GoNet):
-    """The book's ``small``/``medium``/``large`` trunks: conv layers, Flatten, Dense, ReLU."""
+    """The book's ``small``/``medium``/``large`` trunks: conv layers, Flatten, Dense, ReLU; policy = the book's
+    dense layer over the features plus a 1×1 conv logit per point ("point logits") from the last conv layer."""
 
     def __init__(self, num_planes: int, board_size: int, head: str, layers: list[tuple[int, int]],
                  dense: int) -> None:
@@ -80,15 +93,27 @@ class DlgoConvNet(GoNet):
         for cout, k in layers:
             mods += [_conv(cin, cout, k), nn.ReLU(inplace=True)]
             cin = cout
-        mods += [nn.Flatten(), nn.Linear(cin * self.num_points, dense), nn.ReLU(inplace=True)]
-        self.trunk = nn.Sequential(*mods)
+        self.convs = nn.Sequential(*mods)
+        self.dense = nn.Sequential(nn.Flatten(), nn.Linear(cin * self.num_points, dense), nn.ReLU(inplace=True))
+        he_init(self)
         self.policy_fc = nn.Linear(dense, self.num_moves) if self.has_policy else None
+        # the dense policy layer starts silent: the point logits (weights shared by every point) learn the
+        # board-wide rules at once, the dense layer adds what they cannot express as it learns
+        self.point_logits = nn.Conv2d(cin, 1, 1) if self.has_policy else None
+        if self.policy_fc is not None:
+            nn.init.zeros_(self.policy_fc.weight)
+            nn.init.zeros_(self.policy_fc.bias)
         self.value_fc = nn.Linear(dense, 1) if self.has_value else None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        h = self.trunk(self._prep(x))
-        p = self.policy_fc(h) if self.policy_fc is not None else None
-        v = torch.tanh(self.value_fc(h)).squeeze(-1) if self.value_fc is not None else None
+        c = self.convs(self._prep(x))
+        h = self.dense(c)
+        p = v = None
+        if self.policy_fc is not None:
+            p = self.policy_fc(h)
+            p = p + F.pad(self.point_logits(c).flatten(1), (0, 1))  # pass: dense logit only
+        if self.value_fc is not None:
+            v = torch.tanh(self.value_fc(h)).squeeze(-1)
         return p, v
 
 
@@ -120,6 +145,7 @@ class AlphaGoNet(GoNet):
                 nn.Conv2d(filters, 1, 1), nn.ReLU(inplace=True), nn.Flatten(),
                 nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
+        he_init(self)  # 13 plain ReLU convs: torch's default init leaves ~1e-5 of the input signal at the top
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         h = self.trunk(self._prep(x))
@@ -180,6 +206,9 @@ class ModelSpec:
     default_head: str
     hparams: dict = field(default_factory=dict)
     doc: str = ""
+    # the optimizer and learning rate ``gotk train`` uses when neither --optimizer nor --lr is given
+    # (``{"optimizer": ..., "lr": ...}``; empty: SGD at its default rate); measured in docs/recipes.md
+    train_defaults: dict = field(default_factory=dict)
 
 
 def _dlgo(name: str) -> Callable[..., GoNet]:
