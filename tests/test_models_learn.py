@@ -13,11 +13,11 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import archive_slice
 
 from gotk.nets.networks import MODELS
 from gotk.train.config import DEFAULT_LR, TrainConfig
 from gotk.train.trainer import train
-from tests.conftest import archive_slice
 
 UNIFORM = math.log(362)
 # reduced widths where the model takes them (the learning problem is the same; the test stays cheap)

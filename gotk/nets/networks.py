@@ -40,6 +40,13 @@ def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
     return nn.Conv2d(cin, cout, k, padding=k // 2)
 
 
+def _conv_relu(cin: int, cout: int, k: int, batch_norm: bool) -> list[nn.Module]:
+    """A ``same`` conv + ReLU; with ``batch_norm`` the conv has no bias and batch norm sits before the ReLU."""
+    if batch_norm:
+        return [nn.Conv2d(cin, cout, k, padding=k // 2, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+    return [_conv(cin, cout, k), nn.ReLU(inplace=True)]
+
+
 class GoNet(nn.Module):
     """Base: holds board geometry and which heads exist; subclasses implement ``trunk_and_heads``."""
 
@@ -86,12 +93,12 @@ class DlgoConvNet(GoNet):
     dense layer over the features plus a 1×1 conv logit per point ("point logits") from the last conv layer."""
 
     def __init__(self, num_planes: int, board_size: int, head: str, layers: list[tuple[int, int]],
-                 dense: int) -> None:
+                 dense: int, batch_norm: bool = True) -> None:
         super().__init__(num_planes, board_size, head)
         mods: list[nn.Module] = []
         cin = num_planes
         for cout, k in layers:
-            mods += [_conv(cin, cout, k), nn.ReLU(inplace=True)]
+            mods += _conv_relu(cin, cout, k, batch_norm)
             cin = cout
         self.convs = nn.Sequential(*mods)
         self.dense = nn.Sequential(nn.Flatten(), nn.Linear(cin * self.num_points, dense), nn.ReLU(inplace=True))
@@ -130,22 +137,25 @@ class AlphaGoNet(GoNet):
     value head in the shape of the book's AlphaGo value network."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "policy", filters: int = 192,
-                 first_kernel: int = 5, kernel: int = 3, layers: int = 12) -> None:
+                 first_kernel: int = 5, kernel: int = 3, layers: int = 12, batch_norm: bool = True) -> None:
         super().__init__(num_planes, board_size, head)
-        mods: list[nn.Module] = [_conv(num_planes, filters, first_kernel), nn.ReLU(inplace=True)]
+        mods = _conv_relu(num_planes, filters, first_kernel, batch_norm)
         for _ in range(layers - 1):
-            mods += [_conv(filters, filters, kernel), nn.ReLU(inplace=True)]
+            mods += _conv_relu(filters, filters, kernel, batch_norm)
         self.trunk = nn.Sequential(*mods)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, 1, 1)
             self.pass_fc = nn.Linear(filters, 1)
         if self.has_value:
             self.value_tail = nn.Sequential(
-                _conv(filters, filters, kernel), nn.ReLU(inplace=True),
-                nn.Conv2d(filters, 1, 1), nn.ReLU(inplace=True), nn.Flatten(),
-                nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
+                *_conv_relu(filters, filters, kernel, batch_norm), *_conv_relu(filters, 1, 1, batch_norm),
+                nn.Flatten(), nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
-        he_init(self)  # 13 plain ReLU convs: torch's default init leaves ~1e-5 of the input signal at the top
+        he_init(self)
+        if self.has_policy:  # start from a uniform policy: He-scaled logits of normalised features start far off
+            for m in (self.policy_conv, self.pass_fc):
+                nn.init.zeros_(m.weight)
+                nn.init.zeros_(m.bias)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         h = self.trunk(self._prep(x))
