@@ -152,10 +152,12 @@ class AlphaGoNet(GoNet):
                 nn.Flatten(), nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
         he_init(self)
-        if self.has_policy:  # start from a uniform policy: He-scaled logits of normalised features start far off
-            for m in (self.policy_conv, self.pass_fc):
-                nn.init.zeros_(m.weight)
-                nn.init.zeros_(m.bias)
+        # outputs start neutral (uniform policy, value 0): He-scaled outputs of normalised features start far off
+        outs = [self.policy_conv, self.pass_fc] if self.has_policy else []
+        outs += [self.value_tail[-1]] if self.has_value else []
+        for m in outs:
+            nn.init.zeros_(m.weight)
+            nn.init.zeros_(m.bias)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         h = self.trunk(self._prep(x))
