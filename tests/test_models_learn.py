@@ -28,14 +28,18 @@ MARGIN = 0.15  # "clearly below": the window means (160 positions) scatter by ~0
 
 
 @pytest.fixture(scope="module")
-def small_dataset(tmp_path_factory, sample_archive) -> Path:
-    """The first 3 games of the built-in held-out archive (about 600 positions), sevenplane, one train split."""
+def small_datasets(tmp_path_factory, sample_archive) -> dict[str, Path]:
+    """The first 3 games of the built-in held-out archive (664 positions), one train split, encoded twice:
+    ``sevenplane`` for the policy nets, ``simple`` (which says who is to move: a value is from the mover's side,
+    so a value net needs it) for the value net."""
     from gotk.build.encode import EncodeOptions, encode_dataset
 
     folder = tmp_path_factory.mktemp("models-learn")
     src = archive_slice(sample_archive, folder, 3)
-    out = folder / "data"
-    encode_dataset([src], out, EncodeOptions(encoder="sevenplane", split="train=1"), workers=1, progress=False)
+    out = {}
+    for enc in ("sevenplane", "simple"):
+        out[enc] = folder / enc
+        encode_dataset([src], out[enc], EncodeOptions(encoder=enc, split="train=1"), workers=1, progress=False)
     return out
 
 
@@ -48,12 +52,13 @@ def _run(data: Path, out: Path, name: str, **over) -> list[dict]:
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_model_learns_with_its_defaults(name: str, small_dataset: Path, tmp_path: Path) -> None:
+def test_model_learns_with_its_defaults(name: str, small_datasets: dict[str, Path], tmp_path: Path) -> None:
     spec = MODELS[name]
     head = spec.default_head
     # value-only training draws 8 positions per game by default: use every position of the 3 games
     over = {"positions_per_game": 10**6} if head == "value" else {}
-    steps = _run(small_dataset, tmp_path / "run", name, **over)
+    data = small_datasets["simple" if head == "value" else "sevenplane"]
+    steps = _run(data, tmp_path / "run", name, **over)
     conf = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
     # the defaults applied are the model's own
     assert conf["optimizer"] == spec.train_defaults.get("optimizer", "sgd")
