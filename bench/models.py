@@ -51,8 +51,9 @@ def run_model(name: str, hparams: dict, args, work: Path) -> dict:
     run = work / f"run-{name}"
     if run.exists():
         shutil.rmtree(run)
+    # epochs unbounded: --steps ends the run (a value model sees 8 positions per game per epoch: short epochs)
     cfg = TrainConfig(data=str(args.data), out=str(run), model=name, hparams=hparams, max_steps=args.steps,
-                      batch_size=args.batch_size, threads=args.threads, device="cpu", seed=args.seed,
+                      epochs=10**6, batch_size=args.batch_size, threads=args.threads, device="cpu", seed=args.seed,
                       log_every=args.log_every, checkpoint_every=10**9, max_val_positions=args.val_positions,
                       progress=False)
     t0 = time.perf_counter()
