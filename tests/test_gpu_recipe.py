@@ -68,7 +68,10 @@ def test_peak_table_and_share() -> None:
     assert peak_bf16_flops("NVIDIA H200")[0] == 989e12
     assert peak_bf16_flops("NVIDIA A100-SXM4-80GB")[0] == 312e12
     assert peak_bf16_flops("NVIDIA L4")[0] == 121e12 and peak_bf16_flops("NVIDIA L40S")[0] == 362e12
-    assert peak_bf16_flops("cpu: AMD EPYC") == (None, None)
+    assert peak_bf16_flops("NVIDIA L40")[0] == 181e12
+    assert peak_bf16_flops("NVIDIA H100 NVL")[0] == 835e12 and peak_bf16_flops("NVIDIA GH200 480GB")[1].startswith(
+        "NVIDIA GH200")
+    assert peak_bf16_flops("cpu: AMD EPYC") == (None, None) and peak_bf16_flops("NVIDIA A10G") == (None, None)
     r = peak_report(10_000.0, 2 * 10**9, "NVIDIA H100 80GB HBM3")
     assert r["achieved_tflops"] == 20.0 and r["peak_share"] == pytest.approx(20 / 989, abs=1e-5)
 

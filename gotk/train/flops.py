@@ -11,24 +11,27 @@ is ``samples/s x train FLOPs per sample / peak``; peaks are the vendors' datashe
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import nn
 
-# (substring of torch.cuda.get_device_name(), peak dense bf16 TFLOP/s, the part it stands for); first match wins,
-# so the more specific names come first
+# (regular expression searched in torch.cuda.get_device_name(), peak dense bf16 TFLOP/s, the part it stands for);
+# first match wins, so the more specific patterns come first; word boundaries keep "A10" off "A10G", "L4" off "L40"
 PEAK_BF16_TFLOPS: tuple[tuple[str, float, str], ...] = (
-    ("H200 NVL", 835.0, "NVIDIA H200 NVL"),
-    ("H200", 989.0, "NVIDIA H200 SXM"),
-    ("GH200", 989.0, "NVIDIA GH200 (H100/H200 SXM class)"),
-    ("H100 NVL", 835.0, "NVIDIA H100 NVL"),
-    ("H100 PCIe", 756.0, "NVIDIA H100 PCIe"),
-    ("H100", 989.0, "NVIDIA H100 SXM"),
-    ("H800", 989.0, "NVIDIA H800 SXM"),
-    ("A100", 312.0, "NVIDIA A100"),
-    ("A800", 312.0, "NVIDIA A800"),
-    ("L40S", 362.0, "NVIDIA L40S"),
-    ("L4", 121.0, "NVIDIA L4"),
-    ("A10", 125.0, "NVIDIA A10"),
+    (r"\bGH200\b", 989.0, "NVIDIA GH200 (H100/H200 SXM class)"),
+    (r"\bH200\b.*\bNVL\b", 835.0, "NVIDIA H200 NVL"),
+    (r"\bH200\b", 989.0, "NVIDIA H200 SXM"),
+    (r"\bH100\b.*\bNVL\b", 835.0, "NVIDIA H100 NVL"),
+    (r"\bH100\b.*\bPCIe\b", 756.0, "NVIDIA H100 PCIe"),
+    (r"\bH100\b", 989.0, "NVIDIA H100 SXM"),
+    (r"\bH800\b", 989.0, "NVIDIA H800 SXM"),
+    (r"\bA100\b", 312.0, "NVIDIA A100"),
+    (r"\bA800\b", 312.0, "NVIDIA A800"),
+    (r"\bL40S\b", 362.0, "NVIDIA L40S"),
+    (r"\bL40\b", 181.0, "NVIDIA L40"),
+    (r"\bL4\b", 121.0, "NVIDIA L4"),
+    (r"\bA10\b", 125.0, "NVIDIA A10"),
 )
 TRAIN_TO_FORWARD = 3  # forward + backward (2x forward)
 
@@ -75,8 +78,8 @@ def train_flops_per_sample(model: nn.Module, shape: tuple[int, int, int]) -> int
 def peak_bf16_flops(device_name: str) -> tuple[float | None, str | None]:
     """``(peak dense bf16 FLOP/s, the table entry)`` for a device name as torch reports it, or ``(None, None)``
     when the device is not in :data:`PEAK_BF16_TFLOPS` (CPUs, unlisted GPUs)."""
-    for key, tflops, part in PEAK_BF16_TFLOPS:
-        if key.lower() in device_name.lower():
+    for pattern, tflops, part in PEAK_BF16_TFLOPS:
+        if re.search(pattern, device_name, re.IGNORECASE):
             return tflops * 1e12, part
     return None, None
 
