@@ -74,19 +74,23 @@ def test_alphago_policy_net_is_13_layers_of_192_filters() -> None:
     assert convs[0].kernel_size == (5, 5) and convs[0].out_channels == 192
     assert all(c.kernel_size == (3, 3) and c.out_channels == 192 for c in convs[1:12])
     assert convs[12].kernel_size == (1, 1) and convs[12].out_channels == 1
-    # 48*192*25 + 11*(192*192*9) + 192 + biases + pass logit
-    assert count_parameters(model) == 48 * 192 * 25 + 11 * 192 * 192 * 9 + 192 + 12 * 192 + 1 + 192 + 1
+    # 48*192*25 + 11*(192*192*9) conv weights (no bias: batch norm follows, 2*192 per layer) + 1x1 head + pass logit
+    assert count_parameters(model) == 48 * 192 * 25 + 11 * 192 * 192 * 9 + 12 * 2 * 192 + 192 + 1 + 192 + 1
+    assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules()) == 12
 
 
 def test_book_networks_follow_dlgo_layer_lists() -> None:
     small = build_model("small", 7, 19)
-    convs = [(m.out_channels, m.kernel_size[0]) for m in small.modules() if isinstance(m, torch.nn.Conv2d)]
+    convs = [(m.out_channels, m.kernel_size[0]) for m in small.convs.modules() if isinstance(m, torch.nn.Conv2d)]
     assert convs == [(48, 7), (32, 5), (32, 5), (32, 5)]
     dense = [m for m in small.modules() if isinstance(m, torch.nn.Linear)]
     assert dense[0].out_features == 512 and dense[-1].out_features == 362
     large = build_model("large", 7, 19)
     dense = [m for m in large.modules() if isinstance(m, torch.nn.Linear)]
     assert dense[0].out_features == 1024
+    # issue 12: batch norm after every conv, and a 1x1 conv logit per point beside the dense policy layer
+    assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in large.modules()) == 7
+    assert large.point_logits.kernel_size == (1, 1) and large.point_logits.in_channels == 32
 
 
 def test_lr_schedules() -> None:

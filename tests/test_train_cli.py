@@ -167,7 +167,7 @@ def test_value_only_model(dataset: Path, tmp_path: Path) -> None:
 
 
 def test_early_stopping(dataset: Path, tmp_path: Path) -> None:
-    # learning rate 0 and no batch norm: the validation score never improves after epoch 1
+    # learning rate 0: the policy outputs stay at their zero initialisation, the validation score never improves
     run = tmp_path / "p"
     res = invoke(["train", "--data", str(dataset), "--out", str(run), "--model", "alphago", "--filters", "4",
                   "--lr", "0", "--patience", "1", "--epochs", "6", "--positions-per-game", "1", "--batch-size", "64",

@@ -28,9 +28,10 @@ def train_cmd(
                                       "minutes: the run then ends cleanly (validation, agent). Without --max-steps "
                                       "the learning-rate schedule spans the budget."),
     batch_size: int = typer.Option(None, "--batch-size", help="Positions per step (default: 256)."),
-    optimizer: str = typer.Option(None, help="sgd | adagrad | adadelta | adam | adamw (default: sgd)."),
-    lr: float = typer.Option(None, help="Base learning rate (default: sgd 0.05, adagrad 0.01, adadelta 1.0, "
-                             "adam(w) 1e-3)."),
+    optimizer: str = typer.Option(None, help="sgd | adagrad | adadelta | adam | adamw (default: the model's own, "
+                                  "see docs/recipes.md; else sgd)."),
+    lr: float = typer.Option(None, help="Base learning rate (default: the model's own for its optimizer, else sgd "
+                             "0.05, adagrad 0.01, adadelta 1.0, adam(w) 1e-3)."),
     momentum: float = typer.Option(None, help="SGD momentum (Nesterov) (default: 0.9)."),
     weight_decay: float = typer.Option(None, "--weight-decay", help="Weight decay (default: 1e-4)."),
     schedule: str = typer.Option(None, help="cosine | step | none (default: cosine)."),
@@ -40,6 +41,10 @@ def train_cmd(
     amp: bool = typer.Option(None, "--amp/--no-amp", help="Mixed precision (bf16, or fp16 + GradScaler) "
                              "(default: on with CUDA)."),
     device: str = typer.Option(None, help="auto | cpu | cuda (default: auto)."),
+    channels_last: bool = typer.Option(None, "--channels-last/--no-channels-last", help="NHWC memory format for "
+                                       "weights and inputs (default: on with CUDA)."),
+    compile: str = typer.Option(None, "--compile", help="torch.compile the training step with this backend "
+                                "(inductor on GPUs; see docs/recipes.md) (default: off)."),
     workers: int = typer.Option(None, help="DataLoader worker processes (default: 0)."),
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's default); 1 is often fastest on a busy "
                                 "machine."),
@@ -78,7 +83,8 @@ def train_cmd(
         model=model, head=head, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, batch_size=batch_size,
         optimizer=optimizer,
         lr=lr, momentum=momentum, weight_decay=weight_decay, schedule=schedule, schedule_steps=schedule_steps,
-        warmup_steps=warmup_steps, amp=amp, device=device, workers=workers, threads=threads, seed=seed,
+        warmup_steps=warmup_steps, amp=amp, channels_last=channels_last, compile=compile, device=device,
+        workers=workers, threads=threads, seed=seed,
         symmetries=symmetries,
         positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,

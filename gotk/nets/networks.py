@@ -8,12 +8,17 @@ Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
   ``valid`` convolution, which is the same as a ``same``-padded convolution, so we use ``padding=k//2``.
   The trunk ends in the book's ``Flatten → Dense(512|1024) → ReLU``; the policy head is a dense layer
   over board points **plus pass** (the book has no pass class), the value head a dense layer + tanh.
+  Issue 12 (docs/recipes.md, measured there): batch norm after every conv, He initialisation, and a 1×1-conv
+  logit per point over the last conv layer added to the dense policy logits (which start at zero): without
+  them these nets learnt nothing in hundreds of steps. ``batch_norm=False`` builds the book's plain trunk.
 * ``alphago``: the AlphaGo SL policy network (Silver et al. 2016): a 5×5 conv, eleven 3×3 convs
   (``filters``, default 192, ReLU), then a 1×1 conv with one filter giving one logit per point.
   The pass logit (not in the paper or the book) comes from a linear layer over the globally
   average-pooled trunk features. (The book's ``alphago.py`` loop builds one 3×3 conv fewer; we follow
   the paper's 13 layers.) Its value head, used with ``head="value"|"both"``, is the book's value net
   tail: one more 3×3 conv, a 1×1 conv to one plane (ReLU), ``Dense(256) → ReLU → Dense(1) → tanh``.
+  Every conv is followed by batch norm (issue 12: the 13 plain convs barely learn without), He init, and the
+  output layers start at zero.
 * ``alphago_value``: the same network with ``head="value"`` by default (the book's value network).
 * ``resnet``: a pre-activation-free residual tower (AlphaGo Zero style): 3×3 stem, ``blocks`` residual
   blocks of two 3×3 convs with batch norm, ``filters`` channels; fully convolutional policy head (a
@@ -30,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 HEADS = ("policy", "value", "both")
@@ -37,6 +43,13 @@ HEADS = ("policy", "value", "both")
 
 def _conv(cin: int, cout: int, k: int) -> nn.Conv2d:
     return nn.Conv2d(cin, cout, k, padding=k // 2)
+
+
+def _conv_relu(cin: int, cout: int, k: int, batch_norm: bool) -> list[nn.Module]:
+    """A ``same`` conv + ReLU; with ``batch_norm`` the conv has no bias and batch norm sits before the ReLU."""
+    if batch_norm:
+        return [nn.Conv2d(cin, cout, k, padding=k // 2, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+    return [_conv(cin, cout, k), nn.ReLU(inplace=True)]
 
 
 class GoNet(nn.Module):
@@ -69,26 +82,50 @@ class GoNet(nn.Module):
         return x.to(next(self.parameters()).dtype)
 
 
+def he_init(module: nn.Module) -> None:
+    """He (Kaiming normal, fan-in, ReLU gain) weights and zero biases for every conv and linear layer of
+    ``module``. torch's default (uniform, std ``1/sqrt(3 fan_in)``) shrinks the signal ~2.4x per ReLU layer, so
+    plain (un-normalised) conv stacks start with vanishing activations and gradients; see docs/recipes.md."""
+    for m in module.modules():
+        if isinstance(m, nn.Conv2d | nn.Linear):
+            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+
 class DlgoConvNet(GoNet):
-    """The book's ``small``/``medium``/``large`` trunks: conv layers, Flatten, Dense, ReLU."""
+    """The book's ``small``/``medium``/``large`` trunks: conv layers, Flatten, Dense, ReLU; policy = the book's
+    dense layer over the features plus a 1×1 conv logit per point ("point logits") from the last conv layer."""
 
     def __init__(self, num_planes: int, board_size: int, head: str, layers: list[tuple[int, int]],
-                 dense: int) -> None:
+                 dense: int, batch_norm: bool = True) -> None:
         super().__init__(num_planes, board_size, head)
         mods: list[nn.Module] = []
         cin = num_planes
         for cout, k in layers:
-            mods += [_conv(cin, cout, k), nn.ReLU(inplace=True)]
+            mods += _conv_relu(cin, cout, k, batch_norm)
             cin = cout
-        mods += [nn.Flatten(), nn.Linear(cin * self.num_points, dense), nn.ReLU(inplace=True)]
-        self.trunk = nn.Sequential(*mods)
+        self.convs = nn.Sequential(*mods)
+        self.dense = nn.Sequential(nn.Flatten(), nn.Linear(cin * self.num_points, dense), nn.ReLU(inplace=True))
+        he_init(self)
         self.policy_fc = nn.Linear(dense, self.num_moves) if self.has_policy else None
+        # the dense policy layer starts silent: the point logits (weights shared by every point) learn the
+        # board-wide rules at once, the dense layer adds what they cannot express as it learns
+        self.point_logits = nn.Conv2d(cin, 1, 1) if self.has_policy else None
+        if self.policy_fc is not None:
+            nn.init.zeros_(self.policy_fc.weight)
+            nn.init.zeros_(self.policy_fc.bias)
         self.value_fc = nn.Linear(dense, 1) if self.has_value else None
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        h = self.trunk(self._prep(x))
-        p = self.policy_fc(h) if self.policy_fc is not None else None
-        v = torch.tanh(self.value_fc(h)).squeeze(-1) if self.value_fc is not None else None
+        c = self.convs(self._prep(x))
+        h = self.dense(c)
+        p = v = None
+        if self.policy_fc is not None:
+            p = self.policy_fc(h)
+            p = p + F.pad(self.point_logits(c).flatten(1), (0, 1))  # pass: dense logit only
+        if self.value_fc is not None:
+            v = torch.tanh(self.value_fc(h)).squeeze(-1)
         return p, v
 
 
@@ -105,21 +142,27 @@ class AlphaGoNet(GoNet):
     value head in the shape of the book's AlphaGo value network."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "policy", filters: int = 192,
-                 first_kernel: int = 5, kernel: int = 3, layers: int = 12) -> None:
+                 first_kernel: int = 5, kernel: int = 3, layers: int = 12, batch_norm: bool = True) -> None:
         super().__init__(num_planes, board_size, head)
-        mods: list[nn.Module] = [_conv(num_planes, filters, first_kernel), nn.ReLU(inplace=True)]
+        mods = _conv_relu(num_planes, filters, first_kernel, batch_norm)
         for _ in range(layers - 1):
-            mods += [_conv(filters, filters, kernel), nn.ReLU(inplace=True)]
+            mods += _conv_relu(filters, filters, kernel, batch_norm)
         self.trunk = nn.Sequential(*mods)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, 1, 1)
             self.pass_fc = nn.Linear(filters, 1)
         if self.has_value:
             self.value_tail = nn.Sequential(
-                _conv(filters, filters, kernel), nn.ReLU(inplace=True),
-                nn.Conv2d(filters, 1, 1), nn.ReLU(inplace=True), nn.Flatten(),
-                nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
+                *_conv_relu(filters, filters, kernel, batch_norm), *_conv_relu(filters, 1, 1, batch_norm),
+                nn.Flatten(), nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
+        he_init(self)
+        # outputs start neutral (uniform policy, value 0): He-scaled outputs of normalised features start far off
+        outs = [self.policy_conv, self.pass_fc] if self.has_policy else []
+        outs += [self.value_tail[-1]] if self.has_value else []
+        for m in outs:
+            nn.init.zeros_(m.weight)
+            nn.init.zeros_(m.bias)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         h = self.trunk(self._prep(x))
@@ -180,6 +223,9 @@ class ModelSpec:
     default_head: str
     hparams: dict = field(default_factory=dict)
     doc: str = ""
+    # the optimizer and learning rate ``gotk train`` uses when neither --optimizer nor --lr is given
+    # (``{"optimizer": ..., "lr": ...}``; empty: SGD at its default rate); measured in docs/recipes.md
+    train_defaults: dict = field(default_factory=dict)
 
 
 def _dlgo(name: str) -> Callable[..., GoNet]:
@@ -192,7 +238,9 @@ MODELS: dict[str, ModelSpec] = {
     "medium": ModelSpec(_dlgo("medium"), "policy", {}, "book medium net: 5 convs (5,5,3,3,3), dense 512"),
     "large": ModelSpec(_dlgo("large"), "policy", {}, "book large net: 7 convs (7,5,5,5,5,5,5), dense 1024"),
     "alphago": ModelSpec(AlphaGoNet, "policy", {"filters": 192}, "AlphaGo SL policy net, 13 layers"),
-    "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)"),
+    # its dense value tail diverges with SGD 0.05 (value MSE -> 2.0); Adam 1e-3 learns (docs/recipes.md)
+    "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)",
+                               train_defaults={"optimizer": "adam", "lr": 1e-3}),
     "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm"),
 }
 

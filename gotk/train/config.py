@@ -20,6 +20,7 @@ from gotk.nets.networks import HEADS, MODELS, model_hparams
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
 SCHEDULES = ("cosine", "step", "none")
+DEFAULT_OPTIMIZER = "sgd"
 DEFAULT_LR = {"sgd": 0.05, "adagrad": 0.01, "adadelta": 1.0, "adam": 1e-3, "adamw": 1e-3}
 DEFAULT_POSITIONS_PER_GAME = 8
 
@@ -37,14 +38,16 @@ class TrainConfig:
     max_steps: int | None = None
     max_minutes: float | None = None  # wall-clock budget of the training loop (validation and agent follow)
     batch_size: int = 256
-    optimizer: str = "sgd"
-    lr: float | None = None  # None: DEFAULT_LR[optimizer]
+    optimizer: str | None = None  # None: the model's train_defaults, else sgd
+    lr: float | None = None  # None: the model's train_defaults rate for its optimizer, else DEFAULT_LR[optimizer]
     momentum: float = 0.9
     weight_decay: float = 1e-4
     schedule: str = "cosine"
     schedule_steps: int | None = None
     warmup_steps: int = 0
     amp: bool | None = None  # None: on with CUDA, off on CPU
+    channels_last: bool | None = None  # NHWC weights and inputs; None: on with CUDA (tensor cores), off on CPU
+    compile: str | None = None  # a torch.compile backend for the training forward/backward ("inductor"); None: eager
     device: str = "auto"
     workers: int = 0
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
@@ -73,13 +76,19 @@ class TrainConfig:
         c.head = c.head or MODELS[c.model].default_head
         if c.head not in HEADS:
             raise ValueError(f"--head must be one of {', '.join(HEADS)}")
+        defaults = MODELS[c.model].train_defaults
+        if c.optimizer is None:
+            c.optimizer = defaults.get("optimizer", DEFAULT_OPTIMIZER)
         if c.optimizer not in OPTIMIZERS:
             raise ValueError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
         if c.schedule not in SCHEDULES:
             raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}")
         if c.device not in ("auto", "cpu", "cuda") and not c.device.startswith("cuda:"):
             raise ValueError("--device must be auto, cpu or cuda")
-        c.lr = DEFAULT_LR[c.optimizer] if c.lr is None else float(c.lr)
+        if c.lr is None:
+            own = c.optimizer == defaults.get("optimizer", DEFAULT_OPTIMIZER) and "lr" in defaults
+            c.lr = defaults["lr"] if own else DEFAULT_LR[c.optimizer]
+        c.lr = float(c.lr)
         if c.positions_per_game is None and c.head in ("value", "both"):
             c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
         for name in ("epochs", "batch_size", "log_every", "checkpoint_every"):
@@ -89,6 +98,8 @@ class TrainConfig:
             raise ValueError("--max-steps must be >= 1")
         if c.max_minutes is not None and not (c.max_minutes > 0 and math.isfinite(c.max_minutes)):
             raise ValueError(f"--max-minutes must be a positive number of minutes, not {c.max_minutes}")
+        if c.compile in ("", "none"):
+            c.compile = None
         if c.workers < 0:
             raise ValueError("--workers must be >= 0")
         if c.dist_timeout <= 0:

@@ -115,10 +115,15 @@ class Trainer:
             raise ValueError(f"square boards only, the data is {h}x{w}")
         self.board_size = h
         self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams).to(self.device)
+        self.channels_last = cfg.channels_last if cfg.channels_last is not None else self.device.type == "cuda"
+        if self.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
         self.net = self.model
         if self.world > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        if cfg.compile:  # the training forward only: validation and the agent use the plain module
+            self.net = torch.compile(self.net, backend=cfg.compile)
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         use_scaler = self.amp and self.device.type == "cuda" and self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
@@ -197,7 +202,7 @@ class Trainer:
                      "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
             "model": {"name": self.cfg.model, "head": self.cfg.head, "hparams": self.cfg.hparams,
                       "parameters": count_parameters(self.model)},
-            "device": str(self.device), "amp": self.amp,
+            "device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
             "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
             "world_size": self.world, "schedule_horizon_steps": self.horizon,
             "command": sys.argv if sys.argv and "gotk" in os.path.basename(sys.argv[0]) else None,
@@ -281,6 +286,8 @@ class Trainer:
         back-propagated is then scaled so that DDP's gradient average is the mean over all those rows."""
         dev = self.device
         x = batch["features"].to(dev, non_blocking=True)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         y = batch["label"].to(dev, non_blocking=True).long()
         with self._autocast():
             p, v = self.net(x)
