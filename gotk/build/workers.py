@@ -41,6 +41,9 @@ from gotk.shards.gameid import game_id
 from gotk.storage import Storage, join
 
 UNIT_META_KEY = b"gotk_unit"
+# version of the scan file layout (SCAN_SCHEMA + the stats under UNIT_META_KEY): part of every unit digest, so a
+# resumed run never reuses a scan file written in another layout (it is redone instead)
+SCAN_VERSION = 2
 
 #: One row per candidate game: ``path``, every games.parquet column but ``split``/``positions`` (see
 #: gotk.shards.manifest.GAMES_SCHEMA), then ``rows`` and the compact record the encoder replays.
@@ -110,7 +113,7 @@ class ShardOptions:
 def unit_digest(items: list[tuple[str, str, str, bytes]], scan_options: ScanOptions) -> str:
     """Identity of a unit's inputs and the scan options that shape its result (reuse on ``--resume``)."""
     h = hashlib.blake2b(digest_size=16)
-    h.update(json.dumps(scan_options.key(), sort_keys=True).encode())
+    h.update(json.dumps([SCAN_VERSION, scan_options.key()], sort_keys=True).encode())
     for path, archive, member, data in items:
         h.update(f"{path}\0{archive}\0{member}\0{len(data)}\0".encode())
         h.update(data)
