@@ -203,6 +203,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     t0 = time.perf_counter()
     skipped: Counter = Counter()
     partial: Counter = Counter()
+    warnings: Counter = Counter()
     examples: dict[str, str] = {}
     games_read = 0
     reader: Counter = Counter()  # inputs / games per SGF reader path (compiled or sgfmill)
@@ -229,6 +230,9 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
                 skip(rec.reason, place, str(rec))
                 continue
             meta = normalise_record(rec, bots)
+            if rec.warnings:  # the reader's fallbacks (charset_mismatch) join the metadata warnings
+                meta["warnings"] = ",".join(sorted({*(meta["warnings"] or "").split(","), *rec.warnings} - {""}))
+                examples.setdefault(f"warning:{rec.warnings[0]}", place)
             if meta["warnings"]:
                 warnings.update(meta["warnings"].split(","))
             if rec.size != size:
@@ -288,6 +292,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         "candidates": len(cols["game_id"]),
         "skipped": dict(sorted(skipped.items())),
         "partial": dict(sorted(partial.items())),
+        "warnings": dict(sorted(warnings.items())),
         "examples": dict(sorted(examples.items())),
         "warnings": dict(sorted(warnings.items())),
         "filtered_where": dict(sorted(filtered_where.items())),
