@@ -51,7 +51,7 @@ from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.shards.card import write_card
-from gotk.sources.archives import Skip, archive_stem, is_archive, iter_sources
+from gotk.sources.archives import Skip, archive_stem, escape_name, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
@@ -306,7 +306,7 @@ class EncodeRun:
                     self.inputs_skipped[item.reason] += 1
                     self.planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
                     continue
-                batch.append((str(f), item.archive, item.member, item.data))
+                batch.append((escape_name(str(f)), item.archive, item.member, item.data))
                 if len(batch) >= self.unit_size:
                     self.read_s += time.perf_counter() - t
                     yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))
