@@ -182,6 +182,17 @@ def eval_cmd(
             report["calibration_plot"] = str(plot_calibration(report, target))
         except OSError as e:
             _fail(f"--plot {target}: {e}")
-    typer.echo(json.dumps(report, indent=2) if as_json else format_report(report))
+    typer.echo(json.dumps(_json_safe(report), indent=2, allow_nan=False) if as_json else format_report(report))
     if report.get("calibration_plot") and not as_json:
         typer.echo(f"calibration plot: {report['calibration_plot']}")
+
+
+def _json_safe(obj):
+    """``obj`` with every NaN or infinite float as null: ``--json`` output is always valid JSON."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
