@@ -55,7 +55,8 @@ def encode_cmd(
 ) -> None:
     """Replay and encode SGF games into Parquet shards: split by game, deduplicated, deterministic.
 
-    Exit code: 0 on success; 1 when no game was kept; 2 for bad options (including --executor dask
+    Exit code: 0 on success; 1 when no game was kept or the output could not be written (a full disk:
+    one line, finished parts kept for --resume); 2 for bad options (including --executor dask
     without dask installed) or an output folder that is not empty (without --resume) or holds a
     different run, or a URL --out that cannot be used (package, bucket or credentials missing).
     """
@@ -75,6 +76,8 @@ def encode_cmd(
                            storage_options=parse_key_values(storage_option, "--storage-option"))
     except EncodeError as e:
         _fail(str(e), e.exit_code)
+    except OSError as e:  # a full disk, a file-size limit, a lost mount: the work done so far stays resumable
+        _fail(f"writing {out}: {e.strerror or e}; finished parts are kept, rerun with --resume once fixed", 1)
     run = m.get("run", {})
     if as_json:
         typer.echo(json.dumps(m, indent=2))
