@@ -85,6 +85,7 @@ class EncodeOptions:
     max_member_bytes: int = MAX_SGF_BYTES
     where: str | None = None  # gotk.build.filters expression over the games table
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
+    max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
 
     def validate(self) -> list[tuple[str, float]]:
         from gotk.build.filters import WhereError, compile_where
@@ -100,8 +101,8 @@ class EncodeOptions:
             raise EncodeError("bad_where", str(e)) from e
         except ValueError as e:
             raise EncodeError("bad_option", str(e)) from e
-        if self.shard_rows < 1 or self.row_group_rows < 1 or self.skip_first < 0:
-            raise EncodeError("bad_option", "--shard-rows must be ≥ 1 and --skip-first ≥ 0")
+        if self.shard_rows < 1 or self.row_group_rows < 1 or self.skip_first < 0 or self.max_moves < 0:
+            raise EncodeError("bad_option", "--shard-rows must be ≥ 1, --skip-first and --max-moves ≥ 0")
         return splits
 
     def bot_patterns(self) -> tuple[str, ...]:
@@ -278,7 +279,8 @@ class EncodeRun:
             work_dir=abs_work, board_size=opts.board_size,
             min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None, no_handicap=opts.no_handicap,
             include_passes=opts.include_passes, skip_first=opts.skip_first, drop_partial=opts.drop_partial,
-            where=opts.where or None, bot_patterns=opts.bot_patterns(), storage_options=remote)
+            where=opts.where or None, bot_patterns=opts.bot_patterns(), max_moves=opts.max_moves,
+            storage_options=remote)
         self.shard_opts = W.ShardOptions(
             encoder=opts.encoder, encoder_options=opts.encoder_options, board_size=opts.board_size,
             include_passes=opts.include_passes, skip_first=opts.skip_first, work_dir=abs_work, out_dir=abs_out,
