@@ -160,8 +160,10 @@ def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]
     return {"options": asdict(opts), "encoder": encoder_desc, "sources": sources}
 
 
-def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None) -> bool:
-    """Check/create the output folder. Returns True when a finished identical dataset is there."""
+def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None,
+                     damaged: list | None = None) -> bool:
+    """Check/create the output folder. Returns True when a finished identical dataset is there and every file
+    it lists is intact (size, sha256, rows); a damaged one is appended to ``damaged`` and the run is redone."""
     st = st if st is not None else Storage.for_url(out)
     work = join(out, M.WORK_NAME)
     if st.exists(out) and not st.isdir(out):
@@ -180,7 +182,16 @@ def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | 
             m = json.loads(st.read_text(manifest_file))
             previous = {"options": m.get("options"), "encoder": m.get("encoder"), "sources": m.get("sources")}
             if previous == json.loads(json.dumps(record)):
-                return True
+                try:
+                    problems = M.verify_dataset(out, st.storage_options, m)["problems"]
+                except (KeyError, TypeError, ValueError, OSError) as e:
+                    problems = [{"file": M.MANIFEST_NAME, "problem": f"unreadable: {e}"}]
+                if not problems:
+                    return True
+                if damaged is not None:
+                    damaged.extend(problems)
+                st.rm(manifest_file)  # redo the run: the same sources and options give the same bytes
+                previous = json.loads(json.dumps(record))
         else:
             raise EncodeError("out_not_resumable", f"{out} holds no interrupted gotk encode run (no "
                               f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
@@ -270,7 +281,8 @@ class EncodeRun:
             raise EncodeError("missing_source", f"no such file or folder: {', '.join(missing)}")
         self.source_entries = source_entries(self.files)
         record = _options_record(opts, self.desc, self.source_entries)
-        self.already_complete = _prepare_out_dir(self.out, resume, record, st)
+        self.damaged: list[dict] = []
+        self.already_complete = _prepare_out_dir(self.out, resume, record, st, self.damaged)
         self.work = work = join(self.out, M.WORK_NAME)
         abs_work, abs_out = ((str(work), str(self.out)) if not st.is_local
                              else (str(work.absolute()), str(self.out.absolute())))
@@ -480,6 +492,7 @@ class EncodeRun:
             "units": self.counts["units"], "units_reused": self.counts["units_reused"],
             "shards_reused": self.counts["shards_reused"], "sgf_reader": path_counts(self.reader),
             "filtered_where": dict(sorted(planner.filtered_where.items())),  # --where: first failed term → games
+            "damaged_redone": self.damaged,  # files of a finished dataset that --resume found damaged
             # peak resident memory: of this process, and the largest of any work unit's process (with one
             # local worker the units run in this process; elsewhere, in the pool or cluster workers)
             "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": self.worker_rss},

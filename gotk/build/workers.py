@@ -34,6 +34,7 @@ import pyarrow as pa
 from gotk.build.splits import passes_min_rank
 from gotk.encoders.base import kept_mask
 from gotk.errors import GotkError
+from gotk.hashing import sha256_stream
 from gotk.sgf.record import GameRecord, value_targets
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -242,7 +243,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
                 skip("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}")
                 continue
             if options.max_moves and rec.num_moves > options.max_moves:
-                skip("too_long", where, f"{rec.num_moves} moves, over --max-moves {options.max_moves}")
+                skip("too_long", place, f"{rec.num_moves} moves, over --max-moves {options.max_moves}")
                 continue
             if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
                 skip("filtered_handicap", place, f"handicap {rec.handicap}")
@@ -507,7 +508,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
 
 
 def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
-    """The entry of a shard finished by an earlier run with the same plan, or None."""
+    """The entry of a shard finished by an earlier run with the same plan, or None (then it is encoded
+    again): the file must still have the size and sha256 its done-record wrote (a damaged shard is redone)."""
     st = options.storage()
     done = shard_done_path(options.work_dir, spec["split"], spec["index"])
     try:
@@ -516,6 +518,13 @@ def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
         return None
     path = join(options.out_dir, spec["file"])
     if rec.get("digest") != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
+        return None
+    src = st.open_input(path)
+    try:
+        with open(src, "rb") if isinstance(src, str) else src as f:
+            if sha256_stream(f)[0] != rec.get("sha256"):
+                return None
+    except OSError:
         return None
     return {k: rec[k] for k in ("file", "rows", "bytes", "sha256")}
 

@@ -87,6 +87,8 @@ def encode_cmd(
     else:
         for line in summary_lines(m):
             typer.echo(line)
+        for d in run.get("damaged_redone", []):
+            typer.echo(f"--resume: {d['file']} was damaged ({d['problem']}): the dataset was written again", err=True)
         if run.get("already_complete"):
             typer.echo(f"\n{out}: already complete (same sources and options); nothing to do")
         elif run:

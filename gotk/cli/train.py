@@ -104,6 +104,9 @@ def train_cmd(
     except (ValueError, FileNotFoundError, FileExistsError, StorageError) as e:
         _fail(str(e))
         return
+    except OSError as e:  # a shard page whose CRC-32 fails (bit rot), an unreadable file, a full disk
+        _fail(f"reading or writing the data failed: {e} (gotk inspect --verify {data} checks every shard)", 1)
+        return
     except RuntimeError as e:  # under torchrun: a collective failed (a rank died, or --dist-timeout passed)
         if not launched_distributed():
             raise
@@ -171,6 +174,9 @@ def eval_cmd(
                           batch_size=batch_size, progress=not as_json, storage_options=opts, by=by)
     except (AgentError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
+        return
+    except OSError as e:  # a shard page whose CRC-32 fails (bit rot), an unreadable file
+        _fail(f"reading the data failed: {e} (gotk inspect --verify checks every shard)", 1)
         return
     if report["positions"] == 0:
         _fail("no positions to evaluate (empty split or no readable games)")

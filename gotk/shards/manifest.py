@@ -86,7 +86,7 @@ def read_games(folder: str | os.PathLike, storage_options: dict | None = None,
         raise ValueError(f"{folder} has no {GAMES_NAME}: not a complete gotk dataset")
     src = st.open_input(path)
     try:
-        table = pq.read_table(src, columns=columns)
+        table = pq.read_table(src, columns=columns, page_checksum_verification=True)
     finally:
         if not isinstance(src, str):
             src.close()
