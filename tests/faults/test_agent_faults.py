@@ -3,7 +3,6 @@ the model is built or any code runs, in bounded time and memory."""
 
 from __future__ import annotations
 
-import io
 import json
 import pickle
 import subprocess
