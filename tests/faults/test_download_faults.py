@@ -103,3 +103,23 @@ def test_hostile_server_is_one_failed_file(server, tmp_path, kind, reason):
     assert not (tmp_path / other).exists()
     part = tmp_path / (other + ".part")
     assert not part.exists() or part.stat().st_size <= 8 << 20
+
+
+@pytest.mark.parametrize("name", ["KGS-2017_01-19-733-.zip\n", "KGS-2017_01-19-733-.zip%0A",
+                                  "x/KGS-2017_01-19-733-.zip", "KGS-2017_01-19-733-.zip.html"])
+def test_listing_names_match_in_full(name):
+    """Issue 18 item 9: ``$`` matched before a trailing newline; the pattern now matches the whole name."""
+    from urllib.parse import unquote
+
+    assert parse_archive_name(unquote(name)) is None
+    assert parse_archive_name("KGS-2017_01-19-733-.zip") is not None
+
+
+def test_eval_json_is_valid_with_nan():
+    import json
+
+    from gotk.cli.train import _json_safe
+
+    text = json.dumps(_json_safe({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}}),
+                      allow_nan=False)
+    assert json.loads(text) == {"a": None, "b": [1.0, None], "c": {"d": None}}
