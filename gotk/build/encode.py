@@ -383,7 +383,8 @@ class EncodeRun:
         """A unit's scan: reused from an earlier run's scan file when its digest matches, else submitted."""
         if self.resume:
             stats = W.read_scan_stats(W.scan_path(self.work, unit.unit_id), self.storage)
-            if stats is not None and stats.get("digest") == unit.digest:
+            if (stats is not None and stats.get("digest") == unit.digest
+                    and W.scan_intact(self.work, unit.unit_id, self.storage)):
                 self.counts["units_reused"] += 1
                 return stats
         return self.executor.submit(W.scan_unit, unit, self.scan_opts)

@@ -34,7 +34,7 @@ import pyarrow as pa
 from gotk.build.splits import passes_min_rank
 from gotk.encoders.base import kept_mask
 from gotk.errors import GotkError
-from gotk.hashing import sha256_stream
+from gotk.hashing import sha256_bytes, sha256_stream
 from gotk.sgf.record import GameRecord, value_targets
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -127,6 +127,20 @@ def unit_digest(items: list[tuple[str, str, str, bytes]], scan_options: ScanOpti
 
 def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
     return join(work_dir, "scan", f"unit-{unit_id:05d}.arrow")
+
+
+def scan_sum_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
+    """The sha256 of a finished scan file, written after it: ``--resume`` reuses a scan only when it matches."""
+    return join(work_dir, "scan", f"unit-{unit_id:05d}.sha256")
+
+
+def scan_intact(work_dir: str | os.PathLike, unit_id: int, storage: Storage) -> bool:
+    """Whether the scan file of ``unit_id`` is whole: its bytes hash to the sum written beside it."""
+    try:
+        expected = storage.read_text(scan_sum_path(work_dir, unit_id)).strip()
+        return sha256_bytes(storage.read_bytes(scan_path(work_dir, unit_id))) == expected
+    except (OSError, ValueError):
+        return False
 
 
 def _open_scan(path: str | os.PathLike, storage: Storage | None) -> pa.ipc.RecordBatchFileReader:
@@ -309,7 +323,10 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
-    options.storage().write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), sink.getvalue())
+    blob = sink.getvalue()
+    st = options.storage()
+    st.write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), blob)
+    st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), sha256_bytes(blob))
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}

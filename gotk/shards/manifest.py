@@ -174,7 +174,7 @@ def summary_lines(m: dict) -> list[str]:
         for term, n in g["filtered_where"].items():
             lines.append(f"  {n:>8,}  {term}")
     if g.get("metadata_warnings"):
-        lines += ["", "metadata read as null (the games are kept) by reason:"]
+        lines += ["", "games kept with a warning (metadata read as null; charset_mismatch: a CA fallback) by reason:"]
         for reason, n in g["metadata_warnings"].items():
             lines.append(f"  {reason:<20} {n:>8,}")
     if g.get("partial_reasons"):

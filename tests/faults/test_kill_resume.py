@@ -30,3 +30,27 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, encode_source, encode_e
                              text=True, timeout=600)
         assert res.returncode == 0, res.stderr[-2000:]
         assert output_files(out) == encode_expected, f"trial {trial}"
+
+
+def test_resume_after_kill_redoes_damaged_scan_and_shard(tmp_path, encode_source, encode_expected):
+    """A killed run whose finished scan file and shard are then damaged (one flipped bit each): ``--resume``
+    does not reuse them (scan: the sha256 written beside it; shard: its done-record's sha256) — same bytes."""
+    import json
+
+    from tests.conftest import local_run_progressed
+
+    out = tmp_path / "out"
+    run_and_kill(encode_cmd(encode_source, out, "--workers", "2"), lambda: local_run_progressed(out))
+    scans = sorted((out / ".work" / "scan").glob("*.arrow"))
+    shards = [p for p in sorted(out.rglob("part-*.parquet"))]
+    assert scans and shards
+    for p in (scans[0], shards[0]):
+        raw = bytearray(p.read_bytes())
+        raw[len(raw) // 2] ^= 0x01
+        p.write_bytes(bytes(raw))
+    res = subprocess.run(encode_cmd(encode_source, out, "--workers", "2", "--resume", "--json"), capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    run = json.loads(res.stdout)["run"]
+    assert run["units_reused"] <= len(scans) - 1
+    assert output_files(out) == encode_expected
