@@ -62,7 +62,7 @@ def _hostile_inputs(folder: Path, real_games) -> dict[str, tuple[Path, str, str]
     for key, prop in {"ha": b"HA[3000000000]", "km": b"KM[1e300]", "neg_ha": b"HA[-99999999999]"}.items():
         p = folder / f"{key}.sgf"
         p.write_bytes(g.replace(b"GM[1]", b"GM[1]" + prop, 1))
-        out[key] = (p, "skipped", "bad_property" if key != "neg_ha" else "")
+        out[key] = (p, "skipped", "bad_property" if key == "ha" else "")
     p = folder / "latin.tar.gz"
     data = variant(g, 1)  # a new game (different id): its name must survive into games.parquet
     with tarfile.open(p, "w:gz") as tf:
@@ -80,16 +80,19 @@ def test_bad_headers_names_and_charsets_beside_good_archive(tmp_path, good_zip, 
     """Issue 18 items 1, 2, 5: one encode with every bad input beside the good archive completes; the good
     games' shards equal the reference except for the rows the new (kept) games add."""
     inputs = _hostile_inputs(tmp_path, real_games)
-    out = tmp_path / "out-props"  # (a negative handicap reads as 0, as before: a duplicate of a good game)
+    # a negative handicap reads as 0 and a huge komi as null komi + bad_komi (gotk.sgf.metadata), as before:
+    # both are then duplicates of a good game
+    out = tmp_path / "out-props"
     res = encode(out, good_zip, inputs["ha"][0], inputs["km"][0], inputs["neg_ha"][0])
     m = json.loads((out / "manifest.json").read_text())
-    assert m["games"]["skipped"] == {"bad_property": 2, "duplicate": 1}, res.stdout
+    assert m["games"]["skipped"] == {"bad_property": 1, "duplicate": 2}, res.stdout
+    assert m["games"]["metadata_warnings"].get("bad_komi") == 1
     assert data_files(out) == reference
 
     out = tmp_path / "out-names"
     encode(out, good_zip, inputs["latin"][0], inputs["utf16"][0])
     m = json.loads((out / "manifest.json").read_text())
-    assert m["games"]["warnings"] == {"charset_mismatch": 1}
+    assert m["games"]["metadata_warnings"].get("charset_mismatch") == 1
     import pyarrow.parquet as pq
 
     games = pq.read_table(out / "games.parquet").to_pylist()
@@ -97,6 +100,7 @@ def test_bad_headers_names_and_charsets_beside_good_archive(tmp_path, good_zip, 
     assert "caf\\xe9.sgf" in members
     utf16 = [g for g in games if g["black"].startswith("y")]
     assert utf16 and utf16[0]["result"] == "W+R", utf16  # the result survives a lying CA
+    assert "charset_mismatch" in utf16[0]["warnings"].split(",")
     assert sum(g["positions"] for g in games) == m["rows"]
 
 
