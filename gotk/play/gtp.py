@@ -35,14 +35,14 @@ _VERTEX = re.compile(r"^[A-Za-z][0-9]{1,3}$")
 _MAX_GTP_SIZE = coords.MAX_SIZE
 
 
-#: Longest input line kept (bytes): a longer one is read through and answered ``? line too long``, so an
-#: endless line costs no more memory than this.
+#: Longest input line kept (bytes): a longer one is cut to this (the rest is read through and dropped), so
+#: an endless line costs no more memory than this and is still answered once.
 MAX_LINE_BYTES = 1 << 20
 
 
 def read_lines(inp: BinaryIO, limit: int = MAX_LINE_BYTES):
     """Lines of binary ``inp`` decoded as UTF-8 (bad bytes replaced); a line over ``limit`` bytes is read to its
-    end in pieces and yielded as ``None``."""
+    end in pieces and yields only its first ``limit`` bytes."""
     while True:
         line = inp.readline(limit + 1)
         if not line:
@@ -50,8 +50,7 @@ def read_lines(inp: BinaryIO, limit: int = MAX_LINE_BYTES):
         if len(line) > limit and not line.endswith(b"\n"):
             while (rest := inp.readline(limit + 1)) and not rest.endswith(b"\n"):
                 pass
-            yield None
-            continue
+            line = line[:limit]
         yield line.decode("utf-8", "replace")
 
 
@@ -155,7 +154,7 @@ class GtpEngine:
     def serve(self, lines: Iterable[str], write: Callable[[str], None], flush: Callable[[], None]) -> None:
         """Answer ``lines`` until ``quit`` or their end."""
         for raw in lines:
-            answer = self.handle(raw) if raw is not None else "? line too long\n\n"
+            answer = self.handle(raw)
             if answer is None:
                 continue
             write(answer)

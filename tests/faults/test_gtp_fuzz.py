@@ -1,5 +1,5 @@
 """GTP input fuzz: random bytes, NUL, invalid UTF-8, 1 MB and longer lines — every command line is answered
-exactly once, the engine never dies, and memory stays bounded."""
+exactly once, the engine never dies, and memory stays bounded (through ``gotk gtp``, the analysing engine)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_stdio_fuzz_every_line_answered():
     rng = random.Random(18)
     lines = [b"boardsize 9", b"play b \xff\xfe", b"genmove \x00w", b"\x00\x00\x00", b"komi 1e309",
              b"play w " + b"A" * (1 << 20),  # a 1 MB line: kept, answered
-             b"x" * (3 << 20),  # over the 1 MiB cap: read through, answered "line too long"
+             b"x" * (3 << 20),  # over the 1 MiB cap: cut to 1 MiB (the rest read through), answered once
              b"\xc3\x28 \xa0\xa1", b"fixed_handicap 99999999999999999999", b"genmove b"]
     lines += [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200))).replace(b"\n", b" ")
               for _ in range(300)]
@@ -57,5 +57,4 @@ def test_stdio_fuzz_every_line_answered():
     expected = sum(1 for raw in lines if preprocess(raw.decode("utf-8", "replace")))
     assert len(answers) == expected
     assert all(a[0] in "=?" for a in answers)
-    assert any("line too long" in a for a in answers)
     assert int(res.stderr.decode().rsplit("@@", 1)[1]) < 1 << 20  # ru_maxrss in KiB: under 1 GiB
