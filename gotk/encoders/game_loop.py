@@ -170,12 +170,13 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
 
 
 def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
-                         skip_first: int = 0, chunk_moves: int = 4096):
+                         skip_first: int = 0, chunk_moves: int = 4096, state_maker=None):
     """:func:`encode_record` in pieces of at most ``chunk_moves`` main-line moves: yields
     :class:`EncodedGame` pieces whose rows, concatenated, are exactly ``encode_record``'s (``move_numbers``
     absolute; the last piece carries ``moves_replayed`` and ``error``). The compiled loop keeps all of the
-    game's state in the engine arrays, so calling it on successive slices of the moves continues the same
-    replay: memory is one piece's planes, whatever the game's length."""
+    game's state in the engine arrays (and a ``state_maker`` fill's per-game state, made once here and passed
+    to every piece), so calling it on successive slices of the moves continues the same replay: memory is one
+    piece's planes, whatever the game's length."""
     from gotk.game.replay import initial_state
 
     state = initial_state(record)
@@ -185,7 +186,8 @@ def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include
     colors = np.ascontiguousarray(record.colors, dtype=np.int64)
     skip_first = max(0, int(skip_first))
     chunk_moves = max(1, int(chunk_moves))
-    loop = game_loop_for(fill)
+    loop = game_loop_for(fill, state_maker is not None)
+    extra = (state_maker(n),) if state_maker is not None else ()
     total = len(points)
     a = 0
     while True:
@@ -200,7 +202,7 @@ def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include
         rows, replayed, status = loop(out, labels, move_numbers, to_play, state.board, state.head, state.nxt,
                                       state.libs, state.ssize, state.placed, state.mark, state.meta, state.hashv,
                                       state.nbr, state.diag, state.zob, cols, pts, state.rules.suicide,
-                                      bool(include_passes), first)
+                                      bool(include_passes), first, *extra)
         rows, replayed, status = int(rows), a + int(replayed), int(status)
         move_numbers[:rows] += a
         last = status != 0 or b >= total
@@ -249,5 +251,8 @@ class FillEncoder(Encoder):
         if record.size != self.board_size:
             raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
                              f"the game is {record.size}x{record.size}")
+        if self.game_fill is not None:
+            return encode_record_chunks(self.game_fill, self.num_planes, self.np_dtype, record, include_passes,
+                                        skip_first, chunk_moves, self.state_maker)
         return encode_record_chunks(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
                                     chunk_moves)

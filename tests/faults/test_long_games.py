@@ -14,7 +14,7 @@ from gotk.sgf.reader import read_sgf
 from .hostile import long_game
 
 
-@pytest.mark.parametrize("encoder", ["oneplane", "sevenplane"])  # alphago: the slow test below
+@pytest.mark.parametrize("encoder", ["oneplane", "sevenplane", "alphago"])
 @pytest.mark.parametrize("include_passes,skip_first", [(False, 0), (True, 1500)])
 def test_chunks_give_the_same_rows(encoder, include_passes, skip_first):
     rec = read_sgf(long_game(3))[0]
