@@ -36,8 +36,9 @@ def encode(out: Path, *sources, extra=(), check=True, **kw) -> subprocess.Comple
 
 
 def data_files(out: Path) -> dict[str, bytes]:
-    """What the good games produce: shards and games.parquet (the manifest also lists sources and counts)."""
-    return {k: v for k, v in output_files(out).items() if k != "manifest.json"}
+    """What the good games produce: shards and games.parquet (the manifest and the dataset card README.md also
+    list sources and counts)."""
+    return {k: v for k, v in output_files(out).items() if k not in ("manifest.json", "README.md")}
 
 
 @pytest.fixture(scope="module")
