@@ -21,7 +21,12 @@ class SGFError(GotkError):
     """The bytes are not a usable SGF game record.
 
     Reasons: ``empty``, ``too_large``, ``parse_error``, ``bad_size``, ``bad_setup``, ``bad_move``,
-    ``not_sgf``, ``too_short``.
+    ``not_sgf``, ``too_short``, ``bad_property`` (a numeric property out of range: ``HA``),
+    ``too_long`` (more moves than the encode's ``--max-moves``).
+
+    Warnings (the game is kept; runs count them with the metadata warnings of :mod:`gotk.sgf.metadata`,
+    and games.parquet's ``warnings`` column lists them): ``charset_mismatch`` (the declared ``CA`` did
+    not decode a value, or cannot be the file's charset: the value was read as if no ``CA`` were given).
     """
 
 
@@ -33,4 +38,9 @@ class IllegalMoveError(GotkError):
 
 
 class SourceError(GotkError):
-    """A path or archive that cannot be read (``missing``, ``bad_archive``, ``member_too_large``)."""
+    """A path or archive that cannot be read.
+
+    Reasons (archive members, :mod:`gotk.sources.archives`): ``missing``, ``unreadable``, ``too_large``,
+    ``bad_archive``, ``member_too_large`` (over the byte cap: by its header, or while it streams),
+    ``not_sgf``, ``not_regular`` (a link, device or fifo member), ``nested_archive``.
+    """

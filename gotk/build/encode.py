@@ -51,7 +51,7 @@ from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.shards.card import write_card
-from gotk.sources.archives import Skip, archive_stem, is_archive, iter_sources
+from gotk.sources.archives import Skip, archive_stem, escape_name, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
@@ -85,6 +85,7 @@ class EncodeOptions:
     max_member_bytes: int = MAX_SGF_BYTES
     where: str | None = None  # gotk.build.filters expression over the games table
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
+    max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
 
     def validate(self) -> list[tuple[str, float]]:
         from gotk.build.filters import WhereError, compile_where
@@ -100,8 +101,8 @@ class EncodeOptions:
             raise EncodeError("bad_where", str(e)) from e
         except ValueError as e:
             raise EncodeError("bad_option", str(e)) from e
-        if self.shard_rows < 1 or self.row_group_rows < 1 or self.skip_first < 0:
-            raise EncodeError("bad_option", "--shard-rows must be ≥ 1 and --skip-first ≥ 0")
+        if self.shard_rows < 1 or self.row_group_rows < 1 or self.skip_first < 0 or self.max_moves < 0:
+            raise EncodeError("bad_option", "--shard-rows must be ≥ 1, --skip-first and --max-moves ≥ 0")
         return splits
 
     def bot_patterns(self) -> tuple[str, ...]:
@@ -159,8 +160,10 @@ def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]
     return {"options": asdict(opts), "encoder": encoder_desc, "sources": sources}
 
 
-def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None) -> bool:
-    """Check/create the output folder. Returns True when a finished identical dataset is there."""
+def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None,
+                     damaged: list | None = None) -> bool:
+    """Check/create the output folder. Returns True when a finished identical dataset is there and every file
+    it lists is intact (size, sha256, rows); a damaged one is appended to ``damaged`` and the run is redone."""
     st = st if st is not None else Storage.for_url(out)
     work = join(out, M.WORK_NAME)
     if st.exists(out) and not st.isdir(out):
@@ -179,7 +182,16 @@ def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | 
             m = json.loads(st.read_text(manifest_file))
             previous = {"options": m.get("options"), "encoder": m.get("encoder"), "sources": m.get("sources")}
             if previous == json.loads(json.dumps(record)):
-                return True
+                try:
+                    problems = M.verify_dataset(out, st.storage_options, m)["problems"]
+                except (KeyError, TypeError, ValueError, OSError) as e:
+                    problems = [{"file": M.MANIFEST_NAME, "problem": f"unreadable: {e}"}]
+                if not problems:
+                    return True
+                if damaged is not None:
+                    damaged.extend(problems)
+                st.rm(manifest_file)  # redo the run: the same sources and options give the same bytes
+                previous = json.loads(json.dumps(record))
         else:
             raise EncodeError("out_not_resumable", f"{out} holds no interrupted gotk encode run (no "
                               f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
@@ -269,7 +281,8 @@ class EncodeRun:
             raise EncodeError("missing_source", f"no such file or folder: {', '.join(missing)}")
         self.source_entries = source_entries(self.files)
         record = _options_record(opts, self.desc, self.source_entries)
-        self.already_complete = _prepare_out_dir(self.out, resume, record, st)
+        self.damaged: list[dict] = []
+        self.already_complete = _prepare_out_dir(self.out, resume, record, st, self.damaged)
         self.work = work = join(self.out, M.WORK_NAME)
         abs_work, abs_out = ((str(work), str(self.out)) if not st.is_local
                              else (str(work.absolute()), str(self.out.absolute())))
@@ -278,7 +291,8 @@ class EncodeRun:
             work_dir=abs_work, board_size=opts.board_size,
             min_rank=parse_min_rank(opts.min_rank) if opts.min_rank else None, no_handicap=opts.no_handicap,
             include_passes=opts.include_passes, skip_first=opts.skip_first, drop_partial=opts.drop_partial,
-            where=opts.where or None, bot_patterns=opts.bot_patterns(), storage_options=remote)
+            where=opts.where or None, bot_patterns=opts.bot_patterns(), max_moves=opts.max_moves,
+            storage_options=remote)
         self.shard_opts = W.ShardOptions(
             encoder=opts.encoder, encoder_options=opts.encoder_options, board_size=opts.board_size,
             include_passes=opts.include_passes, skip_first=opts.skip_first, work_dir=abs_work, out_dir=abs_out,
@@ -306,7 +320,7 @@ class EncodeRun:
                     self.inputs_skipped[item.reason] += 1
                     self.planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
                     continue
-                batch.append((str(f), item.archive, item.member, item.data))
+                batch.append((escape_name(str(f)), item.archive, item.member, item.data))
                 if len(batch) >= self.unit_size:
                     self.read_s += time.perf_counter() - t
                     yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))
@@ -369,7 +383,8 @@ class EncodeRun:
         """A unit's scan: reused from an earlier run's scan file when its digest matches, else submitted."""
         if self.resume:
             stats = W.read_scan_stats(W.scan_path(self.work, unit.unit_id), self.storage)
-            if stats is not None and stats.get("digest") == unit.digest:
+            if (stats is not None and stats.get("digest") == unit.digest
+                    and W.scan_intact(self.work, unit.unit_id, self.storage)):
                 self.counts["units_reused"] += 1
                 return stats
         return self.executor.submit(W.scan_unit, unit, self.scan_opts)
@@ -478,6 +493,7 @@ class EncodeRun:
             "units": self.counts["units"], "units_reused": self.counts["units_reused"],
             "shards_reused": self.counts["shards_reused"], "sgf_reader": path_counts(self.reader),
             "filtered_where": dict(sorted(planner.filtered_where.items())),  # --where: first failed term → games
+            "damaged_redone": self.damaged,  # files of a finished dataset that --resume found damaged
             # peak resident memory: of this process, and the largest of any work unit's process (with one
             # local worker the units run in this process; elsewhere, in the pool or cluster workers)
             "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": self.worker_rss},

@@ -63,6 +63,23 @@ class _Inline:
         pass
 
 
+def _die_with_parent(parent: int) -> None:
+    """Pool worker initializer (Linux): the kernel sends SIGKILL to this worker when the process that
+    forked it dies, so killing only the parent of ``encode --workers N`` leaves no orphan workers."""
+    import ctypes
+    import signal
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+    if os.getppid() != parent:  # the parent died before the line above ran
+        os._exit(1)
+
+
 class LocalExecutor:
     """``workers`` ≤ 1: inline; otherwise a process pool (``fork`` where available)."""
 
@@ -76,7 +93,8 @@ class LocalExecutor:
             import multiprocessing as mp
 
             ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_die_with_parent,
+                                             initargs=(os.getpid(),))
 
     def start(self) -> None:
         """Start (fork) the workers now, before any progress-bar thread exists."""

@@ -90,6 +90,9 @@ def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None, where:
                 rep.skip(rec.reason, place, str(rec))
                 continue
             meta = normalise_record(rec, bots)
+            if rec.warnings:  # the reader's fallbacks (charset_mismatch) join the metadata warnings
+                meta["warnings"] = ",".join(sorted({*(meta["warnings"] or "").split(","), *rec.warnings} - {""}))
+                rep.examples.setdefault(f"warning:{rec.warnings[0]}", place)
             if meta["warnings"]:
                 rep.metadata_warnings.update(meta["warnings"].split(","))
             if w is not None:

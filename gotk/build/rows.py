@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 
@@ -44,17 +45,23 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
             if rec.size != encoder.board_size:
                 stats["skipped"] = stats.get("skipped", 0) + 1
                 continue
-            enc = encoder.encode_game(rec)
-            stats["games"] = stats.get("games", 0) + 1
-            if len(enc) == 0:
+            try:  # a long game comes in bounded pieces (the same rows as encode_game)
+                pieces = encoder.encode_game_chunks(rec, chunk_moves=max(256, batch_size))
+                first = next(pieces)
+            except GotkError:  # unusable setup stones: counted and skipped
+                stats["skipped"] = stats.get("skipped", 0) + 1
                 continue
-            value = value_targets(rec.result.winner, enc.to_play)
+            stats["games"] = stats.get("games", 0) + 1
             ranks = [rank_value(rec.black_rank), rank_value(rec.white_rank)]
             b, w = (np.nan if r is None else float(r) for r in ranks)
-            buf.append((enc.features, enc.labels, value, enc.move_numbers, np.where(enc.to_play == 1, b, w)))
-            held += len(enc)
-            if held >= batch_size:
-                yield flush()
-                buf, held = [], 0
+            for enc in itertools.chain([first], pieces):
+                if len(enc) == 0:
+                    continue
+                value = value_targets(rec.result.winner, enc.to_play)
+                buf.append((enc.features, enc.labels, value, enc.move_numbers, np.where(enc.to_play == 1, b, w)))
+                held += len(enc)
+                if held >= batch_size:
+                    yield flush()
+                    buf, held = [], 0
     if buf:
         yield flush()

@@ -34,6 +34,7 @@ import pyarrow as pa
 from gotk.build.splits import passes_min_rank
 from gotk.encoders.base import kept_mask
 from gotk.errors import GotkError
+from gotk.hashing import sha256_bytes, sha256_stream
 from gotk.sgf.record import GameRecord, value_targets
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -44,6 +45,9 @@ UNIT_META_KEY = b"gotk_unit"
 # version of the scan file layout (SCAN_SCHEMA + the stats under UNIT_META_KEY): part of every unit digest, so a
 # resumed run never reuses a scan file written in another layout (it is redone instead)
 SCAN_VERSION = 2
+#: Games with more main-line moves are skipped as ``too_long`` (``gotk encode --max-moves``): real games
+#: have a few hundred; a hostile file under the byte cap can hold over a million.
+DEFAULT_MAX_MOVES = 10_000
 
 #: One row per candidate game: ``path``, every games.parquet column but ``split``/``positions`` (see
 #: gotk.shards.manifest.GAMES_SCHEMA), then ``rows`` and the compact record the encoder replays.
@@ -80,12 +84,13 @@ class ScanOptions:
     drop_partial: bool = False
     where: str | None = None  # a gotk.build.filters expression over the games table
     bot_patterns: tuple[str, ...] | None = None  # gotk.sgf.metadata.BotList patterns (None: the default list)
+    max_moves: int = DEFAULT_MAX_MOVES
     storage_options: dict | None = None
 
     def key(self) -> dict:
         """The options that change a unit's result (not the paths of the run)."""
         return {k: getattr(self, k) for k in ("board_size", "min_rank", "no_handicap", "include_passes",
-                                               "skip_first", "drop_partial", "where", "bot_patterns")}
+                                               "skip_first", "drop_partial", "where", "bot_patterns", "max_moves")}
 
     def storage(self) -> Storage:
         return Storage.for_url(self.work_dir, self.storage_options)
@@ -122,6 +127,20 @@ def unit_digest(items: list[tuple[str, str, str, bytes]], scan_options: ScanOpti
 
 def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
     return join(work_dir, "scan", f"unit-{unit_id:05d}.arrow")
+
+
+def scan_sum_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
+    """The sha256 of a finished scan file, written after it: ``--resume`` reuses a scan only when it matches."""
+    return join(work_dir, "scan", f"unit-{unit_id:05d}.sha256")
+
+
+def scan_intact(work_dir: str | os.PathLike, unit_id: int, storage: Storage) -> bool:
+    """Whether the scan file of ``unit_id`` is whole: its bytes hash to the sum written beside it."""
+    try:
+        expected = storage.read_text(scan_sum_path(work_dir, unit_id)).strip()
+        return sha256_bytes(storage.read_bytes(scan_path(work_dir, unit_id))) == expected
+    except (OSError, ValueError):
+        return False
 
 
 def _open_scan(path: str | os.PathLike, storage: Storage | None) -> pa.ipc.RecordBatchFileReader:
@@ -229,10 +248,16 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
                 skip(rec.reason, place, str(rec))
                 continue
             meta = normalise_record(rec, bots)
+            if rec.warnings:  # the reader's fallbacks (charset_mismatch) join the metadata warnings
+                meta["warnings"] = ",".join(sorted({*(meta["warnings"] or "").split(","), *rec.warnings} - {""}))
+                examples.setdefault(f"warning:{rec.warnings[0]}", place)
             if meta["warnings"]:
                 warnings.update(meta["warnings"].split(","))
             if rec.size != size:
                 skip("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}")
+                continue
+            if options.max_moves and rec.num_moves > options.max_moves:
+                skip("too_long", place, f"{rec.num_moves} moves, over --max-moves {options.max_moves}")
                 continue
             if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
                 skip("filtered_handicap", place, f"handicap {rec.handicap}")
@@ -298,7 +323,10 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
-    options.storage().write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), sink.getvalue())
+    blob = sink.getvalue()
+    st = options.storage()
+    st.write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), blob)
+    st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), sha256_bytes(blob))
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -434,6 +462,28 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
                                       cols["label"][:pos], cols["value"][:pos]))
         t_write += time.perf_counter() - t
 
+    def put(eg, a: int, b: int, winner, gid: str) -> None:
+        """Rows ``a:b`` of the encoded piece ``eg`` into the batch (flushed first when full)."""
+        nonlocal pos, remaining
+        k = b - a
+        if pos + k > len(cols["label"]):
+            flush()
+            new_batch(k)
+        sl = slice(pos, pos + k)
+        feats = eg.features[a:b].reshape(k, -1)
+        cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
+        cols["move"][sl] = eg.move_numbers[a:b]
+        tp = eg.to_play[a:b]
+        cols["tp"][sl] = tp
+        cols["label"][sl] = eg.labels[a:b]
+        cols["value"][sl] = value_targets(winner, tp)
+        cols["gidx"][sl] = len(gids)
+        gids.append(gid)
+        pos += k
+        remaining -= k
+
+    # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
+    chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
     try:
         unit_id_now, unit = None, None
         new_batch(0)
@@ -442,28 +492,21 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
                 unit = _UnitGames(read_scan_table(scan_path(options.work_dir, unit_id), st))
                 unit_id_now = unit_id
             rec = unit.record(game_index)
+            game_rows = 0
+            gid = unit.game_id[game_index]
             t = time.perf_counter()
-            eg = enc.encode_game(rec, include_passes=include_passes, skip_first=skip_first)
+            for eg in enc.encode_game_chunks(rec, include_passes=include_passes, skip_first=skip_first,
+                                             chunk_moves=chunk_moves):
+                t_encode += time.perf_counter() - t
+                r0, game_rows = game_rows, game_rows + len(eg)
+                a, b = max(lo, r0), min(hi, game_rows)
+                if a < b:
+                    put(eg, a - r0, b - r0, unit.winner[game_index], gid)
+                t = time.perf_counter()
             t_encode += time.perf_counter() - t
-            if len(eg) != unit.rows[game_index]:
-                raise RuntimeError(f"encoder {desc['name']} gave {len(eg)} rows for game "
-                                   f"{unit.game_id[game_index]}, the scan counted {unit.rows[game_index]}")
-            k = hi - lo
-            if pos + k > len(cols["label"]):
-                flush()
-                new_batch(k)
-            sl = slice(pos, pos + k)
-            feats = eg.features[lo:hi].reshape(k, -1)
-            cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
-            cols["move"][sl] = eg.move_numbers[lo:hi]
-            tp = eg.to_play[lo:hi]
-            cols["tp"][sl] = tp
-            cols["label"][sl] = eg.labels[lo:hi]
-            cols["value"][sl] = value_targets(unit.winner[game_index], tp)
-            cols["gidx"][sl] = len(gids)
-            gids.append(unit.game_id[game_index])
-            pos += k
-            remaining -= k
+            if game_rows != unit.rows[game_index]:
+                raise RuntimeError(f"encoder {desc['name']} gave {game_rows} rows for game "
+                                   f"{gid}, the scan counted {unit.rows[game_index]}")
         flush()
         t = time.perf_counter()
         info = writer.close()
@@ -482,7 +525,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
 
 
 def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
-    """The entry of a shard finished by an earlier run with the same plan, or None."""
+    """The entry of a shard finished by an earlier run with the same plan, or None (then it is encoded
+    again): the file must still have the size and sha256 its done-record wrote (a damaged shard is redone)."""
     st = options.storage()
     done = shard_done_path(options.work_dir, spec["split"], spec["index"])
     try:
@@ -491,6 +535,13 @@ def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
         return None
     path = join(options.out_dir, spec["file"])
     if rec.get("digest") != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
+        return None
+    src = st.open_input(path)
+    try:
+        with open(src, "rb") if isinstance(src, str) else src as f:
+            if sha256_stream(f)[0] != rec.get("sha256"):
+                return None
+    except OSError:
         return None
     return {k: rec[k] for k in ("file", "rows", "bytes", "sha256")}
 

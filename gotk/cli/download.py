@@ -44,6 +44,9 @@ def download_cmd(
     retries: int = typer.Option(5, "--retries", min=0, help="Extra attempts per file on transient errors."),
     backoff: float = typer.Option(1.0, "--backoff", min=0.0, help="First retry delay in seconds (doubles)."),
     timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Connect/read timeout in seconds."),
+    deadline: float = typer.Option(3600.0, "--deadline", min=0.1,
+                                   help="Seconds one file may take in all, retries included (its .part is kept)."),
+    max_bytes: int = typer.Option(2 << 30, "--max-bytes", min=1, help="Largest file accepted, in bytes."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be fetched; download nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or per-file lines on stderr."),
@@ -88,7 +91,7 @@ def download_cmd(
             typer.echo(f"{res.status:<10} {res.name}{extra}", err=True)
 
     opts = DownloadOptions(jobs=jobs, retries=retries, backoff=backoff, timeout=(min(timeout, 30.0), timeout),
-                           progress=progress)
+                           deadline=deadline, max_bytes=max_bytes, progress=progress)
     report = download_all(chosen, dest, opts, index_url=index_url, on_done=log)
     d = report.as_dict()
     if as_json:

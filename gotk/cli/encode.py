@@ -30,6 +30,9 @@ def encode_cmd(
     skip_first: int = typer.Option(0, "--skip-first", help="Drop the first N moves of each game."),
     board_size: int = typer.Option(19, "--board-size", help="Board size; other sizes are skipped as bad_size."),
     shard_rows: int = typer.Option(65536, "--shard-rows", help="Rows per shard file (the last of a split is shorter)."),
+    max_moves: int = typer.Option(10_000, "--max-moves", min=0, help="Skip games with more main-line moves than "
+                                  "this (counted as too_long); 0: no cap. Long games are encoded in bounded pieces "
+                                  "either way."),
     drop_partial: bool = typer.Option(False, "--drop-partial", help="Drop games that stop at an illegal or "
                                       "unreadable move (default: keep the positions before it)."),
     where: str = typer.Option(None, "--where", help="Keep only games where this expression over the games table is "
@@ -55,7 +58,8 @@ def encode_cmd(
 ) -> None:
     """Replay and encode SGF games into Parquet shards: split by game, deduplicated, deterministic.
 
-    Exit code: 0 on success; 1 when no game was kept; 2 for bad options (including --executor dask
+    Exit code: 0 on success; 1 when no game was kept or the output could not be written (a full disk:
+    one line, finished parts kept for --resume); 2 for bad options (including --executor dask
     without dask installed) or an output folder that is not empty (without --resume) or holds a
     different run, or a URL --out that cannot be used (package, bucket or credentials missing).
     """
@@ -66,7 +70,7 @@ def encode_cmd(
         encoder=encoder, encoder_options=parse_key_values(encoder_option), board_size=board_size, split=split,
         test_from=list(test_from or []), min_rank=min_rank, no_handicap=no_handicap, include_passes=include_passes,
         skip_first=skip_first, drop_partial=drop_partial, shard_rows=shard_rows, where=where,
-        bots=[str(b) for b in bots or []],
+        bots=[str(b) for b in bots or []], max_moves=max_moves,
     )
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
@@ -75,12 +79,16 @@ def encode_cmd(
                            storage_options=parse_key_values(storage_option, "--storage-option"))
     except EncodeError as e:
         _fail(str(e), e.exit_code)
+    except OSError as e:  # a full disk, a file-size limit, a lost mount: the work done so far stays resumable
+        _fail(f"writing {out}: {e.strerror or e}; finished parts are kept, rerun with --resume once fixed", 1)
     run = m.get("run", {})
     if as_json:
         typer.echo(json.dumps(m, indent=2))
     else:
         for line in summary_lines(m):
             typer.echo(line)
+        for d in run.get("damaged_redone", []):
+            typer.echo(f"--resume: {d['file']} was damaged ({d['problem']}): the dataset was written again", err=True)
         if run.get("already_complete"):
             typer.echo(f"\n{out}: already complete (same sources and options); nothing to do")
         elif run:

@@ -104,6 +104,9 @@ def train_cmd(
     except (ValueError, FileNotFoundError, FileExistsError, StorageError) as e:
         _fail(str(e))
         return
+    except OSError as e:  # a shard page whose CRC-32 fails (bit rot), an unreadable file, a full disk
+        _fail(f"reading or writing the data failed: {e} (gotk inspect --verify {data} checks every shard)", 1)
+        return
     except RuntimeError as e:  # under torchrun: a collective failed (a rank died, or --dist-timeout passed)
         if not launched_distributed():
             raise
@@ -172,6 +175,9 @@ def eval_cmd(
     except (AgentError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
         return
+    except OSError as e:  # a shard page whose CRC-32 fails (bit rot), an unreadable file
+        _fail(f"reading the data failed: {e} (gotk inspect --verify checks every shard)", 1)
+        return
     if report["positions"] == 0:
         _fail("no positions to evaluate (empty split or no readable games)")
     if report.get("calibration") and not no_plot:
@@ -182,6 +188,17 @@ def eval_cmd(
             report["calibration_plot"] = str(plot_calibration(report, target))
         except OSError as e:
             _fail(f"--plot {target}: {e}")
-    typer.echo(json.dumps(report, indent=2) if as_json else format_report(report))
+    typer.echo(json.dumps(_json_safe(report), indent=2, allow_nan=False) if as_json else format_report(report))
     if report.get("calibration_plot") and not as_json:
         typer.echo(f"calibration plot: {report['calibration_plot']}")
+
+
+def _json_safe(obj):
+    """``obj`` with every NaN or infinite float as null: ``--json`` output is always valid JSON."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj

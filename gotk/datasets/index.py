@@ -170,7 +170,8 @@ class SplitIndex:
 
     def open_file(self, file: int) -> pq.ParquetFile:
         """``files[file]`` opened for reading row groups (``game_id`` as a dictionary column)."""
-        return pq.ParquetFile(self.storage.open_input(self.files[file]), read_dictionary=["game_id"])
+        return pq.ParquetFile(self.storage.open_input(self.files[file]), read_dictionary=["game_id"],
+                              page_checksum_verification=True)  # pages' CRC-32: see gotk.shards.format.PAGE_CHECKS
 
     @property
     def num_planes(self) -> int:

@@ -123,6 +123,12 @@ class Encoder(ABC):
         """Every position before a main-line move of ``record`` (passes only with
         ``include_passes``; the first ``skip_first`` moves dropped), in one compiled loop."""
 
+    def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
+                           chunk_moves: int = 4096):
+        """:meth:`encode_game` as pieces of at most ``chunk_moves`` moves each (the same rows, in order), so a
+        long game never holds all its planes at once. This default yields the whole game as one piece."""
+        yield self.encode_game(record, include_passes, skip_first)
+
 
 def kept_mask(points: np.ndarray, size: int, include_passes: bool = False, skip_first: int = 0) -> np.ndarray:
     """Which main-line moves give a row: not among the first ``skip_first``, and not a pass unless

@@ -169,6 +169,51 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
                        to_play[:rows], replayed, error)
 
 
+def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
+                         skip_first: int = 0, chunk_moves: int = 4096, state_maker=None):
+    """:func:`encode_record` in pieces of at most ``chunk_moves`` main-line moves: yields
+    :class:`EncodedGame` pieces whose rows, concatenated, are exactly ``encode_record``'s (``move_numbers``
+    absolute; the last piece carries ``moves_replayed`` and ``error``). The compiled loop keeps all of the
+    game's state in the engine arrays (and a ``state_maker`` fill's per-game state, made once here and passed
+    to every piece), so calling it on successive slices of the moves continues the same replay: memory is one
+    piece's planes, whatever the game's length."""
+    from gotk.game.replay import initial_state
+
+    state = initial_state(record)
+    size = record.size
+    n = size * size
+    points = np.ascontiguousarray(record.points, dtype=np.int32)
+    colors = np.ascontiguousarray(record.colors, dtype=np.int64)
+    skip_first = max(0, int(skip_first))
+    chunk_moves = max(1, int(chunk_moves))
+    loop = game_loop_for(fill, state_maker is not None)
+    extra = (state_maker(n),) if state_maker is not None else ()
+    total = len(points)
+    a = 0
+    while True:
+        b = min(total, a + chunk_moves)
+        pts, cols = points[a:b], colors[a:b]
+        first = max(0, skip_first - a)
+        cap = int(np.count_nonzero(kept_mask(pts, size, include_passes, first)))
+        out = np.zeros((cap, num_planes, n), dtype=dtype)
+        labels = np.empty(cap, dtype=np.int16)
+        move_numbers = np.empty(cap, dtype=np.int32)
+        to_play = np.empty(cap, dtype=np.int8)
+        rows, replayed, status = loop(out, labels, move_numbers, to_play, state.board, state.head, state.nxt,
+                                      state.libs, state.ssize, state.placed, state.mark, state.meta, state.hashv,
+                                      state.nbr, state.diag, state.zob, cols, pts, state.rules.suicide,
+                                      bool(include_passes), first, *extra)
+        rows, replayed, status = int(rows), a + int(replayed), int(status)
+        move_numbers[:rows] += a
+        last = status != 0 or b >= total
+        error = stop_error(record, status, replayed, colors, points) if last else None
+        yield EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
+                          to_play[:rows], replayed, error)
+        if last:
+            return
+        a = b
+
+
 class FillEncoder(Encoder):
     """An encoder defined by a compiled fill function (``fill``, a ``staticmethod`` or an instance
     attribute) and its plane names; both paths run that fill, unless ``game_fill`` is set: then
@@ -199,3 +244,15 @@ class FillEncoder(Encoder):
             return encode_record(self.game_fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
                                  self.state_maker)
         return encode_record(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first)
+
+    def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
+                           chunk_moves: int = 4096):
+        """:meth:`encode_game` in bounded pieces (:func:`encode_record_chunks`): the same rows."""
+        if record.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the game is {record.size}x{record.size}")
+        if self.game_fill is not None:
+            return encode_record_chunks(self.game_fill, self.num_planes, self.np_dtype, record, include_passes,
+                                        skip_first, chunk_moves, self.state_maker)
+        return encode_record_chunks(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
+                                    chunk_moves)

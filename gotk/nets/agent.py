@@ -6,11 +6,19 @@ the training data manifest, metrics at save time, and the sha256 plus name/shape
 tensor. Loading never unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the
 safetensors header and every tensor's name and shape are checked, and any mismatch raises
 :class:`AgentError` with a clear message.
+
+Hostile files cost no more than a bounded amount of memory and time: members are read as capped
+streams (the sha256 computed as they stream), the tensor list must fit a parameter budget
+(:data:`MAX_PARAMETERS`), the hyper-parameters must be consistent with the tensor shapes and the
+model is first built on PyTorch's ``meta`` device (no memory) and compared with the shapes before any
+real allocation; non-finite weights are refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import time
 import zipfile
@@ -31,6 +39,9 @@ FORMAT_VERSION = 1
 AGENT_JSON = "agent.json"
 WEIGHTS = "weights.safetensors"
 MAX_JSON_BYTES = 16 << 20
+MAX_PARAMETERS = 100_000_000  # ~400 MB of float32; gotk's largest stock models hold a few million
+MAX_TENSORS = 4096
+MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
 
 
 class AgentError(GotkError):
@@ -117,27 +128,92 @@ def read_agent_files(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Ten
             names = sorted(zf.namelist())
             _require(names == sorted([AGENT_JSON, WEIGHTS]),
                      f"expected exactly {AGENT_JSON} and {WEIGHTS} in the zip, found {names}", path)
-            info = zf.getinfo(AGENT_JSON)
-            _require(info.file_size <= MAX_JSON_BYTES, "agent.json is too large", path)
-            raw_json = zf.read(AGENT_JSON)  # zipfile checks each member's CRC-32 while reading
-            blob = zf.read(WEIGHTS)
+            raw_json, _ = _read_member(zf, AGENT_JSON, MAX_JSON_BYTES, path)
+            try:
+                meta = json.loads(raw_json.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+                raise AgentError(f"agent.json is not valid JSON: {str(e)[:200]}", path) from e
+            meta = _validate_meta(meta, path)
+            shapes = _check_tensor_list(meta["weights"]["tensors"], path)
+            budget = min(MAX_WEIGHTS_BYTES, 8 * sum(math.prod(s) for s in shapes.values()) + (16 << 20))
+            blob, digest = _read_member(zf, WEIGHTS, budget, path)  # zipfile checks each CRC-32 while reading
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, ValueError) as e:
         raise AgentError(f"not a readable agent zip (truncated or corrupted?): {e}", path) from e
-    try:
-        meta = json.loads(raw_json.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise AgentError(f"agent.json is not valid JSON: {e}", path) from e
-    meta = _validate_meta(meta, path)
-    _require(sha256_bytes(blob) == meta["weights"]["sha256"],
+    _require(digest == meta["weights"]["sha256"],
              "weights.safetensors does not match the sha256 recorded in agent.json (tampered or corrupted)", path)
+    _require(_header_shapes(blob, path) == shapes,
+             "weights.safetensors tensors differ from those listed in agent.json", path)
     try:
         tensors = load(blob)
     except (SafetensorError, ValueError, RuntimeError) as e:
         raise AgentError(f"weights.safetensors is invalid: {e}", path) from e
-    expected = {k: list(v) for k, v in meta["weights"]["tensors"].items()}
+    del blob
     got = {k: list(v.shape) for k, v in tensors.items()}
-    _require(got == expected, "weights.safetensors tensors differ from those listed in agent.json", path)
+    _require(got == shapes, "weights.safetensors tensors differ from those listed in agent.json", path)
+    bad = sorted(k for k, v in tensors.items() if v.is_floating_point() and not bool(torch.isfinite(v).all()))
+    _require(not bad, f"weights hold NaN or infinite values (tensors {bad[:5]}): refused", path)
     return meta, tensors
+
+
+def _read_member(zf: zipfile.ZipFile, name: str, cap: int, path) -> tuple[bytes, str]:
+    """``(bytes, sha256)`` of a zip member read as a stream, refused past ``cap`` bytes whatever its header
+    says (the hash is computed while reading)."""
+    info = zf.getinfo(name)
+    _require(info.file_size <= cap, f"{name} is {info.file_size} bytes, over the {cap}-byte limit", path)
+    h = hashlib.sha256()
+    parts: list[bytes] = []
+    total = 0
+    with zf.open(info) as f:
+        while chunk := f.read(1 << 20):
+            total += len(chunk)
+            _require(total <= cap, f"{name} inflates past the {cap}-byte limit", path)
+            h.update(chunk)
+            parts.append(chunk)
+    return b"".join(parts), h.hexdigest()
+
+
+def _check_tensor_list(listed: dict, path) -> dict[str, list[int]]:
+    """agent.json's tensor shapes, checked against :data:`MAX_TENSORS` and :data:`MAX_PARAMETERS`."""
+    _require(0 < len(listed) <= MAX_TENSORS, f"agent.json lists {len(listed)} tensors (1..{MAX_TENSORS} allowed)",
+             path)
+    shapes: dict[str, list[int]] = {}
+    total = 0
+    for k, v in listed.items():
+        _require(isinstance(v, list) and len(v) <= 8 and all(isinstance(d, int) and 0 <= d for d in v),
+                 f"agent.json tensor {str(k)[:80]!r} has a bad shape", path)
+        shapes[k] = list(v)
+        total += math.prod(v)
+        _require(total <= MAX_PARAMETERS, f"the weights hold more than {MAX_PARAMETERS:,} parameters", path)
+    return shapes
+
+
+def _header_shapes(blob: bytes, path) -> dict[str, list[int]]:
+    """The tensor shapes in a safetensors header (8-byte little-endian length, then JSON), read before
+    any tensor is materialised."""
+    _require(len(blob) >= 8, "weights.safetensors is truncated", path)
+    n = int.from_bytes(blob[:8], "little")
+    _require(n <= min(len(blob) - 8, MAX_JSON_BYTES), "weights.safetensors header is too large", path)
+    try:
+        header = json.loads(blob[8:8 + n])
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise AgentError(f"weights.safetensors header is not JSON: {str(e)[:200]}", path) from e
+    _require(isinstance(header, dict), "weights.safetensors header is not an object", path)
+    try:
+        return {k: list(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+    except (TypeError, KeyError) as e:
+        raise AgentError(f"weights.safetensors header is malformed: {e}", path) from e
+
+
+def _check_hparams(meta: dict, shapes: dict[str, list[int]], path) -> None:
+    """Hyper-parameters consistent with the tensor list before anything is built: every integer
+    hyper-parameter (and ``num_planes``) at most the larger of the tensor count and the largest tensor
+    dimension (a ``blocks: 100000`` or ``filters: 6000`` beside small weights is refused here)."""
+    bound = max([len(shapes)] + [d for s in shapes.values() for d in s])
+    values = {"num_planes": meta["num_planes"], **meta["model"]["hparams"]}
+    for k, v in values.items():
+        _require(not isinstance(v, float) or math.isfinite(v), f"hyper-parameter {k}={v!r} is not finite", path)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            _require(v <= bound, f"hyper-parameter {k}={v!r} does not fit the weights (at most {bound})", path)
 
 
 class Agent:
@@ -227,18 +303,22 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
     from gotk.encoders import get_encoder
 
     m = meta["model"]
-    try:
-        model = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], **m["hparams"])
-    except (ValueError, TypeError) as e:
-        raise AgentError(f"cannot build model from agent.json: {e}", path) from e
-    expected = {k: list(v.shape) for k, v in model.state_dict().items()}
     got = {k: list(v.shape) for k, v in tensors.items()}
+    _check_hparams(meta, got, path)
+    try:
+        with torch.device("meta"):  # shapes only, no memory: compared with the weights before a real build
+            shell = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], **m["hparams"])
+    except (ValueError, TypeError, RuntimeError, OverflowError) as e:
+        raise AgentError(f"cannot build model from agent.json: {e}", path) from e
+    expected = {k: list(v.shape) for k, v in shell.state_dict().items()}
+    del shell
     if expected != got:
         missing = sorted(set(expected) - set(got))
         extra = sorted(set(got) - set(expected))
         wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
         raise AgentError(f"weights do not fit model {m['name']!r}: missing {missing[:5]}, unexpected {extra[:5]}, "
                          f"wrong shape {wrong[:5]}", path)
+    model = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], **m["hparams"])
     model.load_state_dict(tensors, strict=True)
     enc_desc = meta["encoder"]
     try:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import BinaryIO, TextIO
 
 from gotk import coords
-from gotk.play.gtp import GtpEngine, GtpError, parse_color, parse_float, parse_int, preprocess
+from gotk.play.gtp import GtpEngine, GtpError, parse_color, parse_float, parse_int, preprocess, read_lines
 from gotk.play.players import RESIGN
 
 ANALYZE = {"lz-analyze": "lz", "analyze": "lz", "kata-analyze": "kata"}
@@ -138,7 +138,7 @@ class AnalyzingGtpEngine(GtpEngine):
     def serve_stdio(self, stdin: BinaryIO | None = None, stdout: TextIO | None = None) -> None:
         inp = stdin or sys.stdin.buffer
         out = stdout or sys.stdout
-        lines = (b.decode("utf-8", "replace") for b in iter(inp.readline, b""))
+        lines = read_lines(inp)  # lines capped at gtp.MAX_LINE_BYTES
         try:
             self.serve(lines, out.write, out.flush)
         except BrokenPipeError:

@@ -35,6 +35,25 @@ _VERTEX = re.compile(r"^[A-Za-z][0-9]{1,3}$")
 _MAX_GTP_SIZE = coords.MAX_SIZE
 
 
+#: Longest input line kept (bytes): a longer one is cut to this (the rest is read through and dropped), so
+#: an endless line costs no more memory than this and is still answered once.
+MAX_LINE_BYTES = 1 << 20
+
+
+def read_lines(inp: BinaryIO, limit: int = MAX_LINE_BYTES):
+    """Lines of binary ``inp`` decoded as UTF-8 (bad bytes replaced); a line over ``limit`` bytes is read to its
+    end in pieces and yields only its first ``limit`` bytes."""
+    while True:
+        line = inp.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while (rest := inp.readline(limit + 1)) and not rest.endswith(b"\n"):
+                pass
+            line = line[:limit]
+        yield line.decode("utf-8", "replace")
+
+
 class GtpError(Exception):
     """A command failure: the message goes after ``?``."""
 
@@ -147,7 +166,7 @@ class GtpEngine:
         """Serve on binary stdin (decoded as UTF-8, bad bytes replaced) and stdout."""
         inp = stdin or sys.stdin.buffer
         out = stdout or sys.stdout
-        lines = (b.decode("utf-8", "replace") for b in iter(inp.readline, b""))
+        lines = read_lines(inp)
         try:
             self.serve(lines, out.write, out.flush)
         except BrokenPipeError:  # the controller went away: nothing left to answer

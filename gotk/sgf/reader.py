@@ -26,18 +26,31 @@ from gotk.sgf.record import BLACK, WHITE, GameRecord, parse_result
 FAST_DEFAULT = os.environ.get("GOTK_SGF_FAST", "1") != "0"  # the compiled reader first (gotk.sgf.fast)
 MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
 HEADER_KEYS = ("KM", "TM", "OT", "TC", "TT", "AP", "GN", "EV")  # raw text kept for gotk.sgf.metadata
+MAX_SETUP_FACTOR = 4  # AB/AW/AE may list at most this many times the board's points (rectangles expanded)
 _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
 
 
-def _charset(root: dict) -> str | None:
+_ASCII_PROBE = b"(;GM[1]SZ[19]PB[ab]) +-.0123456789"
+
+
+def _charset(root: dict) -> tuple[str | None, bool]:
+    """The declared ``CA`` charset (a codec name, None when absent or unknown) and whether the declaration
+    is a lie on its face: a charset that does not read ASCII as ASCII (UTF-16, UTF-32, ...) cannot be the
+    charset of a file the SGF grammar just parsed, so it is ignored (``charset_mismatch``)."""
     raw = root.get("CA")
     if not raw:
-        return None
+        return None, False
     name = bytes(raw[0]).decode("ascii", "replace").strip()
     try:
-        return codecs.lookup(name).name
+        codec = codecs.lookup(name).name
     except LookupError:
-        return None
+        return None, False
+    try:
+        if _ASCII_PROBE.decode(codec) != _ASCII_PROBE.decode("ascii"):
+            return None, True
+    except (UnicodeDecodeError, LookupError, ValueError):
+        return None, True
+    return codec, False
 
 
 _HIGH_RUN = re.compile(rb"[\x80-\xff]+")
@@ -51,15 +64,20 @@ def _looks_like_gb(value: bytes) -> bool:
     return all(len(m) % 2 == 0 for m in _HIGH_RUN.findall(value))
 
 
-def decode_text(raw: bytes, charset: str | None) -> str:
-    """Decode an SGF simpletext value: the declared charset, else UTF-8, else GB18030 when that
-    reads as CJK text made of whole two-byte characters, else latin-1 (which never fails)."""
+def decode_text(raw: bytes, charset: str | None, mismatch: list | None = None) -> str:
+    """Decode an SGF simpletext value: ASCII as ASCII whatever the charset says, else the declared
+    charset, else UTF-8, else GB18030 when that reads as CJK text made of whole two-byte characters,
+    else latin-1 (which never fails). A declared charset that fails on the value appends to
+    ``mismatch`` (counted as a ``charset_mismatch`` warning)."""
     value = sgf_grammar.simpletext_value(raw) if _TEXT_SPECIAL.search(raw) else bytes(raw)
+    if value.isascii():
+        return value.decode("ascii")
     if charset:
         try:
             return value.decode(charset)
         except (UnicodeDecodeError, LookupError):
-            pass
+            if mismatch is not None:
+                mismatch.append(charset)
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
@@ -110,9 +128,13 @@ def _point(raw: bytes, size: int) -> int:
 
 
 def _point_list(values: list, size: int) -> list[int]:
-    """AB/AW/AE values, compressed rectangles (``aa:cc``) expanded."""
+    """AB/AW/AE values, compressed rectangles (``aa:cc``) expanded; ValueError past
+    ``MAX_SETUP_FACTOR`` times the board's points (a hostile file could list millions of rectangles)."""
     out: list[int] = []
+    cap = MAX_SETUP_FACTOR * size * size
     for raw in values:
+        if len(out) > cap:
+            raise ValueError(f"more than {cap} setup points")
         raw = bytes(raw).strip()
         if b":" in raw:
             a, b = raw.split(b":", 1)
@@ -143,6 +165,22 @@ def _float(root: dict, key: str, default: float, charset: str | None) -> float:
     return value if math.isfinite(value) else default
 
 
+def _handicap(root: dict, size: int) -> int:
+    """``HA``: unreadable or negative values read as 0 (as always); more stones than the board has
+    points is ``bad_property`` (it would not even fit the games table's integer column)."""
+    raw = root.get("HA")
+    if not raw:
+        return 0
+    text = decode_text(raw[0], None).strip()
+    try:
+        handicap = max(0, int(float(text or 0)))
+    except (ValueError, OverflowError):  # "HA[abc]", "HA[nan]", "HA[inf]"
+        return 0
+    if handicap > size * size:
+        raise SGFError("bad_property", f"HA[{text[:40]}] outside 0..{size * size}")
+    return handicap
+
+
 def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
     """Build a :class:`GameRecord` from one sgfmill ``Coarse_game_tree``."""
     nodes = list(sgf_grammar.main_sequence_iter(tree))
@@ -156,11 +194,12 @@ def record_from_root(root: dict, main_line, source: str = "", member: str = "") 
     if gm and bytes(gm[0]).strip() not in (b"1", b""):
         raise SGFError("not_go", f"GM[{bytes(gm[0]).decode('ascii', 'replace')}] is not Go")
     size = _parse_size(root)
-    charset = _charset(root)
+    charset, lying = _charset(root)
+    mismatch: list[str] = ["CA"] if lying else []
 
     def text(key: str) -> str:
         raw = root.get(key)
-        return decode_text(raw[0], charset).strip() if raw else ""
+        return decode_text(raw[0], charset, mismatch).strip() if raw else ""
 
     try:
         setup_b = _point_list(root.get("AB", []), size)
@@ -171,17 +210,14 @@ def record_from_root(root: dict, main_line, source: str = "", member: str = "") 
     if set(setup_b) & set(setup_w):
         raise SGFError("bad_setup", "a point is set up both black and white")
 
-    try:
-        handicap = max(0, int(float(text("HA") or 0)))
-    except (ValueError, OverflowError):  # "HA[abc]", "HA[nan]", "HA[inf]"
-        handicap = 0
+    handicap = _handicap(root, size)
     pl = text("PL").upper()
     first_player = BLACK if pl.startswith("B") else WHITE if pl.startswith("W") else None
 
     colors, points, defect = main_line(size)
     return GameRecord(
         size=size,
-        komi=_float(root, "KM", 0.0, charset),
+        komi=_float(root, "KM", 0.0, None),  # ASCII in practice; range and repairs: gotk.sgf.metadata
         handicap=handicap,
         rules=text("RU"),
         result=parse_result(text("RE")),
@@ -201,6 +237,7 @@ def record_from_root(root: dict, main_line, source: str = "", member: str = "") 
         source=source,
         member=member,
         headers={k: text(k) for k in HEADER_KEYS if k in root},
+        warnings=("charset_mismatch",) if mismatch else (),  # evaluated last: after every text() above
     )
 
 

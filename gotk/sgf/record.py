@@ -91,7 +91,8 @@ class GameRecord:
     """One game: metadata, root setup stones and the main line as arrays.
 
     ``colors[i]`` (1 black, 2 white) and ``points[i]`` (flat index, pass = ``size*size``) are the
-    main-line moves in order. ``defect`` is set when the main line stopped early at a move that
+    main-line moves in order. ``warnings`` are reason codes of fallbacks taken while reading (the game
+    is kept; runs count them). ``defect`` is set when the main line stopped early at a move that
     could not be read (``(reason, move_index, message)``); the moves before it are kept.
     """
 
@@ -116,6 +117,7 @@ class GameRecord:
     source: str = ""  # archive or file name
     member: str = ""  # path inside the archive
     headers: dict = field(default_factory=dict)  # raw root values of KM TM OT TC TT AP GN EV (gotk.sgf.metadata)
+    warnings: tuple[str, ...] = ()  # reason codes of what was read with a fallback (``charset_mismatch``)
 
     @property
     def num_moves(self) -> int:

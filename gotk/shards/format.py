@@ -101,6 +101,11 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
     )
 
 
+#: Keyword arguments of every Parquet read of a shard or games table: each page's CRC-32 (written by
+#: :class:`ShardWriter`) is checked, so a flipped bit raises ``OSError`` instead of reading as other data.
+PAGE_CHECKS = {"page_checksum_verification": True}
+
+
 class ShardWriter:
     """Write one shard file: feed tables with :meth:`write`, then :meth:`close` (→ rows, sha256,
     bytes). Row groups are exactly ``row_group_rows`` rows (the last may be shorter). The file is
@@ -129,6 +134,7 @@ class ShardWriter:
                 compression_level=zstd_level,
                 use_dictionary=["game_id"] if dictionary is None else dictionary,
                 write_statistics=SMALL_COLUMNS if statistics is None else statistics,
+                write_page_checksum=True,  # a CRC-32 per page, verified on read (PAGE_CHECKS): bit rot is an error
             )
         except BaseException:
             if self._remote is not None:
@@ -266,7 +272,7 @@ def read_row(folder: Path | str, split: str, row: int, storage_options: dict | N
         raise ValueError(f"row {row} outside 0..{s['rows'] - 1} of split {split!r}")
     for shard in s["shards"]:
         if row < shard["rows"]:
-            pf = pq.ParquetFile(st.open_input(join(folder, shard["file"])))
+            pf = pq.ParquetFile(st.open_input(join(folder, shard["file"])), **PAGE_CHECKS)
             for g in range(pf.metadata.num_row_groups):
                 n = pf.metadata.row_group(g).num_rows
                 if row < n:

@@ -86,7 +86,7 @@ def read_games(folder: str | os.PathLike, storage_options: dict | None = None,
         raise ValueError(f"{folder} has no {GAMES_NAME}: not a complete gotk dataset")
     src = st.open_input(path)
     try:
-        table = pq.read_table(src, columns=columns)
+        table = pq.read_table(src, columns=columns, page_checksum_verification=True)
     finally:
         if not isinstance(src, str):
             src.close()
@@ -174,7 +174,7 @@ def summary_lines(m: dict) -> list[str]:
         for term, n in g["filtered_where"].items():
             lines.append(f"  {n:>8,}  {term}")
     if g.get("metadata_warnings"):
-        lines += ["", "metadata read as null (the games are kept) by reason:"]
+        lines += ["", "games kept with a warning (metadata read as null; charset_mismatch: a CA fallback) by reason:"]
         for reason, n in g["metadata_warnings"].items():
             lines.append(f"  {reason:<20} {n:>8,}")
     if g.get("partial_reasons"):

@@ -3,6 +3,15 @@
 Archive members are read in memory and never extracted to disk, so member names cannot reach
 outside anywhere (no path traversal). Each item is yielded as an :class:`SgfSource`; problems come
 as a :class:`Skip` with a reason code instead, so a run counts them and goes on.
+
+Members are read as streams with a hard byte cap (``max_bytes``): the size a header declares is
+never trusted, so a zip member that lies about its size, or a compression bomb, costs at most the
+cap in memory and one ``member_too_large`` skip. Decompression of a whole ``.tar.*`` archive runs in
+bounded chunks too.
+
+Names from the wild are bytes (old latin-1/GBK archives): :func:`escape_name` turns them into
+valid UTF-8 text losslessly (documented there), so every name in a report or ``games.parquet`` is
+writable and tells the original bytes.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from __future__ import annotations
 import bz2
 import lzma
 import os
+import re
 import tarfile
 import zipfile
 import zlib
@@ -41,6 +51,42 @@ class Skip:
     message: str = ""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def escape_name(name: str) -> str:
+    """A file or member name as valid UTF-8 text, losslessly. Names are decoded from bytes with
+    ``surrogateescape`` (as tarfile and ``os`` do on POSIX); a name that is valid UTF-8 and has no
+    backslash is returned as is. Otherwise a backslash becomes ``\\\\`` and each byte that is not
+    UTF-8 becomes ``\\xNN`` (two lowercase hex digits), so ``b"caf\\xe9.sgf"`` reads
+    ``caf\\xe9.sgf``: every backslash in the result starts an escape, which makes it reversible
+    (:func:`unescape_name`)."""
+    if "\\" not in name and not _SURROGATE.search(name):
+        return name
+    return _SURROGATE.sub(_escape_surrogate, name.replace("\\", "\\\\"))
+
+
+_ESCAPE = re.compile(r"\\(\\|x[0-9a-f]{2}|u[0-9a-f]{4})")
+
+
+def unescape_name(text: str) -> bytes:
+    """The original bytes of a name written by :func:`escape_name`."""
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(text):
+        out += text[pos:m.start()].encode("utf-8")
+        code = m.group(1)
+        out += (b"\\" if code == "\\" else bytes([int(code[1:], 16)]) if code[0] == "x"
+                else chr(int(code[1:], 16)).encode("utf-8", "surrogatepass"))
+        pos = m.end()
+    return bytes(out + text[pos:].encode("utf-8"))
+
+
 def is_archive(path: str | os.PathLike) -> bool:
     """Whether the name ends in one of :data:`ARCHIVE_SUFFIXES` (any case)."""
     return str(path).lower().endswith(ARCHIVE_SUFFIXES)
@@ -62,7 +108,10 @@ _MEMBER_ERRORS = (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAErr
 
 
 def _member_skip(archive: str, member: str, size: int, max_bytes: int) -> Skip | None:
-    """Why an archive member is not read (not an ``.sgf``, over the size cap), or None."""
+    """Why an archive member is not read (an archive inside, not an ``.sgf``, over the size cap by
+    its header), or None."""
+    if is_archive(member):
+        return Skip("nested_archive", f"{archive}:{member}", "archives inside archives are not opened")
     if not member.lower().endswith(".sgf"):
         return Skip("not_sgf", f"{archive}:{member}")
     if size > max_bytes:
@@ -70,8 +119,24 @@ def _member_skip(archive: str, member: str, size: int, max_bytes: int) -> Skip |
     return None
 
 
+_MEMBER_READ = 1 << 16
+
+
+def read_capped(f, max_bytes: int) -> bytes | None:
+    """Read the file object ``f`` to its end in chunks, or None as soon as it gives more than
+    ``max_bytes`` (whatever its header said): memory stays within the cap plus a chunk."""
+    parts: list[bytes] = []
+    total = 0
+    while chunk := f.read(_MEMBER_READ):
+        total += len(chunk)
+        if total > max_bytes:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
-    name = path.name
+    name = escape_name(path.name)
     low = name.lower()
     try:
         if low.endswith(".zip"):
@@ -79,17 +144,23 @@ def _iter_archive(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
                 for info in sorted(zf.infolist(), key=lambda i: i.filename):
                     if info.is_dir():
                         continue
-                    skip = _member_skip(name, info.filename, info.file_size, max_bytes)
+                    member = escape_name(info.filename)
+                    skip = _member_skip(name, member, info.file_size, max_bytes)
                     if skip is not None:
                         yield skip
                         continue
                     try:
-                        data = zf.read(info)
+                        with zf.open(info) as f:
+                            data = read_capped(f, max_bytes)
                     except _MEMBER_ERRORS as e:
                         # a zip member is read on its own: a damaged one spoils only itself
-                        yield Skip("bad_archive", f"{name}:{info.filename}", f"{type(e).__name__}: {e}")
+                        yield Skip("bad_archive", f"{name}:{member}", f"{type(e).__name__}: {e}")
                         continue
-                    yield SgfSource(name, info.filename, data)
+                    if data is None:  # the header lied about the size: a bomb
+                        yield Skip("member_too_large", f"{name}:{member}",
+                                   f"inflates past the {max_bytes}-byte cap (header said {info.file_size})")
+                        continue
+                    yield SgfSource(name, member, data)
         else:
             yield from _iter_tar(path, max_bytes)
     except _MEMBER_ERRORS as e:
@@ -134,10 +205,8 @@ def _decompressed(path: Path) -> Iterator[bytes]:
         started = False
         while chunk := f.read(_READ_CHUNK):
             while chunk:
-                out = d.decompress(chunk)
+                yield from _drain(d, chunk)
                 started = True
-                if out:
-                    yield out
                 if not d.eof:
                     break
                 chunk = d.unused_data  # another concatenated stream follows (or trailing bytes)
@@ -149,13 +218,35 @@ def _decompressed(path: Path) -> Iterator[bytes]:
             raise EOFError("compressed stream ended early (truncated archive)")
 
 
+def _drain(d, chunk: bytes) -> Iterator[bytes]:
+    """Decompress ``chunk`` with ``d`` (zlib, bz2 or lzma) in pieces of at most :data:`_TAR_CHUNK`
+    bytes: a bomb never comes out in one piece."""
+    if hasattr(d, "unconsumed_tail"):  # zlib: input beyond the output limit waits in unconsumed_tail
+        data = chunk
+        while True:
+            out = d.decompress(data, _TAR_CHUNK)
+            if out:
+                yield out
+            data = d.unconsumed_tail
+            if d.eof or (not data and len(out) < _TAR_CHUNK):
+                return
+    data = chunk
+    while True:
+        out = d.decompress(data, _TAR_CHUNK)
+        if out:
+            yield out
+        data = b""
+        if d.eof or d.needs_input:
+            return
+
+
 def _octal(field: bytes) -> int:
     text = field.rstrip(b"\0 ").lstrip(b" ")
     return int(text, 8) if text else 0
 
 
 def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
-    name = path.name
+    name = escape_name(path.name)
     chunks = _decompressed(path)
     buf = bytearray()
     pos = 0
@@ -214,7 +305,7 @@ def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
             if magic != b"ustar\x0000":
                 raise _NotPlainTar  # GNU headers keep other fields there
             raw_name = prefix + b"/" + raw_name
-        member = raw_name.decode("utf-8", "surrogateescape")  # as tarfile decodes names on POSIX
+        member = escape_name(raw_name.decode("utf-8", "surrogateescape"))  # as tarfile decodes names on POSIX
         headers += 1
         pos += 512
         padding = -size % 512
@@ -236,24 +327,53 @@ def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
         raise tarfile.ReadError("empty archive: no tar header")
 
 
+class _ChunkReader:
+    """A read-only file object over an iterator of byte chunks (tarfile reads the bounded
+    decompressed stream of :func:`_decompressed` through it, never decompressing on its own)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        parts = [self._buf]
+        have = len(self._buf)
+        while n < 0 or have < n:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            parts.append(chunk)
+            have += len(chunk)
+        data = b"".join(parts)
+        if n < 0:
+            self._buf = b""
+            return data
+        self._buf = data[n:]
+        return data[:n]
+
+
 def _tarfile_members(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
-    name = path.name
-    # stream mode ("r|*") reads members in archive order without seeking
-    with tarfile.open(path, mode="r|*") as tf:
+    name = escape_name(path.name)
+    # stream mode ("r|") reads members in archive order without seeking, from the bounded stream
+    with tarfile.open(fileobj=_ChunkReader(_decompressed(path)), mode="r|") as tf:
         for info in tf:
-            if not info.isfile():
+            if info.isdir():
                 continue
-            skip = _member_skip(name, info.name, info.size, max_bytes)
+            member = escape_name(info.name)
+            if not info.isfile():  # a link, device or fifo: never followed, never read
+                yield Skip("not_regular", f"{name}:{member}", f"tar member type {info.type!r}")
+                continue
+            skip = _member_skip(name, member, info.size, max_bytes)
             if skip is not None:
                 yield skip
                 continue
             f = tf.extractfile(info)
             if f is None:
                 continue
-            data = f.read()
-            if len(data) != info.size:
-                raise EOFError(f"member {info.name} is truncated")
-            yield SgfSource(name, info.name, data)
+            data = read_capped(f, max_bytes)
+            if data is None or len(data) != info.size:
+                raise EOFError(f"member {member} is truncated")
+            yield SgfSource(name, member, data)
 
 
 def _iter_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
@@ -277,7 +397,7 @@ def iter_sources(paths: Iterable[str | os.PathLike], max_bytes: int = MAX_SGF_BY
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            yield Skip("missing", str(path), "no such file or directory")
+            yield Skip("missing", escape_name(str(path)), "no such file or directory")
             continue
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file()
@@ -287,11 +407,21 @@ def iter_sources(paths: Iterable[str | os.PathLike], max_bytes: int = MAX_SGF_BY
         if is_archive(path):
             yield from _iter_archive(path, max_bytes)
             continue
+        where = escape_name(str(path))
+        if not path.is_file():  # a fifo or device given by name: never read (it could block or never end)
+            yield Skip("not_regular", where, "not a regular file")
+            continue
         size = path.stat().st_size
         if size > max_bytes:
-            yield Skip("too_large", str(path), f"{size} bytes, over the {max_bytes}-byte cap")
+            yield Skip("too_large", where, f"{size} bytes, over the {max_bytes}-byte cap")
             continue
         try:
-            yield SgfSource(path.name, "", path.read_bytes())
+            with open(path, "rb") as f:
+                data = read_capped(f, max_bytes)
         except OSError as e:
-            yield Skip("unreadable", str(path), str(e))
+            yield Skip("unreadable", where, str(e))
+            continue
+        if data is None:
+            yield Skip("too_large", where, f"grew past the {max_bytes}-byte cap while read")
+            continue
+        yield SgfSource(escape_name(path.name), "", data)

@@ -44,20 +44,25 @@ RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 class DownloadError(GotkError):
     """One file could not be fetched. Reasons: ``http_<code>``, ``network``, ``size_mismatch``,
-    ``bad_archive``, ``bad_range``, ``io_error``, ``cancelled``."""
+    ``bad_archive``, ``bad_range``, ``io_error``, ``cancelled``, ``too_large`` (the server says or sends
+    more than ``max_bytes``), ``deadline`` (the file took longer than ``deadline`` seconds in all)."""
 
 
 @dataclass
 class DownloadOptions:
     """How to fetch: ``retries`` is how many failed attempts in a row are retried (one that resumed further
     does not count); delays grow ``backoff * 2**n`` up to ``max_backoff`` seconds; ``timeout`` is
-    (connect, read) seconds."""
+    (connect, read) seconds (per request and per read); ``deadline`` bounds one file's whole download, all
+    attempts included (its ``.part`` is kept to resume); ``max_bytes`` caps one file's size (a KGS archive is
+    tens of MB; a server that sends an endless body fails that file at the cap)."""
 
     jobs: int = 4
     retries: int = 5
     backoff: float = 1.0
     max_backoff: float = 30.0
     timeout: tuple[float, float] = (10.0, 60.0)
+    deadline: float = 3600.0
+    max_bytes: int = 2 << 30
     progress: bool = True
     chunk_size: int = CHUNK
 
@@ -220,7 +225,8 @@ class _Retry(Exception):
 
 
 def _fetch_once(session: requests.Session, link: ArchiveLink, part: Path, opts: DownloadOptions,
-                bar: tqdm, res: FileResult, cancel: threading.Event) -> tuple[int, int | None]:
+                bar: tqdm, res: FileResult, cancel: threading.Event,
+                until: float = float("inf")) -> tuple[int, int | None]:
     """One GET into ``part``, resuming it when it has bytes. Return ``(offset written from, total size or None)``."""
     have = part.stat().st_size if part.exists() else 0
     headers = {"Accept-Encoding": "identity"}
@@ -255,6 +261,9 @@ def _fetch_once(session: requests.Session, link: ArchiveLink, part: Path, opts: 
             res.resumed_from = have
         else:  # 200: whole file (a server that ignores Range restarts us from zero)
             have, total, mode = 0, length, "wb"
+        if total is not None and total > opts.max_bytes:
+            raise DownloadError("too_large", f"{link.url}: the server says {total} bytes, over the "
+                                             f"{opts.max_bytes}-byte cap (--max-bytes)")
         bar.reset(total=total)
         bar.update(have)
         # raw bytes exactly as sent (no Content-Encoding decoding); read1 hands over what has arrived, so a
@@ -275,6 +284,13 @@ def _fetch_once(session: requests.Session, link: ArchiveLink, part: Path, opts: 
                     break
                 if cancel.is_set():
                     raise DownloadError("cancelled", f"stopped after {f.tell()} bytes; {part.name} kept to resume")
+                if f.tell() + len(chunk) > opts.max_bytes:
+                    f.close()
+                    part.unlink(missing_ok=True)
+                    raise DownloadError("too_large", f"{link.url}: more than {opts.max_bytes} bytes sent (--max-bytes)")
+                if time.monotonic() > until:
+                    raise DownloadError("deadline", f"not finished in {opts.deadline:g} s (--deadline) after "
+                                                    f"{f.tell()} bytes; {part.name} kept to resume")
                 try:
                     f.write(chunk)
                 except OSError as e:
@@ -324,13 +340,16 @@ def download_one(link: ArchiveLink, dest: Path, opts: DownloadOptions, record: d
     fresh_tries = 0
     failures = 0  # consecutive attempts that failed without adding to the .part
     best = part.stat().st_size if part.exists() else 0
+    until = time.monotonic() + opts.deadline
     try:
         while True:
             res.attempts += 1
             if cancel.is_set():
                 raise DownloadError("cancelled", "stopped before the download finished")
+            if time.monotonic() > until:
+                raise DownloadError("deadline", f"not finished in {opts.deadline:g} s (--deadline)")
             try:
-                start, total = _fetch_once(session, link, part, opts, bar, res, cancel)
+                start, total = _fetch_once(session, link, part, opts, bar, res, cancel, until)
                 size = part.stat().st_size
                 if total is not None and size != total:
                     if size > total:
@@ -362,7 +381,7 @@ def download_one(link: ArchiveLink, dest: Path, opts: DownloadOptions, record: d
                     return res
                 if r.delay:
                     delay = min(opts.max_backoff, opts.backoff * 2 ** max(0, failures - 1))
-                    cancel.wait(delay * (1 + 0.1 * random.random()))
+                    cancel.wait(min(delay * (1 + 0.1 * random.random()), max(0.0, until - time.monotonic())))
     except DownloadError as e:
         res.reason, res.message = e.reason, str(e)
         return res

@@ -23,7 +23,7 @@ FORMATS = ("tar.gz", "tar.bz2", "zip")
 """Archive formats the site offers, in the default order of preference."""
 
 _NAME_RE = re.compile(
-    r"^KGS-(?P<year>\d{4})(?:_(?P<month>\d{2}))?-(?P<board>\d+)-(?P<games>\d+)-\.(?P<fmt>zip|tar\.gz|tar\.bz2)$"
+    r"^KGS-(?P<year>\d{4})(?:_(?P<month>\d{2}))?-(?P<board>\d+)-(?P<games>\d+)-\.(?P<fmt>zip|tar\.gz|tar\.bz2)\Z"
 )
 _PERIOD_RE = re.compile(r"^(?P<year>\d{4})(?:-(?P<month>\d{1,2}))?$")
 
@@ -61,7 +61,7 @@ class ArchiveLink:
 
 def parse_archive_name(name: str) -> tuple[int, int | None, int, int, str] | None:
     """``(year, month, board, games, fmt)`` for a KGS archive file name, or None for anything else."""
-    m = _NAME_RE.match(name)
+    m = _NAME_RE.fullmatch(name)
     if m is None:
         return None
     month = int(m["month"]) if m["month"] else None
