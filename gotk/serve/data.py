@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from gotk.errors import GotkError
 
@@ -114,14 +113,15 @@ class DatasetView:
     def games(self) -> pa.Table:
         with self._lock:
             if self._games is None:
-                from gotk.shards.manifest import GAMES_NAME
+                from gotk.shards.manifest import read_games
 
                 self.check()
                 try:
-                    # ranks shown and matched as the files wrote them (games.parquet v2 keeps them as *_raw)
-                    t = pq.read_table(self.path / GAMES_NAME, columns=[RAW_COLUMNS.get(c, c) for c in GAME_COLUMNS])
+                    # ranks shown and matched as the files wrote them (games.parquet v2 keeps them as *_raw);
+                    # read through the format's owner, which verifies the page checksums
+                    t = read_games(self.path, columns=[RAW_COLUMNS.get(c, c) for c in GAME_COLUMNS])
                     t = t.rename_columns(list(GAME_COLUMNS))
-                except (OSError, pa.ArrowInvalid) as e:
+                except (OSError, ValueError, pa.ArrowInvalid) as e:
                     raise self._gone(e) from e
                 self._games = t.combine_chunks()
                 # case-folded copies for the substring filters (10x faster than ignore_case matching)
