@@ -43,6 +43,7 @@ from gotk import __version__
 from gotk.build import executors as X
 from gotk.build import workers as W
 from gotk.build.plan import Planner
+from gotk.build.progress import ProgressBars
 from gotk.build.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
@@ -88,15 +89,11 @@ class EncodeOptions:
     max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
 
     def validate(self) -> list[tuple[str, float]]:
-        from gotk.build.filters import WhereError, compile_where
+        from gotk.build.filters import WhereError, check_game_filters
 
         try:
             splits = parse_split(self.split)
-            if self.min_rank:
-                parse_min_rank(self.min_rank)
-            if self.where:
-                compile_where(self.where, M.ENCODE_WHERE_COLUMNS)
-            self.bot_patterns()
+            check_game_filters(self.min_rank, self.where, self.bots)
         except WhereError as e:
             raise EncodeError("bad_where", str(e)) from e
         except ValueError as e:
@@ -108,9 +105,9 @@ class EncodeOptions:
     def bot_patterns(self) -> tuple[str, ...]:
         """The bot-name patterns of this run (default list + $GOTK_BOTS + ``bots`` files), resolved in the
         parent so every worker uses the same list."""
-        from gotk.sgf.metadata import BotList
+        from gotk.build.filters import check_game_filters
 
-        return tuple(BotList.load(files=self.bots).patterns)
+        return check_game_filters(None, None, self.bots)
 
 
 # --- sources -------------------------------------------------------------------------------------
@@ -355,7 +352,7 @@ class EncodeRun:
             raise
         self.planner = Planner(self.out, self.splits, self.opts.shard_rows, self.opts.test_from, self.plan_key,
                                self.storage)
-        self.bars = _Bars(progress)
+        self.bars = ProgressBars(progress)
         try:
             entries = self._run_units(executor)
         except BaseException:
@@ -503,33 +500,3 @@ class EncodeRun:
         manifest["run"] = run
         return manifest
 
-
-class _Bars:
-    """tqdm progress on stderr: games scanned, positions written (with rates)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        if enabled:
-            from tqdm import tqdm
-
-            self.g = tqdm(desc="games", unit=" games", position=0, dynamic_ncols=True, leave=True)
-            self.p = tqdm(desc="positions", unit=" pos", position=1, total=0, dynamic_ncols=True, leave=True,
-                          unit_scale=True)
-
-    def games(self, n: int) -> None:
-        if self.enabled:
-            self.g.update(n)
-
-    def add_planned(self, n: int) -> None:
-        if self.enabled:
-            self.p.total += n
-            self.p.refresh()
-
-    def rows(self, n: int) -> None:
-        if self.enabled:
-            self.p.update(n)
-
-    def close(self) -> None:
-        if self.enabled:
-            self.g.close()
-            self.p.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gotk.build.splits import parse_min_rank
 from gotk.errors import GotkError
 from gotk.sgf.reader import MAX_SGF_BYTES
 
@@ -45,15 +44,10 @@ class ExportOptions:
             raise ExportError("bad_option", "--games-per-chunk and --rows-per-file must be ≥ 1, --compress-level 0..9")
         if self.format == "leela-zero" and self.board_size != 19:
             raise ExportError("bad_option", "--format leela-zero is 19x19 only (Leela Zero's board size is fixed)")
-        from gotk.build.filters import WhereError, compile_where
-        from gotk.shards import manifest as M
+        from gotk.build.filters import WhereError, check_game_filters
 
         try:
-            if self.min_rank:
-                parse_min_rank(self.min_rank)
-            if self.where:
-                compile_where(self.where, M.ENCODE_WHERE_COLUMNS)
-            self.bot_patterns()
+            check_game_filters(self.min_rank, self.where, self.bots)
         except WhereError as e:
             raise ExportError("bad_where", str(e)) from e
         except ValueError as e:
@@ -62,9 +56,9 @@ class ExportOptions:
     def bot_patterns(self) -> tuple[str, ...]:
         """The bot-name patterns (default list + $GOTK_BOTS + ``bots`` files), resolved in the parent so
         every worker uses the same list (as ``gotk encode``)."""
-        from gotk.sgf.metadata import BotList
+        from gotk.build.filters import check_game_filters
 
-        return tuple(BotList.load(files=self.bots).patterns)
+        return check_game_filters(None, None, self.bots)
 
 
 def katago_available() -> bool:

@@ -38,6 +38,7 @@ from gotk import __version__
 from gotk.build import executors as X
 from gotk.build import workers as W
 from gotk.build.encode import expand_sources, source_entries
+from gotk.build.progress import ProgressBars
 from gotk.build.splits import parse_min_rank
 from gotk.export import writers as WR
 from gotk.export.inputs import dataset_sources, is_dataset
@@ -225,7 +226,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
-    bars = _Bars(progress)
+    bars = ProgressBars(progress)
     seen: set[str] = set()
     kept: list[tuple[int, int, str, int]] = []
     unit_digests: dict[int, str] = {}
@@ -353,33 +354,3 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     manifest["run"] = run
     return manifest
 
-
-class _Bars:
-    """tqdm progress on stderr: games scanned, positions written."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        if enabled:
-            from tqdm import tqdm
-
-            self.g = tqdm(desc="games", unit=" games", position=0, dynamic_ncols=True, leave=True)
-            self.p = tqdm(desc="positions", unit=" pos", position=1, total=0, dynamic_ncols=True, leave=True,
-                          unit_scale=True)
-
-    def games(self, n: int) -> None:
-        if self.enabled:
-            self.g.update(n)
-
-    def planned(self, n: int) -> None:
-        if self.enabled:
-            self.p.total = n
-            self.p.refresh()
-
-    def rows(self, n: int) -> None:
-        if self.enabled:
-            self.p.update(n)
-
-    def close(self) -> None:
-        if self.enabled:
-            self.g.close()
-            self.p.close()
