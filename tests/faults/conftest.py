@@ -55,9 +55,14 @@ def lying_zip(path: Path, member: str, real_size: int, declared: int) -> Path:
 
 def peak_run(code: str, *args: str, timeout: float = 300) -> tuple[dict, float]:
     """Run ``code`` (Python; it may set a dict ``result``) in a fresh process with the worktree first on
-    the path; returns ``(result, VmHWM in MiB)`` — the process's own peak memory, as bench/encode.py measures."""
-    wrapper = (code + "\nimport json as _j\nfrom gotk.build.workers import peak_rss_mib as _p\n"
-               "print('@@' + _j.dumps({'result': globals().get('result'), 'peak': _p()}))\n")
+    the path; returns ``(result, MiB)``: how far the process's peak memory (VmHWM, as bench/encode.py measures
+    it) rose above its level once numpy, pyarrow, numba and gotk's reading stack were imported. The libraries'
+    own resident size depends on the page cache (a freshly installed environment maps ~100 MiB more of the
+    same shared objects), so the import level is taken out: what is left is the memory the work itself used."""
+    prelude = ("import numpy, pyarrow, numba\nimport gotk.build.workers, gotk.sources.archives\n"
+               "from gotk.build.workers import peak_rss_mib as _p\n_base = _p()\n")
+    wrapper = (prelude + code + "\nimport json as _j\n"
+               "print('@@' + _j.dumps({'result': globals().get('result'), 'peak': _p() - _base}))\n")
     env_path = str(REPO)
     res = subprocess.run([sys.executable, "-c", wrapper, *args], capture_output=True, text=True, timeout=timeout,
                          env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
