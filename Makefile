@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.gotk-installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-slow test-all lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,14 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/gotk demo
 
+# the default run leaves out the tests marked slow (whole-archive scale repeats, bombs, random kills)
 test: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
+
+test-slow: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow
+
+test-all: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: setup

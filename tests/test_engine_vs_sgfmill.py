@@ -111,9 +111,11 @@ def _check_game(name: str, data: bytes, record, perm: np.ndarray) -> tuple[int, 
 
 # every archive of ../shared/kgs (one format each: the .zip / .tar.bz2 copies hold the same games),
 # 25,889 games and about 5.2 million moves; about 3.5 minutes in all on one core
-ALL_ARCHIVES = ["KGS-2001-19-2298-.tar.gz", "KGS-2002-19-3646-.tar.gz", "KGS-2003-19-7582-.tar.gz",
-                "KGS-2006-19-10388-.tar.gz", "KGS-2017_01-19-733-.tar.gz", "KGS-2017_02-19-525-.tar.gz",
-                "KGS-2017_03-19-717-.tar.gz"]
+# the four large archives (24,000 games, about 3 of the 3.5 minutes) are marked slow: `make test-slow`
+_SLOW = pytest.mark.slow
+ALL_ARCHIVES = [pytest.param(name, marks=_SLOW) for name in ("KGS-2001-19-2298-.tar.gz", "KGS-2002-19-3646-.tar.gz",
+                                                            "KGS-2003-19-7582-.tar.gz", "KGS-2006-19-10388-.tar.gz")]
+ALL_ARCHIVES += ["KGS-2017_01-19-733-.tar.gz", "KGS-2017_02-19-525-.tar.gz", "KGS-2017_03-19-717-.tar.gz"]
 
 
 @pytest.mark.timeout(1800)  # the 2006 archive is ~40% of the work: well past 600 s on a host 5x slower than usual
