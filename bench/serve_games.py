@@ -5,7 +5,8 @@ tiled, each copy with its own ``game_id`` and its date shifted by whole years so
 selecting real-looking subsets. Each query runs through :meth:`gotk.serve.data.DatasetView.query_games` (what
 the HTTP handler calls) ``--repeat`` times in a fresh process: the first run (which sorts the whole table by
 that column the first time the column is asked for), the median of the repeats and the best are reported,
-plus the one-off cost of loading the table.
+plus the one-off cost of loading the table and of the summary page's ``gotk stats`` report and charts
+(computed once per dataset, then kept).
 
 Usage::
 
@@ -115,8 +116,15 @@ def main() -> None:
                 times.append(1000 * (time.perf_counter() - t0))
             results[name] = {"first_ms": times[0], "median_ms": statistics.median(times[1:] or times),
                              "best_ms": min(times), "matches": total}
+        t0 = time.perf_counter()
+        ds.stats()
+        stats_ms = 1000 * (time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ds.chart("years")  # draws all six
+        charts_ms = 1000 * (time.perf_counter() - t0)
     viewer = viewer_times(a.dataset)
-    out = {"games": a.games, "load_ms": load_ms, "repeat": a.repeat, "queries": results, "viewer": viewer}
+    out = {"games": a.games, "load_ms": load_ms, "repeat": a.repeat, "queries": results, "viewer": viewer,
+           "stats_ms": stats_ms, "charts_ms": charts_ms}
     print(f"games.parquet with {a.games:,} games: loaded in {load_ms:.0f} ms (once per dataset)")
     print("| query | matching games | first ms | median ms (repeats) | best ms |\n|---|--:|--:|--:|--:|")
     for name, r in results.items():
@@ -125,6 +133,8 @@ def main() -> None:
           f"in {viewer['first_game_ms']:.0f} ms (builds the split's game index), other games in "
           f"{viewer['next_game_ms']:.0f} ms (median of 5), one position drawn as SVG with 2 planes in "
           f"{viewer['position_ms']:.2f} ms")
+    print(f"summary page statistics (once per dataset): gotk stats report {stats_ms:.0f} ms, its six charts "
+          f"{charts_ms:.0f} ms")
     if a.json_out:
         a.json_out.write_text(json.dumps(out, indent=2))
 

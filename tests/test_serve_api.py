@@ -5,7 +5,9 @@ Python filter, the planes against the shard's bits, agents against their own API
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -114,6 +116,12 @@ def test_requests_never_name_files(client, folder) -> None:
     ("post", "/api/analyse", {"source": {"size": 9, "handicap": 12}}, 400, "handicap"),
     ("post", "/api/analyse", {"source": {"size": 9}, "top": 0}, 400, "top"),
     ("post", "/api/analyse", {"source": {"size": 9, "komi": "lots"}}, 400, "komi"),
+    ("post", "/api/analyse", {"source": {"size": 9}, "visits": 1}, 400, "visits must be 0 (no search) or 2.."),
+    ("post", "/api/analyse", {"source": {"size": 9}, "visits": 10 ** 6}, 400, "visits must be 0"),
+    ("post", "/api/analyse", {"source": {"size": 9}, "visits": "many"}, 400, "visits must be int"),
+    ("post", "/api/analyse", {"source": {"size": 9}, "visits": 8, "seed": 1.5}, 400, "seed must be int"),
+    ("get", "/api/datasets/sample/stats/games.png", None, 404, "no chart 'games'"),
+    ("get", "/api/datasets/nope/stats", None, 404, "no dataset"),
     ("post", "/api/play", {"size": 9, "human": "X"}, 400, "human must be"),
     ("post", "/api/play", {"agent": "a0", "size": 9}, 400, "plays 19x19"),
     ("post", "/api/play", {"size": 9, "moves": ["D4", "D4"]}, 400, "move 2 (D4) is illegal"),
@@ -148,12 +156,15 @@ def test_dataset_removed_while_serving(tmp_path, encode_expected) -> None:
     g = some_game(folder)["game_id"]
     assert c.get(f"/api/datasets/gone/games/{g}/position").status_code == 200
     shutil.rmtree(folder)
-    for path in ("/api/datasets/gone", "/api/datasets/gone/games", f"/api/datasets/gone/games/{g}/position"):
+    for path in ("/api/datasets/gone", "/api/datasets/gone/games", f"/api/datasets/gone/games/{g}/position",
+                 "/api/datasets/gone/stats", "/api/datasets/gone/stats/years.png"):
         assert "removed" in error(c.get(path), 410)
     # shards gone but the manifest back: still a clear message, not a 500
     write_dataset({"manifest.json": encode_expected["manifest.json"]}, folder)
     c2 = make_client([folder], [])
     msg = error(c2.get(f"/api/datasets/gone/games/{g}/position"), 410)
+    assert "cannot be read" in msg and str(folder) not in msg
+    msg = error(c2.get("/api/datasets/gone/stats"), 410)
     assert "cannot be read" in msg and str(folder) not in msg
     # written again while serving: the manifest changed, the app says so instead of showing stale rows
     write_dataset(encode_expected, folder)
@@ -245,6 +256,93 @@ def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
     assert res["planes_from"] == "shard" and abs(res["value"] - float(value[0])) < 1e-6
     assert res["top"][0]["move"] == coords.to_gtp(int(np.argmax(probs)), 19)
     assert abs(res["top"][0]["prob"] - probs.max() / probs.sum()) < 1e-5
+
+
+def test_analyse_searches_with_agents_that_have_a_value_head(client, agents) -> None:
+    """``visits`` runs gotk's PUCT search per agent: the same visits, win rates and principal variations as
+    :class:`gotk.search.Search` run directly with the same settings; agents that cannot search say why."""
+    from gotk.nets.agent import load_agent
+    from gotk.search.evaluate import NetEvaluator
+    from gotk.search.puct import Search, SearchConfig
+    from gotk.serve.agents import build_state
+
+    moves = ["D4", "Q16", "C16"]
+    r = client.post("/api/analyse", json={"source": {"size": 19, "moves": moves}, "agents": ["a0", "random"],
+                                          "visits": 24, "seed": 3, "top": 50}).json()
+    res = {x["agent"]: x for x in r["results"]}
+    sr = res["a0"]["search"]
+    assert "value head" in res["random"]["search"]["error"]
+    search = Search(NetEvaluator(load_agent(agents[0]), seed=3), SearchConfig(visits=24, seed=3))
+    search.set_position(build_state(19, 7.5, 0, moves))
+    search.run(visits=24)
+    want = [(coords.to_gtp(i.move, 19), i.visits, i.pv[:12]) for i in search.infos() if i.visits > 0]
+    assert sr["visits"] == search.root_visits == 24
+    assert [(m["move"], m["visits"], [coords.from_gtp(v, 19) for v in m["pv"]]) for m in sr["moves"]] == want
+    # the root's first evaluation is one visit; every other playout went through exactly one root child
+    assert sum(m["visits"] for m in sr["moves"]) == 23
+    assert abs(sr["winrate"] - (search.root_value() + 1) / 2) < 1e-9
+    assert all(0 <= m["winrate"] <= 1 and 0 <= m["prior"] <= 1 for m in sr["moves"])
+    # the visits heat map labels the most visited move first
+    most = max(m["visits"] for m in sr["moves"])
+    top = _attr_points(sr["svg"], 'data-rank="1"')
+    assert len(top) == 1 and top[0] in {m["move"] for m in sr["moves"] if m["visits"] == most}
+    # without visits no search runs
+    plain = client.post("/api/analyse", json={"source": {"size": 19, "moves": moves}, "agents": ["a0"]}).json()
+    assert "search" not in plain["results"][0]
+
+
+def test_play_against_a_searching_agent(client, agents) -> None:
+    """``/api/play`` with ``visits``: the agent plays the most visited move of the same search."""
+    from gotk.serve.agents import build_state
+
+    r = client.post("/api/play", json={"agent": "a0", "size": 19, "moves": [], "move": "D4", "visits": 12}).json()
+    assert r["moves"][0] == "D4" and r["agent_move"] == r["search"]["moves"][0]["move"] == r["moves"][1]
+    assert r["search"]["visits"] == 12
+    direct = client.post("/api/analyse", json={"source": {"size": 19, "moves": ["D4"]}, "agents": ["a0"],
+                                               "visits": 12}).json()["results"][0]["search"]
+    assert direct["moves"][0]["move"] == r["agent_move"]
+    assert build_state(19, 7.5, 0, r["moves"]).move_number == 2
+    assert "value head" in error(client.post("/api/play", json={"agent": "random", "size": 9, "visits": 8}), 400)
+    assert "visits must be" in error(client.post("/api/play", json={"agent": "a0", "size": 19, "visits": -3}), 400)
+
+
+def test_policy_only_agent_cannot_search(tmp_path, folder) -> None:
+    import torch
+
+    from gotk.encoders import get_encoder
+    from gotk.nets import build_model, save_agent
+
+    torch.manual_seed(0)
+    enc = get_encoder("sevenplane", 9)
+    model = build_model("resnet", enc.num_planes, 9, head="policy", blocks=1, filters=8)
+    path = save_agent(tmp_path / "p.gotk", model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
+    c = make_client([folder], [path])
+    r = c.post("/api/analyse", json={"source": {"size": 9, "moves": ["E5"]}, "agents": ["a0"], "visits": 8}).json()
+    assert r["results"][0]["top"] and "value head" in r["results"][0]["search"]["error"]
+
+
+def test_dataset_stats_are_gotk_stats(client, folder) -> None:
+    """The summary page's statistics are ``gotk stats DATASET --json``'s report, with its charts as PNG."""
+    resp = client.get("/api/datasets/sample/stats")
+    assert resp.status_code == 200
+    body = resp.json()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "gotk", "stats", str(folder), "--json"], capture_output=True,
+                         text=True, timeout=300, env=env, check=True).stdout
+    cli = json.loads(out)
+    assert {k: v for k, v in body["report"].items() if k != "plots"} == \
+        {k: v for k, v in cli.items() if k in body["report"]}
+    games = pq.read_table(folder / "games.parquet")
+    assert body["report"]["games"] == games.num_rows == sum(body["report"]["by_year"].values())
+    assert body["report"]["positions"] == sum(games.column("positions").to_pylist())
+    assert f"games {games.num_rows:,}" in body["text"]
+    import matplotlib.image
+
+    for url in body["charts"]:
+        png = client.get(url)
+        assert png.status_code == 200 and png.headers["content-type"] == "image/png"
+        img = matplotlib.image.imread(io.BytesIO(png.content), format="png")
+        assert img.shape[0] > 100 and img.shape[1] > 100 and img.std() > 0  # a drawn chart, not a blank
 
 
 def ref_planes(folder: Path, g: dict, k: int) -> np.ndarray:

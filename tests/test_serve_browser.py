@@ -7,12 +7,15 @@ Set ``GOTK_SCREENSHOTS=docs/img`` to save the screenshots shown in the README th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
 
@@ -75,6 +78,12 @@ def test_dataset_games_viewer_and_planes(page, served) -> None:
     page.click("a.dataset-link")
     page.wait_for_selector("table.games tbody tr")
     assert "sevenplane" in page.inner_text("pre.summary")
+    # the gotk stats charts: every image drawn (decoded by the browser), and the headline's game count
+    page.wait_for_function("document.querySelectorAll('img.stats-chart').length === 6 && "
+                           "[...document.querySelectorAll('img.stats-chart')]"
+                           ".every(i => i.complete && i.naturalWidth > 100)")
+    games = pq.read_table(folder / "games.parquet").num_rows
+    assert page.inner_text("#stats-headline").startswith(f"{games:,} games")
     shot(page, "serve-dataset.png")
     # sort by moves (descending: click twice), filter by result, then open the first game
     page.click("th[data-col=num_moves]")
@@ -172,6 +181,35 @@ def test_agent_heat_map_matches_gotk_policy(page, served) -> None:
     page.click("#analyse-link")
     page.wait_for_selector(".agent-card[data-agent=a0] rect.heat")
     assert points(page, ".agent-card[data-agent=random] text.top-move[data-rank='1']")
+
+
+def test_search_visits_and_win_rates_on_the_agent_page(page, served) -> None:
+    """The analyse page's search: the table lists the root moves by visits, as the API's search gives them."""
+    server, _folder, _agent = served
+    page.goto(server.url + "/#/analyse")
+    page.wait_for_selector(".agent-card[data-agent=a0] text.top-move")
+    page.click("#board rect.target[data-point=D4]")
+    page.wait_for_function("document.querySelectorAll('#board circle.stone').length === 1")
+    page.fill("#visits", "16")
+    page.click("#search")
+    page.wait_for_selector(".agent-card[data-agent=a0] .search table.search-moves tbody tr")
+    assert page.get_attribute(".agent-card[data-agent=a0] .search", "data-visits") == "16"
+    rows = page.eval_on_selector_all(".agent-card[data-agent=a0] table.search-moves tbody tr",
+                                     "els => els.map(e => [e.dataset.move, +e.dataset.visits])")
+    visits = [v for _m, v in rows]
+    assert visits == sorted(visits, reverse=True) and 0 < sum(visits) <= 15
+    # the visits heat map labels a most visited move first (ties drawn in board order)
+    top = points(page, ".agent-card[data-agent=a0] .search text.top-move[data-rank='1']")
+    assert len(top) == 1 and top[0] in {m for m, v in rows if v == visits[0]}
+    assert "value head" in page.inner_text(".agent-card[data-agent=random] .search-error")
+    shot(page, "serve-search.png")
+    # the same request through the API: the page shows what the search returned
+    payload = {"source": {"size": 19, "moves": ["D4"]}, "agents": ["a0"], "visits": 16, "top": 10}
+    req = urllib.request.Request(server.url + "/api/analyse", method="POST",
+                                 headers={"Content-Type": "application/json"}, data=json.dumps(payload).encode())
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        api = json.loads(resp.read())["results"][0]["search"]
+    assert [[m["move"], m["visits"]] for m in api["moves"]] == [list(r) for r in rows]
 
 
 def test_play_three_moves_against_random(page, served) -> None:

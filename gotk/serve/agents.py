@@ -19,6 +19,7 @@ from gotk.serve.data import ServeError
 from gotk.serve.draw import top_moves
 
 MAX_MOVES = 1000
+MAX_VISITS = 5000  # per agent and request: a search the page waits for
 
 
 @dataclass
@@ -156,6 +157,41 @@ def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarr
             "value": value}
 
 
+def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: int = 0) -> tuple[dict, np.ndarray]:
+    """A PUCT search (:mod:`gotk.search`, default settings, ``seed`` for the evaluations' random symmetries)
+    of ``visits`` root visits from ``state`` → ``(summary, visit shares)``: ``summary`` has the root's
+    visits, playouts, seconds, the root's value and win rate for the player to move, and the ``top`` root
+    moves by visits with their visits, win rate (``(q + 1) / 2``), prior and principal variation (GTP).
+    ServeError (400) for an agent that cannot search (the random player, no value head)."""
+    from gotk.search.evaluate import NetEvaluator, SearchSetupError
+    from gotk.search.puct import Search, SearchConfig
+
+    check_size(slot, state.size)
+    if slot.agent is None:
+        raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a policy and a value head")
+    if not 2 <= visits <= MAX_VISITS:
+        raise ServeError(400, f"visits must be 2..{MAX_VISITS}, got {visits}")
+    with _LOCK:
+        try:
+            s = Search(NetEvaluator(slot.agent, seed=seed), SearchConfig(visits=visits, seed=seed))
+        except SearchSetupError as e:
+            raise ServeError(400, f"{slot.name!r} cannot search: {e}") from None
+        s.set_position(state)
+        s.run(visits=visits)
+        infos = s.infos()
+    n = state.size
+    shares = np.zeros(n * n + 1)
+    total = sum(i.visits for i in infos) or 1
+    for i in infos:
+        shares[i.move] = i.visits / total
+    root = s.root_value()
+    return {"visits": s.root_visits, "playouts": s.playouts, "seconds": round(s.seconds, 3),
+            "value": root, "winrate": (root + 1) / 2,
+            "moves": [{"move": coords.to_gtp(i.move, n), "visits": i.visits, "winrate": (i.q + 1) / 2,
+                       "prior": i.prior, "pv": [coords.to_gtp(m, n) for m in i.pv[:12]]}
+                      for i in infos[:top] if i.visits > 0]}, shares
+
+
 def choose(slot: AgentSlot, state: GameState) -> int:
     """The agent's move in ``state`` (a flat index or pass; agents here never resign)."""
     check_size(slot, state.size)
@@ -163,5 +199,5 @@ def choose(slot: AgentSlot, state: GameState) -> int:
         return int(slot.player.choose(state))
 
 
-__all__ = ["AgentSlot", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point",
+__all__ = ["AgentSlot", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point", "search",
            "state_from_stones"]

@@ -150,6 +150,20 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
     def summary(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         return JSONResponse(reg.dataset(request.path_params["ds"]).summary())
 
+    def stats(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
+        from gotk.stats import format_report
+        from gotk.stats.plots import CHARTS
+
+        ds = reg.dataset(request.path_params["ds"])
+        report = ds.stats()
+        return JSONResponse({"report": report, "text": format_report(report),
+                             "charts": [f"/api/datasets/{ds.ident}/stats/{name}.png" for name in CHARTS]})
+
+    def chart(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
+        ds = reg.dataset(request.path_params["ds"])
+        return Response(ds.chart(request.path_params["chart"]), media_type="image/png",
+                        headers={"Cache-Control": "max-age=3600"})
+
     def games(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         ds = reg.dataset(request.path_params["ds"])
         q = request.query_params
@@ -204,6 +218,10 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         top = field(req, "top", int, 10)
         if not 1 <= top <= 50:
             raise ServeError(400, f"top must be 1..50, got {top}")
+        visits = field(req, "visits", int, 0)
+        if visits != 0 and not 2 <= visits <= A.MAX_VISITS:
+            raise ServeError(400, f"visits must be 0 (no search) or 2..{A.MAX_VISITS}, got {visits}")
+        seed = field(req, "seed", int, 0)
         results = []
         for ident in ids:
             slot = reg.agent(ident)
@@ -216,6 +234,14 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
             res["pass"] = round(float(probs[-1]), 6)
             res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
                                       last_move=state_last(state)))
+            if visits:
+                if slot.has_value:
+                    res["search"], shares = A.search(slot, state, visits, top, seed)
+                    res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
+                                                        top=min(top, 5), last_move=state_last(state)))
+                else:
+                    res["search"] = {"error": "no search: search needs a network with a value head"
+                                     + (" (this is the random player)" if slot.agent is None else "")}
             results.append(res)
         board, numbers = stones_of_moves(state)
         recorded = None  # a dataset position: its recorded next move is ringed, as in the viewer
@@ -262,12 +288,24 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
                 state.play(p)
             except Exception as e:  # IllegalMoveError: occupied, suicide, ko
                 raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
-        agent_move = None
+        visits = field(req, "visits", int, 0)
+        if visits != 0 and not 2 <= visits <= A.MAX_VISITS:
+            raise ServeError(400, f"visits must be 0 (the network alone) or 2..{A.MAX_VISITS}, got {visits}")
+        if visits and not slot.has_value:
+            raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a value head")
+        agent_move, searched = None, None
         if state.to_play != human_colour and state.passes < 2:
-            p = A.choose(slot, state)
+            if visits:  # the most visited move of a fresh search (requests are stateless: no tree is kept)
+                searched, _shares = A.search(slot, state, visits, top=5)
+                p = A.parse_point(searched["moves"][0]["move"], size)
+            else:
+                p = A.choose(slot, state)
             state.play(p)
             agent_move = coords.to_gtp(p, size)
-        return JSONResponse(game_reply(slot, state, agent_move))
+        reply = game_reply(slot, state, agent_move)
+        if searched is not None:
+            reply["search"] = searched
+        return JSONResponse(reply)
 
     async def sgf(request: Request) -> Response:
         return await run_in_threadpool(_sgf, await body(request))
@@ -305,6 +343,8 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         Route("/", index),
         Route("/api/info", info),
         Route("/api/datasets/{ds}", summary),
+        Route("/api/datasets/{ds}/stats", stats),
+        Route("/api/datasets/{ds}/stats/{chart}.png", chart),
         Route("/api/datasets/{ds}/games", games),
         Route("/api/datasets/{ds}/games/{game}/position", position),
         Route("/api/analyse", analyse, methods=["POST"]),

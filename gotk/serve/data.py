@@ -67,6 +67,8 @@ class DatasetView:
         self._indexes: dict = {}
         self._cache: OrderedDict[str, GamePositions] = OrderedDict()
         self._orders: OrderedDict[tuple[str, bool], pa.Array] = OrderedDict()
+        self._stats: dict | None = None
+        self._charts: dict[str, bytes] | None = None
 
     # --- availability --------------------------------------------------------------------------
 
@@ -107,6 +109,33 @@ class DatasetView:
                 "splits": {k: {"games": v["games"], "rows": v["rows"], "shards": len(v["shards"])}
                            for k, v in m["splits"].items()},
                 "games": m["games"]}
+
+    def stats(self) -> dict:
+        """The ``gotk stats`` report of this dataset's games (:func:`gotk.stats.build_report` over
+        :func:`gotk.stats.dataset_games`: the same numbers ``gotk stats DATASET --json`` prints)."""
+        from gotk.stats import build_report, dataset_games
+
+        self.check()
+        with self._lock:
+            if self._stats is None:
+                try:
+                    table, counts = dataset_games(self.path)
+                except (OSError, ValueError, pa.ArrowInvalid) as e:
+                    raise self._gone(e) from e
+                self._stats = build_report(table, counts)
+            return self._stats
+
+    def chart(self, name: str) -> bytes:
+        """One chart of :meth:`stats` as PNG (every chart is drawn on the first request, then kept)."""
+        from gotk.stats.plots import CHARTS, render_charts
+
+        if name not in CHARTS:
+            raise ServeError(404, f"no chart {name[:40]!r}; the charts are: {', '.join(CHARTS)}")
+        report = self.stats()
+        with self._lock:
+            if self._charts is None:
+                self._charts = render_charts(report)
+            return self._charts[name]
 
     # --- games table ---------------------------------------------------------------------------
 

@@ -1,12 +1,19 @@
-"""PNG charts of a ``gotk stats`` report (matplotlib, headless Agg backend), written atomically."""
+"""PNG charts of a ``gotk stats`` report (matplotlib, headless Agg backend): rendered in memory
+(:func:`render_charts`, also what ``gotk serve`` shows on a dataset's page) or written atomically
+(:func:`write_plots`)."""
 
 from __future__ import annotations
 
 import io
 import os
+import threading
 from pathlib import Path
 
 from gotk.storage import Storage
+
+#: The charts of a report, in the order they are drawn (file names without ``.png``).
+CHARTS = ("years", "ranks", "rank_matrix", "handicap_komi", "results", "length")
+_LOCK = threading.Lock()  # pyplot's figure manager is not thread-safe (gotk serve renders in a thread pool)
 
 
 def _bar(ax, d: dict, title: str, xlabel: str, rotate: bool = False) -> None:
@@ -20,27 +27,41 @@ def _bar(ax, d: dict, title: str, xlabel: str, rotate: bool = False) -> None:
 
 
 def write_plots(report: dict, out_dir: str | os.PathLike, dpi: int = 100) -> list[str]:
-    """Write ``years.png`` (games by year, stacked by source), ``ranks.png``, ``rank_matrix.png`` (black ×
-    white rank bands), ``handicap_komi.png``, ``results.png`` (end kinds and winners), ``length.png``
-    into ``out_dir``; returns the file names written."""
+    """Write the :data:`CHARTS` as ``NAME.png`` into ``out_dir`` (see :func:`render_charts`); returns the
+    file names written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    st = Storage.for_url(out)
+    written: list[str] = []
+    for name, data in render_charts(report, dpi).items():
+        st.write_bytes_atomic(out / f"{name}.png", data)
+        written.append(f"{name}.png")
+    return written
+
+
+def render_charts(report: dict, dpi: int = 100) -> dict[str, bytes]:
+    """The :data:`CHARTS` of ``report`` as PNG bytes: ``years`` (games by year, stacked by source),
+    ``ranks``, ``rank_matrix`` (black × white rank bands), ``handicap_komi``, ``results`` (end kinds and
+    winners), ``length``."""
+    with _LOCK:
+        return _render(report, dpi)
+
+
+def _render(report: dict, dpi: int) -> dict[str, bytes]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    st = Storage.for_url(out)
-    written: list[str] = []
+    written: dict[str, bytes] = {}
 
     def save(fig, name: str) -> None:
         buf = io.BytesIO()
         fig.tight_layout()
         fig.savefig(buf, format="png", dpi=dpi)
         plt.close(fig)
-        st.write_bytes_atomic(out / name, buf.getvalue())
-        written.append(name)
+        written[name.removesuffix(".png")] = buf.getvalue()
 
     games = report["games"]
     fig, ax = plt.subplots(figsize=(8, 4))

@@ -68,6 +68,7 @@ async function datasetPage(id) {
   const s = await api(`/api/datasets/${encodeURIComponent(id)}`);
   const st = tableState[id] || (tableState[id] = {sort: "date", desc: false, offset: 0, limit: 50});
   main().innerHTML = `<h2>${esc(s.name)}</h2><pre class="summary">${esc(s.lines.join("\n"))}</pre>
+    <h3>Statistics</h3><div id="stats" class="muted">loading the games' statistics…</div>
     <h3>Games</h3>
     <form class="filters" id="filters">
       <label>player<input name="player" value="${esc(st.player || "")}"></label>
@@ -85,7 +86,22 @@ async function datasetPage(id) {
     st.offset = 0;
     loadGames(id);
   });
+  loadStats(id);
   await loadGames(id);
+}
+
+async function loadStats(id) {
+  // the gotk stats report of the dataset's games: its charts (PNG, drawn by gotk.stats.plots) and its tables
+  let r;
+  try { r = await api(`/api/datasets/${encodeURIComponent(id)}/stats`); } catch (e) { showError(e.message); return; }
+  const box = $("#stats");
+  if (!box) return;  // the page changed meanwhile
+  const g = r.report;
+  box.className = "";
+  box.innerHTML = `<p id="stats-headline">${g.games.toLocaleString()} games · ${(g.positions ?? 0).toLocaleString()} positions ·
+      ${(100 * (g.bots.share || 0)).toFixed(1)}% with a program · mean length ${g.length.mean} moves</p>
+    <div class="charts">${r.charts.map(u => `<img class="stats-chart" alt="${esc(u.split("/").pop())}" src="${esc(u)}">`).join("")}</div>
+    <details><summary>all tables (as <code>gotk stats</code> prints them)</summary><pre class="summary" id="stats-text">${esc(r.text)}</pre></details>`;
 }
 
 async function loadGames(id) {
@@ -168,7 +184,7 @@ async function viewerPage(id, game, k, query) {
 
 // --- agents on a position -------------------------------------------------------------------------
 
-const setup = {size: 19, komi: 7.5, moves: []};
+const setup = {size: 19, komi: 7.5, moves: [], visits: 0};
 
 async function analysePage(query) {
   let source;
@@ -181,17 +197,20 @@ async function analysePage(query) {
     : `<p>Click the board to play moves (colours alternate) ·
        size <input id="size" type="number" min="2" max="25" value="${setup.size}" style="width:4em">
        <button id="pass">pass</button> <button id="undo">undo</button> <button id="clear">clear</button></p>`}
+    <p>search <input id="visits" type="number" min="0" max="5000" step="1" value="${setup.visits}" style="width:6em"> visits
+       per agent with a value head (0: the network alone) <button id="search">search</button></p>
     <div class="viewer"><div class="board-wrap" id="board">…</div><div class="agents" id="agents"></div></div>`;
   const refresh = async () => {
     const src = fromData ? source : {size: setup.size, komi: setup.komi, handicap: 0, moves: setup.moves};
-    const r = await api("/api/analyse", {source: src, top: 10});
+    const r = await api("/api/analyse", {source: src, top: 10, visits: setup.visits});
     $("#board").innerHTML = `<p class="status">${r.to_play === "B" ? "Black" : "White"} to play</p>` + r.svg;
     $("#agents").innerHTML = r.results.map(a => a.error
       ? `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3><p class="muted">${esc(a.error)}</p></div>`
       : `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3>
          <p>value (${r.to_play === "B" ? "Black" : "White"}'s view): <b class="value">${a.value === null ? "no value head" : a.value.toFixed(3)}</b> · pass ${(100 * a.pass).toFixed(1)}%</p>
          ${a.svg}
-         <ol class="top-moves">${a.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol></div>`).join("");
+         <ol class="top-moves">${a.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol>
+         ${a.search ? searchBox(a.search, r.to_play) : ""}</div>`).join("");
     if (!fromData) {
       $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", async () => {
         setup.moves.push(t.dataset.point);
@@ -199,6 +218,13 @@ async function analysePage(query) {
       }));
     }
   };
+  const runSearch = () => {
+    const v = parseInt($("#visits").value, 10);
+    setup.visits = Number.isFinite(v) ? v : 0;
+    refresh().then(() => showError("")).catch(e => showError(e.message));
+  };
+  $("#search").onclick = runSearch;
+  $("#visits").addEventListener("keydown", ev => { if (ev.key === "Enter") runSearch(); });
   if (!fromData) {
     $("#pass").onclick = () => { setup.moves.push("pass"); refresh().catch(e => { setup.moves.pop(); showError(e.message); }); };
     $("#undo").onclick = () => { setup.moves.pop(); refresh().catch(e => showError(e.message)); };
@@ -208,9 +234,20 @@ async function analysePage(query) {
   await refresh();
 }
 
+function searchBox(sr, toPlay) {
+  if (sr.error) return `<p class="muted search-error">${esc(sr.error)}</p>`;
+  const who = toPlay === "B" ? "Black" : "White";
+  return `<div class="search" data-visits="${sr.visits}"><h4>search: ${sr.visits.toLocaleString()} visits, ${sr.seconds.toFixed(2)} s ·
+      ${who}'s win rate <b class="search-winrate">${(100 * sr.winrate).toFixed(1)}%</b></h4>
+    ${sr.svg}
+    <table class="search-moves"><thead><tr><th>move</th><th>visits</th><th>win rate</th><th>prior</th><th>principal variation</th></tr></thead>
+    <tbody>${sr.moves.map(m => `<tr data-move="${esc(m.move)}" data-visits="${m.visits}"><td>${esc(m.move)}</td><td>${m.visits}</td>
+      <td>${(100 * m.winrate).toFixed(1)}%</td><td>${(100 * m.prior).toFixed(2)}%</td><td>${esc(m.pv.join(" "))}</td></tr>`).join("")}</tbody></table></div>`;
+}
+
 // --- play against an agent --------------------------------------------------------------------------
 
-const game = {agent: "random", human: "B", size: 9, komi: 7.5, handicap: 0, moves: [], over: false, result: null};
+const game = {agent: "random", human: "B", size: 9, komi: 7.5, handicap: 0, visits: 0, moves: [], over: false, result: null};
 
 async function playPage() {
   const opts = INFO.agents.map(a => `<option value="${esc(a.id)}" ${a.id === game.agent ? "selected" : ""}>${esc(a.name)}</option>`).join("");
@@ -221,6 +258,7 @@ async function playPage() {
       <label>size<input name="size" id="psize" type="number" min="2" max="25" value="${game.size}"></label>
       <label>komi<input name="komi" id="komi" type="number" step="0.5" value="${game.komi}"></label>
       <label>handicap<input name="handicap" id="handicap" type="number" min="0" max="9" value="${game.handicap}"></label>
+      <label>search visits<input name="visits" id="pvisits" type="number" min="0" max="5000" value="${game.visits}" title="0: the network alone; search needs a value head"></label>
       <button type="submit" id="start">new game</button>
     </form>
     <div class="viewer"><div class="board-wrap" id="board"></div>
@@ -241,6 +279,7 @@ async function playPage() {
     const a = INFO.agents.find(x => x.id === agentSel);
     Object.assign(game, {agent: agentSel, human: $("#human").value, size: a.board_size || parseInt($("#psize").value, 10),
                          komi: parseFloat($("#komi").value), handicap: parseInt($("#handicap").value, 10) || 0,
+                         visits: parseInt($("#pvisits").value, 10) || 0,
                          moves: [], over: false, result: null});
     await send(null);
   });
@@ -281,7 +320,7 @@ async function send(move) {
   let r;
   try {
     r = await api("/api/play", {agent: game.agent, human: game.human, size: game.size, komi: game.komi,
-                               handicap: game.handicap, moves: game.moves, move});
+                               handicap: game.handicap, moves: game.moves, move, visits: game.visits});
   } catch (e) { showError(e.message); return; }
   showError("");
   game.moves = r.moves; game.over = r.over; game.result = r.result;
@@ -290,6 +329,7 @@ async function send(move) {
   $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", () => send(t.dataset.point)));
   $("#status").textContent = r.over ? `game over: ${r.result}` :
     `${r.to_play === "B" ? "Black" : "White"} to play` + (r.agent_move ? ` · agent played ${r.agent_move}` : "") +
+    (r.search ? ` (searched ${r.search.visits} visits; the agent's win rate ${(100 * r.search.moves[0].winrate).toFixed(1)}%)` : "") +
     ` · captures B ${r.captures[0]} W ${r.captures[1]}`;
   $("#moves").textContent = `${r.moves.length} moves: ${r.moves.join(" ")}`;
   $("#board").dataset.moves = String(r.moves.length);
