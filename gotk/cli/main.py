@@ -41,6 +41,7 @@ COMMANDS = [
     ("eval", train.eval_cmd),
     ("gtp", play.gtp_cmd),
     ("match", play.match_cmd),
+    ("elo", play.elo_cmd),
     ("demo", demo.demo_cmd),
     ("serve", serve.serve_cmd),
 ]

@@ -161,3 +161,37 @@ def _check_size(player, size: int | None) -> None:
         _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
     if size is not None and not 2 <= size <= 25:
         _fail("--size must be 2..25")
+
+
+def elo_cmd(
+    reports: list[Path] = typer.Argument(..., help="`gotk match --json` reports (one JSON file per match)."),
+    anchor: str = typer.Option(..., "--anchor", help="The player held at --anchor-elo (a name from the reports, "
+                               "e.g. 'GNU Go 3.8')."),
+    anchor_elo: float = typer.Option(0.0, "--anchor-elo", help="The anchor's rating."),
+    prior_games: float = typer.Option(2.0, "--prior-games", help="Virtual draws of every player against the "
+                                      "anchor (keeps a perfect score finite; 0: pure maximum likelihood)."),
+    rename: list[str] = typer.Option(None, "--rename", help="OLD=NEW: a report's player name to a table name "
+                                     "(repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ratings as JSON."),
+) -> None:
+    """Elo ratings (Bradley–Terry fit, 95% intervals) from `gotk match --json` reports."""
+    from gotk.cli.common import parse_key_values
+    from gotk.play.elo import EloError, fit, format_table, read_match_reports
+
+    names = {old: str(new) for old, new in parse_key_values(rename, "--rename").items()}
+    if prior_games < 0:
+        _fail("--prior-games must be >= 0")
+    try:
+        games = read_match_reports(reports, names)
+        if not games:
+            _fail("no decided game in these reports")
+        ratings = fit(games, anchor, anchor_elo, prior_games)
+    except EloError as e:
+        _fail(str(e))
+    if as_json:
+        typer.echo(json.dumps({"anchor": anchor, "anchor_elo": anchor_elo, "prior_games": prior_games,
+                               "games": len(games), "ratings": [r.as_dict() for r in ratings]}, indent=2))
+    else:
+        typer.echo(format_table(ratings, anchor))
+        typer.echo(f"\n{len(games)} games; {anchor} held at {anchor_elo:g}; prior: {prior_games:g} virtual draws "
+                   "of each player against the anchor; 95% intervals from the likelihood's curvature")
