@@ -1,12 +1,11 @@
 """Take the README's screenshots of ``gotk serve`` with Debian's headless Chromium (not a test).
 
-The images in docs/img were taken with::
+The images in docs/img were taken with the KGS dataset and value network of BENCHMARKS.md's "Value network
+on the CPU budget recipe" (all of ../shared/kgs encoded with ``alphago``, ``player_plane=true``,
+``ladders=false``; a resnet 4x32 with both heads trained for 40 minutes)::
 
-    gotk encode -e sevenplane -o /tmp/full                      # the built-in sample, 1,256 games
-    gotk train --data /tmp/full --out /tmp/run --model resnet --blocks 3 --filters 32 --head both \\
-        --max-steps 600 --batch-size 128 --optimizer adam      # one short epoch (71 steps)
-    gotk serve /tmp/full --agent /tmp/run/agent.gotk --port 0  # prints the URL
-    python tests/serve_screenshots.py URL docs/img
+    gotk serve runs/kgs-ag49 --agent runs/value-both/agent.gotk --port 8765
+    python tests/serve_screenshots.py http://127.0.0.1:8765 docs/img
 
 (``GOTK_SCREENSHOTS=docs/img pytest tests/test_serve_browser.py`` saves the test's own pages instead, with
 its untrained agent.)
@@ -18,6 +17,11 @@ import sys
 import time
 
 from playwright.sync_api import sync_playwright
+
+
+# planes overlaid in the viewer's picture: the first three of these the dataset's encoder has
+PLANES = ("own_liberties_1", "opponent_liberties_2", "opponent_liberties_3plus",  # sevenplane
+          "liberties_1", "liberties_2", "sensibleness")  # alphago
 
 
 def main(url: str, out: str) -> None:
@@ -43,7 +47,9 @@ def main(url: str, out: str) -> None:
         for _ in range(6):
             pg.keyboard.press("ArrowDown")
             time.sleep(0.25)
-        for n in ("own_liberties_1", "opponent_liberties_2", "opponent_liberties_3plus"):
+        names = pg.eval_on_selector_all("input.plane-toggle", "els => els.map(e => e.dataset.plane)")
+        wanted = [n for n in PLANES if n in names][:3]
+        for n in wanted:
             pg.check(f"input.plane-toggle[data-plane={n}]")
             pg.wait_for_selector(f"label:has(input[data-plane={n}]) .swatch")
         pg.screenshot(path=f"{out}/serve-viewer.png")

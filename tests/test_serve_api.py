@@ -306,6 +306,31 @@ def test_play_against_a_searching_agent(client, agents) -> None:
     assert "visits must be" in error(client.post("/api/play", json={"agent": "a0", "size": 19, "visits": -3}), 400)
 
 
+def test_dataset_positions_are_set_up_with_their_history(folder) -> None:
+    """A dataset position given to an agent (and its search) is the game replayed from its first row: encoding
+    that state gives the shard's planes bit for bit (ko, history), for every position of a few games."""
+    from gotk.encoders import get_encoder
+    from gotk.serve.agents import state_from_rows
+    from gotk.serve.data import DatasetView
+
+    ds = DatasetView(folder, "x")
+    enc = get_encoder(ds.encoder["name"], ds.size, **(ds.encoder.get("options") or {}))
+    checked = 0
+    for i in range(3):
+        g = some_game(folder, i)
+        _m, gp = ds.positions(g["game_id"])
+        for k in range(0, len(gp.label), 7):
+            state, history = state_from_rows(gp, k, ds.encoder, g["komi"])
+            assert history
+            assert np.array_equal(enc.encode(state), gp.planes[k]), (g["game_id"], k)
+            checked += 1
+    assert checked > 20
+    # rows that do not follow each other: the stones alone, still the same board
+    gp.move_number[3] += 1
+    state, history = state_from_rows(gp, 5, ds.encoder, 7.5)
+    assert not history and np.array_equal(enc.encode(state)[:2], gp.planes[5][:2])
+
+
 def test_policy_only_agent_cannot_search(tmp_path, folder) -> None:
     import torch
 

@@ -117,6 +117,33 @@ def state_from_stones(stones: np.ndarray, size: int, to_play: int, komi: float) 
     return state
 
 
+def state_from_rows(gp, k: int, encoder: dict, komi: float) -> tuple[GameState, bool]:
+    """Position ``k`` of a dataset game as a :class:`GameState` → ``(state, with_history)``. When the game's
+    rows start at its first position and follow each other move by move, the state is the first row's
+    stones (handicap / setup) with the recorded moves (the earlier rows' labels) replayed, so the ko point
+    and the move history are known (an agent re-encoding it sees the planes the shard has); the replayed
+    stones are checked against row ``k``'s. Otherwise (rows skipped, a replay that disagrees): row ``k``'s
+    stones alone, with no history. ServeError (400) when the planes carry no stones."""
+    from gotk.serve.data import stones_at
+
+    size = int(encoder["board_size"])
+    stones = stones_at(gp, k, encoder)
+    if stones is None:
+        raise ServeError(400, f"encoder {encoder['name']} has no stone planes: the position cannot be set up "
+                              "for an agent")
+    first = stones_at(gp, 0, encoder)
+    if int(gp.move_number[0]) == 0 and np.array_equal(gp.move_number[:k + 1], np.arange(k + 1)):
+        try:
+            state = state_from_stones(first, size, int(gp.to_play[0]), komi)
+            for j in range(k):
+                state.play(int(gp.label[j]))
+            if np.array_equal(state.board, stones) and state.to_play == (BLACK if gp.to_play[k] > 0 else WHITE):
+                return state, True
+        except (GotkError, ServeError):
+            pass
+    return state_from_stones(stones, size, int(gp.to_play[k]), komi), False
+
+
 def check_size(slot: AgentSlot, size: int) -> None:
     if slot.size is not None and slot.size != size:
         raise ServeError(400, f"agent {slot.name!r} plays {slot.size}x{slot.size}, the position is {size}x{size}")
@@ -200,4 +227,4 @@ def choose(slot: AgentSlot, state: GameState) -> int:
 
 
 __all__ = ["AgentSlot", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point", "search",
-           "state_from_stones"]
+           "state_from_rows", "state_from_stones"]

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from gotk import coords
 from gotk.serve import agents as A
-from gotk.serve.data import DatasetView, ServeError, position_board, stones_at
+from gotk.serve.data import DatasetView, ServeError, position_board
 from gotk.serve.draw import PALETTE, Board, to_svg
 
 STATIC = Path(__file__).with_name("static")
@@ -197,12 +197,8 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         if "dataset" in src:
             ds = reg.dataset(src["dataset"])
             meta, gp, k = dataset_position(ds, field(src, "game", str), field(src, "move", int, 0))
-            stones = stones_at(gp, k, ds.encoder)
-            if stones is None:
-                raise ServeError(400, f"encoder {ds.encoder['name']} has no stone planes: the position cannot be "
-                                      "set up for an agent")
             komi = meta.get("komi")
-            state = A.state_from_stones(stones, ds.size, int(gp.to_play[k]), float(komi if komi is not None else 7.5))
+            state, _history = A.state_from_rows(gp, k, ds.encoder, float(komi if komi is not None else 7.5))
             return state, gp.planes[k], ds.encoder
         state = A.build_state(field(src, "size", int, 19), field(src, "komi", float, 7.5),
                               field(src, "handicap", int, 0), field(src, "moves", list, []))
