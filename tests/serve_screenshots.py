@@ -18,7 +18,6 @@ import time
 
 from playwright.sync_api import sync_playwright
 
-
 # planes overlaid in the viewer's picture: the first three of these the dataset's encoder has
 PLANES = ("own_liberties_1", "opponent_liberties_2", "opponent_liberties_3plus",  # sevenplane
           "liberties_1", "liberties_2", "sensibleness")  # alphago
