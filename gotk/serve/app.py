@@ -102,6 +102,14 @@ def field(obj: dict, name: str, kind, default=None):
     return value
 
 
+def search_visits(req: dict) -> int:
+    """A request's ``visits``: 0 (no search, the default) or 2..:data:`gotk.serve.agents.MAX_VISITS`."""
+    visits = field(req, "visits", int, 0)
+    if visits != 0 and not 2 <= visits <= A.MAX_VISITS:
+        raise ServeError(400, f"visits must be 0 (no search) or 2..{A.MAX_VISITS}, got {visits}")
+    return visits
+
+
 # --- positions -----------------------------------------------------------------------------------------
 
 
@@ -214,9 +222,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         top = field(req, "top", int, 10)
         if not 1 <= top <= 50:
             raise ServeError(400, f"top must be 1..50, got {top}")
-        visits = field(req, "visits", int, 0)
-        if visits != 0 and not 2 <= visits <= A.MAX_VISITS:
-            raise ServeError(400, f"visits must be 0 (no search) or 2..{A.MAX_VISITS}, got {visits}")
+        visits = search_visits(req)
         seed = field(req, "seed", int, 0)
         results = []
         for ident in ids:
@@ -284,9 +290,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
                 state.play(p)
             except Exception as e:  # IllegalMoveError: occupied, suicide, ko
                 raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
-        visits = field(req, "visits", int, 0)
-        if visits != 0 and not 2 <= visits <= A.MAX_VISITS:
-            raise ServeError(400, f"visits must be 0 (the network alone) or 2..{A.MAX_VISITS}, got {visits}")
+        visits = search_visits(req)
         if visits and not slot.has_value:
             raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a value head")
         agent_move, searched = None, None
