@@ -131,10 +131,9 @@ def state_from_rows(gp, k: int, encoder: dict, komi: float) -> tuple[GameState, 
     if stones is None:
         raise ServeError(400, f"encoder {encoder['name']} has no stone planes: the position cannot be set up "
                               "for an agent")
-    first = stones_at(gp, 0, encoder)
-    if int(gp.move_number[0]) == 0 and np.array_equal(gp.move_number[:k + 1], np.arange(k + 1)):
+    if np.array_equal(gp.move_number[:k + 1], np.arange(k + 1)):  # rows 0..k are moves 0..k of the game
         try:
-            state = state_from_stones(first, size, int(gp.to_play[0]), komi)
+            state = state_from_stones(stones_at(gp, 0, encoder), size, int(gp.to_play[0]), komi)
             for j in range(k):
                 state.play(int(gp.label[j]))
             if np.array_equal(state.board, stones) and state.to_play == (BLACK if gp.to_play[k] > 0 else WHITE):
