@@ -16,7 +16,7 @@ from sgfmill import sgf
 from gotk import coords
 from gotk.game.state import GameState
 from gotk.play.gtp_client import GtpClient, OpponentTimeout
-from gotk.play.match import Match, MatchConfig
+from gotk.play.match import Match, MatchConfig, OpponentUnavailable
 from gotk.play.players import RandomPlayer
 from gotk.play.results import parse_score, summarize, wilson_interval
 
@@ -186,9 +186,21 @@ def test_faulty_opponent_forfeits_the_game_not_the_match(tmp_path: Path, mode: s
 
 
 def test_opponent_that_cannot_start(tmp_path: Path) -> None:
+    """No engine at all, or one that dies before its first answer: an error, never forfeits counted as wins."""
     cfg = MatchConfig(size=9, games=2, max_moves=10, timeout=5)
-    results = Match(RandomPlayer(seed=0), [str(tmp_path / "no-such-engine")], cfg).run()
-    assert [r.reason for r in results] == ["opponent_crashed", "opponent_crashed"]
+    with pytest.raises(OpponentUnavailable, match="no-such-engine"):
+        Match(RandomPlayer(seed=0), [str(tmp_path / "no-such-engine")], cfg).run()
+    with pytest.raises(OpponentUnavailable, match="No module named"):
+        Match(RandomPlayer(seed=0), [sys.executable, "-m", "no_such_module_gotk"], cfg).run()
+
+
+def test_cli_match_with_an_opponent_that_cannot_start(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--games", "3", "--size", "9",
+           "--opponent", f"{sys.executable} -m no_such_module_gotk", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 2
+    assert "opponent_unavailable" in proc.stderr and "No module named" in proc.stderr
+    assert proc.stdout == ""  # no result object claiming wins
 
 
 def test_scoring_falls_back_to_our_area_score(tmp_path: Path) -> None:

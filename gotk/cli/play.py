@@ -101,7 +101,7 @@ def match_cmd(
     resign_min_move: int = _RES_MIN,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
-    from gotk.play.match import Match, MatchConfig
+    from gotk.play.match import Match, MatchConfig, OpponentUnavailable
     from gotk.play.results import summarize
 
     argv = shlex.split(opponent)
@@ -129,7 +129,10 @@ def match_cmd(
 
     cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=timeout, sgf_out=sgf_out)
     match = Match(player, argv, cfg, on_game=on_game)
-    results = match.run()
+    try:
+        results = match.run()
+    except OpponentUnavailable as e:
+        _fail(str(e))
     s = summarize(results)
     if as_json:
         out = s.as_dict()

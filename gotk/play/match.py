@@ -4,7 +4,9 @@ Colours alternate (the agent takes black in games 1, 3, ...). A game ends on two
 resignation, ``max_moves`` moves (then it is scored), or a fault of the opponent: an illegal or
 unreadable move (``opponent_illegal_move``), an exit or a broken pipe (``opponent_crashed``), no
 answer within ``timeout`` seconds (``opponent_timeout``). A fault forfeits that game (SGF ``RE[B+F]``)
-and the opponent is restarted for the next one; it does not end the match. Scored games use the
+and the opponent is restarted for the next one; it does not end the match. An engine that never
+answers its first command (it cannot start, or dies at once) is not an opponent at all: the match stops
+with :class:`OpponentUnavailable` instead of counting forfeits as wins. Scored games use the
 opponent's ``final_score`` where it answers one, else gotk's area score (every stone counted alive).
 """
 
@@ -23,6 +25,13 @@ from gotk.play.gtp_client import GtpClient, GtpFailure, OpponentFault
 from gotk.play.players import RESIGN
 from gotk.play.results import GameResult, format_score, parse_score
 from gotk.sgf.writer import game_sgf
+
+
+class OpponentUnavailable(GotkError):
+    """The opponent engine never answered a command: nothing was played, the match cannot go on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("opponent_unavailable", message)
 
 
 def _colour_name(color: int) -> str:
@@ -51,21 +60,28 @@ class Match:
         self.client: GtpClient | None = None
         self.opponent_name = os.path.basename(opponent_argv[0]) if opponent_argv else "opponent"
         self.results: list[GameResult] = []
+        self._answered = False  # the engine has answered at least one command in this match
 
     def _client(self) -> GtpClient:
         if self.client is None or self.client.proc.poll() is not None:
             if self.client is not None:
                 self.client.close()
-            self.client = GtpClient(self.argv, self.cfg.timeout)
             try:
+                self.client = GtpClient(self.argv, self.cfg.timeout)
                 name = self.client.send("name")
+                self._answered = True
                 try:
                     version = self.client.send("version")
                 except GtpFailure:
                     version = ""
                 self.opponent_name = f"{name} {version}".strip() or self.opponent_name
             except GtpFailure:
-                pass
+                self._answered = True  # "? ..." is an answer: a GTP engine without ``name``
+            except OpponentFault as e:
+                if not self._answered:
+                    self._restart()
+                    raise OpponentUnavailable(f"{' '.join(self.argv)!r} did not answer 'name': {e}") from None
+                raise
         return self.client
 
     def _restart(self) -> None:
@@ -182,4 +198,4 @@ class Match:
         return winner, text, "gotk", why
 
 
-__all__ = ["Match", "MatchConfig"]
+__all__ = ["Match", "MatchConfig", "OpponentUnavailable"]
