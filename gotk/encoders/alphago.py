@@ -30,11 +30,11 @@ reading apart). ``encode_game`` is the generic compiled loop of :mod:`gotk.encod
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from gotk.encoders import ladders as LD
 from gotk.encoders.game_loop import FillEncoder
 from gotk.game import kernels as K
+from gotk.jit import compiled, kernel
 
 NUM_PLANES = 48
 P_PLAYER, P_OPPONENT, P_EMPTY, P_ONES, P_ZEROS, P_SENSIBLE = 0, 1, 2, 3, 4, 5
@@ -56,7 +56,7 @@ def plane_names(player_plane: bool = False) -> list[str]:
     return names
 
 
-@njit(cache=True)
+@kernel
 def _is_own_eye(board, nbr, diag, p, color):
     """Every on-board neighbour is ``color``; ≤1 opponent diagonal in the centre, 0 on the edge."""
     nn = 0
@@ -78,7 +78,7 @@ def _is_own_eye(board, nbr, diag, p, color):
     return bad == 0 if nn < 4 else bad <= 1
 
 
-@njit(cache=True)
+@kernel
 def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
     """Liberties (counted up to ``limit``) the 2-liberty string through ``t`` gets by extending at its
     other liberty once the opponent has played ``point`` (the first liberty), assuming that move
@@ -131,19 +131,20 @@ def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
     return cnt
 
 
-@njit(cache=True)
+@kernel
 def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
                  cap_move, cap_target, esc_move):
     """Write every plane but the ladder reads into zeroed ``out`` (C, N); with ``ladders`` collect the
     moves that need reading: ``(move, target)`` pairs in ``cap_move``/``cap_target`` (room for
-    ``4 * N``) and escape moves in ``esc_move`` (room for ``N``). Returns ``(ncap, nesc)``. Every
-    collected move is legal for ``color`` (so never the ko point)."""
+    ``4 * N``; ``cap_target`` has 12 more entries, this function's scratch) and escape moves in
+    ``esc_move`` (room for ``N``). Returns ``(ncap, nesc)``. Every collected move is legal for
+    ``color`` (so never the ko point). Allocates nothing (a :func:`~gotk.jit.kernel`)."""
     n = board.shape[0]
     move_no = meta[K.M_MOVE_NO]
     ko = meta[K.M_KO] if meta[K.M_KO_COLOR] == color else -1
-    fh = np.empty(4, dtype=np.int64)
-    ch = np.empty(4, dtype=np.int64)
-    oh = np.empty(4, dtype=np.int64)
+    fh = cap_target[4 * n:4 * n + 4]  # heads of one point's friendly neighbour strings
+    ch = cap_target[4 * n + 4:4 * n + 8]  # ... of its opponent neighbours in atari
+    oh = cap_target[4 * n + 8:4 * n + 12]  # ... of its opponent neighbours with 2 liberties
     ncap = 0
     nesc = 0
     for p in range(n):
@@ -292,7 +293,7 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
     return ncap, nesc
 
 
-@njit(cache=True)
+@compiled
 def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders):
     """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
 
@@ -302,7 +303,7 @@ def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
     """
     n = board.shape[0]
     cap_move = np.empty(4 * n, dtype=np.int32)  # (move, target) pairs to read as ladder captures
-    cap_target = np.empty(4 * n, dtype=np.int32)
+    cap_target = np.empty(4 * n + 12, dtype=np.int32)
     esc_move = np.empty(n, dtype=np.int32)  # moves to read as ladder escapes
     ncap, nesc = local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
                               cap_move, cap_target, esc_move)
@@ -319,16 +320,29 @@ def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 out[P_LADDER_ESCAPE, p] = 1
 
 
-@njit(cache=True)
+@compiled
 def alphago_fill(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
     """Fill zeroed ``out`` (48 or 49, N) for ``color`` to move; plane 48 if ``out`` has 49 rows."""
     fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, True)
 
 
-@njit(cache=True)
+@compiled
 def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
     """:func:`alphago_fill` with planes 46–47 left zero."""
     fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False)
+
+
+def make_lists(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`local_planes`'s move lists for a board of ``n`` points, made once per game."""
+    return (np.empty(4 * n, dtype=np.int32), np.empty(4 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32))
+
+
+@kernel
+def fill_noladders_lists(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, lists):
+    """:func:`alphago_fill_noladders` with the move lists made once per game (``lists`` from
+    :func:`make_lists`), so that the game loop allocates nothing per position."""
+    local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False,
+                 lists[0], lists[1], lists[2])
 
 
 class AlphaGoEncoder(FillEncoder):
@@ -354,3 +368,6 @@ class AlphaGoEncoder(FillEncoder):
 
             self.game_fill = LC.fill_cached
             self.state_maker = LC.make_cache
+        elif not self.ladders:
+            self.game_fill = fill_noladders_lists
+            self.state_maker = make_lists

@@ -1,8 +1,9 @@
 """The generic compiled game loop (replay + encode) and the base class of compiled encoders.
 
 The encoder contract: a fill function ``fill(out, board, head, nxt, libs, ssize, placed, mark, meta,
-nbr, diag, color)`` (``@njit(cache=True)``) writes the planes of the position held in the engine
-arrays into a zeroed, C-contiguous ``out`` of shape ``(C, N)`` for player ``color`` to move.
+nbr, diag, color)`` (``@gotk.jit.kernel``, or ``@gotk.jit.compiled`` if it allocates) writes the planes
+of the position held in the engine arrays into a zeroed, C-contiguous ``out`` of shape ``(C, N)`` for
+player ``color`` to move.
 
 :func:`game_loop_for` gives, for any fill function, one compiled loop that replays a whole game and
 calls the fill before each kept move. numba does not cache a function that receives another
@@ -23,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from gotk import jit
 from gotk.encoders.base import EncodedGame, Encoder, kept_mask
 from gotk.game import kernels as K
 from gotk.game.replay import stop_error
@@ -62,7 +63,8 @@ def source_hash(module_file: str) -> str:
     """Short hash of the sources generated code depends on: this file, ``planes.py``, the engine
     kernels and ``module_file`` (the module the generated function belongs to)."""
     here = Path(__file__).resolve()
-    files = [here, here.with_name("planes.py"), Path(K.__file__).resolve(), Path(module_file).resolve()]
+    files = [here, here.with_name("planes.py"), Path(K.__file__).resolve(), Path(jit.__file__).resolve(),
+             Path(module_file).resolve()]
     h = hashlib.sha256()
     for f in files:
         try:
@@ -75,12 +77,18 @@ def source_hash(module_file: str) -> str:
 _BASE_NAMES: dict[str, str] = {}
 
 
+def _is_kernel(fn: Any) -> bool:
+    return getattr(fn, "targetoptions", {}).get("_nrt", True) is False
+
+
 def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str):
-    """Compile ``source`` (defining function ``name``) with ``@njit(cache=True)``.
+    """Compile ``source`` (defining function ``name``) with numba, cached.
 
     The function's globals are ``namespace`` (plus the engine kernels); it is attributed to
     ``module``, whose file anchors numba's cache. Its name gets :func:`source_hash` appended so
-    cache entries never outlive the sources they were built from.
+    cache entries never outlive the sources they were built from. It is a :func:`gotk.jit.kernel`
+    (no reference counting) when every compiled function in ``namespace`` is one, else
+    :func:`gotk.jit.compiled`; the generated code itself allocates nothing.
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
@@ -93,7 +101,8 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     fn.__module__ = module
     fn.__qualname__ = full
     _BASE_NAMES[full] = name
-    return njit(cache=True)(fn)
+    callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]
+    return (jit.kernel if all(_is_kernel(v) for v in callees) else jit.compiled)(fn)
 
 
 _LOOPS: dict[tuple[int, bool], tuple[Any, Any]] = {}

@@ -47,10 +47,10 @@ position lapses (nothing tracked what changed around it since).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from gotk.encoders import alphago as AG
 from gotk.encoders import ladders as LD
+from gotk.jit import kernel
 
 # indices of the cache tuple (see make_cache)
 C_SCR, C_PREV, C_FILLS, C_DIRTY, C_CAND, C_CAP_HEAD, C_CAP_STAMP, C_CAP_RES, C_CAP_FP = range(9)
@@ -61,21 +61,21 @@ S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladde
 def make_cache(n: int) -> tuple:
     """A fresh per-game cache for a board of ``n`` points (the game loop's ``state``).
 
-    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n]
-    (capture moves, their targets, escape moves), cap_head/cap_stamp/cap_res[2, n, 4],
-    cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n], esc_fp[2, n, 2, W],
-    stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
+    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n + 12]
+    (capture moves, their targets, escape moves: :func:`gotk.encoders.alphago.local_planes`),
+    cap_head/cap_stamp/cap_res[2, n, 4], cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n],
+    esc_fp[2, n, 2, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
     return (LD.make_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
-            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 4 * n), dtype=np.int32),
+            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 4 * n + 12), dtype=np.int32),
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
             np.zeros((2, n, 2, w), dtype=np.uint64), np.zeros(3, dtype=np.int64))
 
 
-@njit(cache=True)
+@kernel
 def _changed_points(cache, ci, board, head, nxt):
     """Set ``dirty[0]`` to the points whose stone differs from player ``ci``'s previous position and
     ``dirty[1]`` to those whose stone, head or link differ; remember this position for next time."""
@@ -94,7 +94,7 @@ def _changed_points(cache, ci, board, head, nxt):
             prev[ci, 2, x] = nxt[x]
 
 
-@njit(cache=True)
+@kernel
 def _clean(fp, dirty):
     """True if no footprint point (``fp[0]``) changed colour and no core point (``fp[1]``) changed at all."""
     for i in range(dirty.shape[1]):
@@ -103,7 +103,7 @@ def _clean(fp, dirty):
     return True
 
 
-@njit(cache=True)
+@kernel
 def _store(scr, fp):
     """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
     LD.footprint(scr, fp[0])
@@ -112,7 +112,7 @@ def _store(scr, fp):
         fp[1, i] = core[i]
 
 
-@njit(cache=True)
+@kernel
 def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, cache):
     """:func:`gotk.encoders.alphago.fill_planes` with ladders, reading only the ladders whose footprint
     changed since ``color``'s previous position in this game (``cache`` from :func:`make_cache`)."""

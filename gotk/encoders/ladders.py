@@ -48,9 +48,9 @@ footprint point changes, and caches answers across the positions of a game.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from gotk.game import kernels as K
+from gotk.jit import compiled, kernel
 
 MAX_CANDIDATES = 16
 NODE_BUDGET = 4000
@@ -61,7 +61,7 @@ FP = 9  # index of the touched-core bitset in the scratch tuple
 MASKS = 10  # index of the board masks used by footprint()
 
 
-@njit(cache=True)
+@kernel
 def max_plies(n):
     """Plies read past the first move on a board of ``n`` points: ``max(80, 4 * size + 8)``."""
     size = 1
@@ -70,7 +70,7 @@ def max_plies(n):
     return max(80, 4 * size + 8)
 
 
-@njit(cache=True)
+@compiled
 def make_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
     ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
@@ -90,7 +90,7 @@ def make_scratch(n, plies):
             np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n))
 
 
-@njit(cache=True)
+@compiled
 def _masks(n):
     size = 1
     while size * size < n:
@@ -107,12 +107,12 @@ def _masks(n):
     return masks
 
 
-@njit(cache=True)
+@kernel
 def _fp_set(fp, x):
     fp[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
 
 
-@njit(cache=True)
+@kernel
 def touch_string(scr, d, x, nbr):
     """Add the stones of the string through ``x`` (layer ``d``) to the core (just ``x`` if empty)."""
     sb, si, fp = scr[0], scr[1], scr[FP]
@@ -128,7 +128,7 @@ def touch_string(scr, d, x, nbr):
             break
 
 
-@njit(cache=True)
+@kernel
 def touch_point(scr, d, x, nbr):
     """Add ``x`` and the strings next to it (layer ``d``) to the core."""
     sb, si = scr[0], scr[1]
@@ -152,7 +152,7 @@ def touch_point(scr, d, x, nbr):
                     h2 = h
 
 
-@njit(cache=True)
+@kernel
 def touch_around(scr, d, t, nbr):
     """Touch the string through ``t`` (layer ``d``) and every string next to it."""
     sb, si = scr[0], scr[1]
@@ -171,7 +171,7 @@ def touch_around(scr, d, t, nbr):
             break
 
 
-@njit(cache=True)
+@kernel
 def footprint(scr, out):
     """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
     (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
@@ -191,14 +191,14 @@ def footprint(scr, out):
         out[i] = (c | from_left | from_right | from_up | from_down) & masks[2, i]
 
 
-@njit(cache=True)
+@kernel
 def clear_footprint(scr):
     fp = scr[FP]
     for i in range(fp.shape[0]):
         fp[i] = 0
 
 
-@njit(cache=True)
+@kernel
 def load_position(scr, board, head, nxt, libs, ssize, meta):
     """Copy the engine position into layer 0 (searches only read it, so once per position is enough)."""
     sb, si, sm = scr[0], scr[1], scr[2]
@@ -212,7 +212,7 @@ def load_position(scr, board, head, nxt, libs, ssize, meta):
         sm[0, j] = meta[j]
 
 
-@njit(cache=True)
+@kernel
 def _play(scr, d, point, color, nbr):
     """Copy layer ``d`` to ``d + 1`` and play ``point`` there; returns the engine status."""
     touch_point(scr, d, point, nbr)
@@ -234,14 +234,14 @@ def _play(scr, d, point, color, nbr):
     return st
 
 
-@njit(cache=True)
+@kernel
 def _libs_of(scr, d, t, nbr):
     touch_string(scr, d, t, nbr)
     si = scr[1]
     return si[d, 2, si[d, 0, t]]
 
 
-@njit(cache=True)
+@kernel
 def _add_liberties(scr, d, t, row, limit, nbr):
     """Append the distinct liberties of the string through ``t`` (layer ``d``) to candidate row
     ``row`` until it holds ``limit`` candidates; returns the first liberty found (-1 if none)."""
@@ -275,7 +275,7 @@ def _add_liberties(scr, d, t, row, limit, nbr):
     return first
 
 
-@njit(cache=True)
+@kernel
 def _empty_nbrs(sb, d, p, nbr):
     c = 0
     for k in range(4):
@@ -287,7 +287,7 @@ def _empty_nbrs(sb, d, p, nbr):
     return c
 
 
-@njit(cache=True)
+@kernel
 def _escapes_by_extension(scr, d, t, x, y, nbr):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``, layer
     ``d``) gets by extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture
@@ -337,7 +337,7 @@ def _escapes_by_extension(scr, d, t, x, y, nbr):
     return cnt
 
 
-@njit(cache=True)
+@kernel
 def _open(scr, d, kind, t, nbr):
     """Set up the frame of layer ``d``: its side and candidate moves."""
     sb, si, cand = scr[0], scr[1], scr[3]
@@ -380,7 +380,7 @@ def _open(scr, d, kind, t, nbr):
             break
 
 
-@njit(cache=True)
+@kernel
 def read_ladder(scr, root, kind, t, nbr):
     """Iterative AND/OR search from layer ``root``: True if the attacker captures the string
     through ``t``. ``kind`` says who moves at the root (``ATT``: target has 2 liberties; ``DEF``:
@@ -441,7 +441,7 @@ def read_ladder(scr, root, kind, t, nbr):
         ret = val
 
 
-@njit(cache=True)
+@kernel
 def ladder_capture(point, color, target, nbr, scr):
     """True if ``color`` playing ``point`` (legal, a liberty of the 2-liberty opponent string through
     ``target``) leaves that string in atari and it cannot escape the ladder. Layer 0 of ``scr`` must
@@ -454,7 +454,7 @@ def ladder_capture(point, color, target, nbr, scr):
     return read_ladder(scr, 1, DEF, target, nbr)
 
 
-@njit(cache=True)
+@kernel
 def ladder_escape(point, color, nbr, scr):
     """True if ``color`` playing ``point`` (legal, the liberty of its own string in atari) leaves
     that string with ≥3 liberties, or with 2 and no working ladder for the opponent. Layer 0 of

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from numba import njit
-
 from gotk.game import kernels as K
+from gotk.jit import kernel
 
 # who a stone plane is about: resolved against the player to move by :func:`who_color`
 OWN = 0
@@ -35,7 +34,7 @@ class Plane(NamedTuple):
     params: tuple[int, ...] = ()
 
 
-@njit(cache=True)
+@kernel
 def who_color(who, color):
     """Stone colour (1/2) that ``who`` (OWN, OPPONENT, BLACK, WHITE) names for mover ``color``."""
     if who == OWN:
@@ -47,7 +46,7 @@ def who_color(who, color):
     return K.WHITE
 
 
-@njit(cache=True)
+@kernel
 def stone_sign(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
     """+1 on the mover's stones, -1 on the opponent's, 0 on empty points."""
     for p in range(board.shape[0]):
@@ -58,7 +57,7 @@ def stone_sign(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag
             dst[p] = -1
 
 
-@njit(cache=True)
+@kernel
 def stones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, who):
     """1 on every stone of ``who``."""
     c = who_color(who, color)
@@ -67,7 +66,7 @@ def stones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, co
             dst[p] = 1
 
 
-@njit(cache=True)
+@kernel
 def empty(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
     """1 on every empty point."""
     for p in range(board.shape[0]):
@@ -75,7 +74,7 @@ def empty(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, col
             dst[p] = 1
 
 
-@njit(cache=True)
+@kernel
 def stones_with_liberties(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color,
                           who, lo, hi):
     """1 on stones of ``who`` whose string has between ``lo`` and ``hi`` liberties (inclusive)."""
@@ -87,7 +86,7 @@ def stones_with_liberties(dst, board, head, nxt, libs, ssize, placed, mark, meta
                 dst[p] = 1
 
 
-@njit(cache=True)
+@kernel
 def to_move(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, who):
     """All ones when the player to move is ``who`` (BLACK or WHITE), else all zeros."""
     if color == who_color(who, color):
@@ -95,14 +94,14 @@ def to_move(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, c
             dst[p] = 1
 
 
-@njit(cache=True)
+@kernel
 def ones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
     """All ones (a constant plane, e.g. to mark the board's extent under zero padding)."""
     for p in range(board.shape[0]):
         dst[p] = 1
 
 
-@njit(cache=True)
+@kernel
 def ko_forbidden(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
     """1 on the empty point the player to move may not take because of simple ko (if any)."""
     ko = meta[K.M_KO]

@@ -10,12 +10,12 @@ algorithm — vital regions, repeated removal of chains with fewer than two — 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from gotk.game import kernels as K
+from gotk.jit import compiled, kernel
 
 
-@njit(cache=True)
+@compiled
 def area_for_pla(board, head, nxt, nbr, pla, suicide_legal, safe_big, unsafe_big, result):
     """KataGo's ``calculateAreaForPla``: mark ``pla``'s pass-alive chains (Benson) and the regions they
     own in ``result`` (and, with ``safe_big`` / ``unsafe_big``, big empty regions bordered by ``pla``)."""
@@ -139,7 +139,7 @@ def area_for_pla(board, head, nxt, nbr, pla, suicide_legal, safe_big, unsafe_big
             result[p] = pla
 
 
-@njit(cache=True)
+@compiled
 def calculate_area(board, head, nxt, nbr, suicide_legal, non_pass_alive_stones, safe_big, unsafe_big, result):
     """KataGo's ``calculateArea``: 0 / 1 (black) / 2 (white) per point."""
     for p in range(board.shape[0]):
@@ -152,7 +152,7 @@ def calculate_area(board, head, nxt, nbr, suicide_legal, non_pass_alive_stones, 
                 result[p] = board[p]
 
 
-@njit(cache=True)
+@compiled
 def superko_banned(board, head, nxt, libs, meta, hashv, nbr, zob, pla, suicide_legal, situational,
                    player_key, history, out):
     """``out[p] = 1`` where ``pla`` playing ``p`` is pseudo-legal (empty, not the simple-ko point, not an
@@ -230,7 +230,7 @@ def superko_banned(board, head, nxt, libs, meta, hashv, nbr, zob, pla, suicide_l
             out[p] = 1
 
 
-@njit(cache=True)
+@kernel
 def fill_board_planes(board, head, libs, meta, pla, pos19, laddered, prev, prevprev, working_opp, area, use_area,
                       out):
     """Spatial features 0-6 (simple-ko part), 14-17 and 18-19 of one row into ``out[22, 361]`` (zeroed here)."""

@@ -15,14 +15,14 @@ board's simple-ko point whoever moves.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from gotk.game import kernels as K
+from gotk.jit import compiled, kernel
 
 MAX_MOVES = 64  # candidate moves per search node (liberties + capturing moves); far above what occurs
 
 
-@njit(cache=True)
+@compiled
 def make_scratch(n):
     """Search state as one tuple: ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M],
     moves[L, MAX_MOVES], nmoves[L], cur[L], placed, mark, hashv, zob, ctl)``. ``L`` is KataGo's stack
@@ -35,7 +35,7 @@ def make_scratch(n):
             np.zeros(2, dtype=np.int64))
 
 
-@njit(cache=True)
+@kernel
 def load(scr, board, head, nxt, libs, ssize, meta):
     """Copy a position into layer 0."""
     sb, si, sm = scr[0], scr[1], scr[2]
@@ -49,7 +49,7 @@ def load(scr, board, head, nxt, libs, ssize, meta):
         sm[0, j] = meta[j]
 
 
-@njit(cache=True)
+@kernel
 def _legal(scr, d, p, color, nbr):
     """KataGo's ``Board::isLegal(p, color, false)`` on layer ``d``."""
     sb, si, sm = scr[0], scr[1], scr[2]
@@ -58,7 +58,7 @@ def _legal(scr, d, p, color, nbr):
     return K.check_move(sb[d], si[d, 0], si[d, 2], sm[d], nbr, p, color, False) == K.OK
 
 
-@njit(cache=True)
+@kernel
 def _play(scr, d, p, color, nbr):
     """Copy layer ``d`` to ``d + 1`` and play ``p`` there."""
     sb, si, sm, ctl = scr[0], scr[1], scr[2], scr[10]
@@ -78,14 +78,14 @@ def _play(scr, d, p, color, nbr):
     ctl[1] += 1  # plies played (statistics)
 
 
-@njit(cache=True)
+@kernel
 def _libs(scr, d, loc):
     if scr[0][d, loc] == 0:
         return 0
     return scr[1][d, 2, scr[1][d, 0, loc]]
 
 
-@njit(cache=True)
+@kernel
 def _push(buf, start, count, p):
     """Append ``p`` to ``buf[start:start+count]`` unless present; returns the new count."""
     for i in range(start, start + count):
@@ -97,7 +97,7 @@ def _push(buf, start, count, p):
     return count
 
 
-@njit(cache=True)
+@kernel
 def _find_liberties(scr, d, loc, buf, start, count, nbr):
     """KataGo's ``findLiberties``: the chain's liberties appended (deduplicated) after ``count``."""
     sb, si = scr[0], scr[1]
@@ -115,7 +115,7 @@ def _find_liberties(scr, d, loc, buf, start, count, nbr):
     return count
 
 
-@njit(cache=True)
+@compiled
 def _find_capture_moves(scr, d, loc, buf, start, nbr):
     """KataGo's ``findLibertyGainingCaptures``: liberties of adjacent opposing chains in atari."""
     sb, si = scr[0], scr[1]
@@ -147,7 +147,7 @@ def _find_capture_moves(scr, d, loc, buf, start, nbr):
     return count
 
 
-@njit(cache=True)
+@kernel
 def _has_capture_moves(scr, d, loc, nbr):
     sb, si = scr[0], scr[1]
     opp = 3 - sb[d, loc]
@@ -165,7 +165,7 @@ def _has_capture_moves(scr, d, loc, nbr):
     return False
 
 
-@njit(cache=True)
+@kernel
 def _immediate_libs(scr, d, p, nbr):
     c = 0
     for k in range(4):
@@ -177,7 +177,7 @@ def _immediate_libs(scr, d, p, nbr):
     return c
 
 
-@njit(cache=True)
+@kernel
 def _would_be_ko_capture(scr, d, p, pla, nbr):
     """``p`` is empty, every neighbour is ``pla``'s opponent, and exactly one neighbour is a lone stone in atari."""
     sb, si = scr[0], scr[1]
@@ -200,7 +200,7 @@ def _would_be_ko_capture(scr, d, p, pla, nbr):
     return si[d, 3, si[d, 0, found]] == 1
 
 
-@njit(cache=True)
+@compiled
 def _libs_after_play(scr, d, p, pla, max_libs, nbr):
     """KataGo's ``getNumLibertiesAfterPlay``: liberties a ``pla`` stone at ``p`` would have, capped."""
     sb, si = scr[0], scr[1]
@@ -261,7 +261,7 @@ def _libs_after_play(scr, d, p, pla, max_libs, nbr):
     return nl
 
 
-@njit(cache=True)
+@kernel
 def _connection_libs_x2(scr, d, p, pla, nbr):
     """KataGo's move-ordering heuristic: per adjacent ``pla`` stone, ``max(0, 2 * libs - 3)``."""
     sb, si = scr[0], scr[1]
@@ -277,7 +277,7 @@ def _connection_libs_x2(scr, d, p, pla, nbr):
     return c
 
 
-@njit(cache=True)
+@kernel
 def _adjacent(p, q, nbr):
     for k in range(4):
         if nbr[p, k] == q:
@@ -285,7 +285,7 @@ def _adjacent(p, q, nbr):
     return False
 
 
-@njit(cache=True)
+@compiled
 def ladder_captured(scr, root, loc, defender_first, nbr):
     """KataGo's ``searchIsLadderCaptured``: can the chain through ``loc`` (position in layer ``root``)
     be captured by continuous ataris? ``defender_first``: its owner moves first (the chain must have
@@ -391,7 +391,7 @@ def ladder_captured(scr, root, loc, defender_first, nbr):
         cur[d] = -1
 
 
-@njit(cache=True)
+@compiled
 def ladder_working_moves(scr, loc, nbr, out):
     """KataGo's ``searchIsLadderCapturedAttackerFirst2Libs`` on layer 0: the attacker's atari moves
     (among the chain's two liberties) after which the chain is ladder-captured; returns their count."""
@@ -412,7 +412,7 @@ def ladder_working_moves(scr, loc, nbr, out):
     return found
 
 
-@njit(cache=True)
+@kernel
 def _surely_escapes(scr, loc, libs, buf, nbr):
     """Exact shortcuts of the search: a chain in atari whose liberty has 3+ empty neighbours escapes by
     extending; a 2-liberty chain whose liberties are not adjacent and have 3+ empty neighbours each
@@ -424,7 +424,7 @@ def _surely_escapes(scr, loc, libs, buf, nbr):
             and _immediate_libs(scr, 0, buf[1], nbr) >= 3)
 
 
-@njit(cache=True)
+@compiled
 def iter_ladders(scr, nbr, laddered, working):
     """KataGo's ``iterLadders`` on the position in layer 0: ``laddered[p] = 1`` for every stone of a chain
     with 1 liberty that cannot escape, or with 2 liberties that the attacker can ladder; ``working[c, p] = 1``

@@ -23,11 +23,11 @@ from __future__ import annotations
 import gzip
 
 import numpy as np
-from numba import njit
 
 from gotk import coords
 from gotk.errors import GotkError
 from gotk.game import kernels as K
+from gotk.jit import compiled
 from gotk.sgf.record import BLACK, GameRecord, value_targets
 
 SIZE = 19
@@ -45,7 +45,7 @@ _LZ_ORDER = coords.leelazero_order(SIZE)
 _POLICY_ZEROS = np.frombuffer((" ".join(["0"] * (N + 1)) + "\n").encode(), dtype=np.uint8)
 
 
-@njit(cache=True)
+@compiled
 def _boards(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points, allow_suicide, out):
     """``out[0]`` = the start position, ``out[i + 1]`` = the board after move ``i``. Returns
     ``(moves_played, status)`` (status != 0: move ``moves_played`` is illegal)."""
@@ -96,7 +96,7 @@ def game_boards(record: GameRecord) -> np.ndarray:
     return boards
 
 
-@njit(cache=True)
+@compiled
 def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros, out):
     """Write the text of every move's record into ``out`` (uint8, large enough); return its length.
     ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices;

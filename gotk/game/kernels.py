@@ -21,7 +21,8 @@ loops without Python in between.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from gotk.jit import compiled, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -78,7 +79,7 @@ def make_zobrist(size: int, seed: int = 0x60C0FFEE) -> np.ndarray:
     return zob
 
 
-@njit(cache=True)
+@kernel
 def next_stamp(mark, meta):
     """A fresh stamp value for ``mark``; resets the array before the counter could overflow."""
     s = meta[M_STAMP] + 1
@@ -89,7 +90,7 @@ def next_stamp(mark, meta):
     return s
 
 
-@njit(cache=True)
+@kernel
 def count_libs(h, board, nxt, nbr, mark, meta):
     """Distinct liberties of the string with head ``h``, counted from scratch."""
     s = next_stamp(mark, meta)
@@ -109,7 +110,7 @@ def count_libs(h, board, nxt, nbr, mark, meta):
     return count
 
 
-@njit(cache=True)
+@compiled
 def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta):
     """Recompute every string and liberty count from the stones alone (flood fill)."""
     n = board.shape[0]
@@ -153,7 +154,7 @@ def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta):
             head[p] = p
 
 
-@njit(cache=True)
+@kernel
 def board_hash(board, zob):
     """Zobrist hash of the stones on ``board``, from scratch."""
     h = np.uint64(0)
@@ -163,7 +164,7 @@ def board_hash(board, zob):
     return h
 
 
-@njit(cache=True)
+@kernel
 def check_move(board, head, libs, meta, nbr, point, color, allow_suicide):
     """Status a stone of ``color`` on ``point`` would get (``OK``, ``OCCUPIED``, ``KO``, ``SUICIDE``).
 
@@ -195,7 +196,7 @@ def check_move(board, head, libs, meta, nbr, point, color, allow_suicide):
     return SUICIDE
 
 
-@njit(cache=True)
+@kernel
 def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
     """Take the string with head ``h`` off the board; neighbours gain the freed liberties."""
     color = board[h]
@@ -240,7 +241,7 @@ def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
     return removed
 
 
-@njit(cache=True)
+@kernel
 def _merge(a, b, head, nxt, ssize):
     """Merge string ``b`` into ``a`` (heads); returns the surviving head (the larger string)."""
     if ssize[a] < ssize[b]:
@@ -258,7 +259,7 @@ def _merge(a, b, head, nxt, ssize):
     return a
 
 
-@njit(cache=True)
+@kernel
 def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, point, color, allow_suicide):
     """Play ``color`` at ``point`` (``size*size`` = pass), updating every array in place.
 
@@ -343,7 +344,7 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
     return OK
 
 
-@njit(cache=True)
+@compiled
 def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points,
                  allow_suicide, superko, hashes):
     """Play a whole move sequence in one compiled loop.
@@ -395,7 +396,7 @@ def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, 
     return m, OK
 
 
-@njit(cache=True)
+@kernel
 def legal_mask(board, head, libs, meta, nbr, color, allow_suicide, out):
     """``out[p] = 1`` where ``color`` may legally play ``p`` (simple ko); ``out[n]`` (pass) = 1."""
     n = board.shape[0]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from gotk.jit import compiled
 
 
-@njit(cache=True)
+@compiled
 def _area(board, nbr):
     n = board.shape[0]
     seen = np.zeros(n, dtype=np.uint8)

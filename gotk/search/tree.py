@@ -17,8 +17,9 @@ visited takes the first-play-urgency value ``Q_parent − fpu · sqrt(Σ P of vi
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from gotk.jit import compiled, kernel
 
 UNEXPANDED = 0
 PENDING = 1
@@ -31,7 +32,7 @@ TERMINAL_LEAF = 1  # a finished game: backed up already inside select()
 COLLISION = 2  # a node already waiting for the network: virtual loss undone, stop filling the batch
 
 
-@nb.njit(cache=True)
+@kernel
 def select(first, nchild, N, W, VL, P, status, TV, c_puct, fpu, path):
     """Walk from the root (node 0) to a leaf by PUCT, adding a virtual visit to every node on the way.
 
@@ -79,7 +80,7 @@ def select(first, nchild, N, W, VL, P, status, TV, c_puct, fpu, path):
     return LEAF, length
 
 
-@nb.njit(cache=True)
+@kernel
 def backup(N, W, VL, path, length, value):
     """Add ``value`` (the view of the player who moved into the leaf) along ``path``, flipping sides at every
     level, and remove the walk's virtual visits."""
@@ -92,7 +93,7 @@ def backup(N, W, VL, path, length, value):
         v = -v
 
 
-@nb.njit(cache=True)
+@kernel
 def expand(node, start, moves, priors, parent, move, first, nchild, N, W, VL, P, status, TV):
     """Give ``node`` the children ``moves`` with ``priors`` at rows ``start ..``; returns the next free row."""
     k = moves.shape[0]
@@ -114,7 +115,7 @@ def expand(node, start, moves, priors, parent, move, first, nchild, N, W, VL, P,
     return start + k
 
 
-@nb.njit(cache=True)
+@compiled
 def extract_subtree(new_root, parent, move, first, nchild, N, W, VL, P, status, TV, out_parent, out_move,
                     out_first, out_nchild, out_N, out_W, out_VL, out_P, out_status, out_TV):
     """Copy the subtree under ``new_root`` into the ``out_*`` arrays (breadth first, the new root at row 0,
@@ -151,7 +152,7 @@ def extract_subtree(new_root, parent, move, first, nchild, N, W, VL, P, status, 
     return count
 
 
-@nb.njit(cache=True)
+@compiled
 def subtree_size(root, first, nchild, status):
     """Rows under (and including) ``root``."""
     stack = np.empty(first.shape[0], dtype=np.int64)

@@ -17,9 +17,9 @@ and every move value other than ``""``, ``tt`` or two letters on the board.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from gotk.errors import SGFError
+from gotk.jit import kernel
 
 OK = 0
 DECLINE_REASONS = {
@@ -53,7 +53,7 @@ assert (_code("B"), _code("W"), _code("SZ"), _code("AB"), _code("AW"), _code("AE
 # one plain function, no helpers to inline and no arrays built inside, compiles quickly.
 
 
-@njit(cache=True)
+@kernel
 def _scan(buf, games, props, moves, nodes, counts):
     """Tokenise and parse every game tree in ``buf`` (uint8); returns 0 or a decline code.
 

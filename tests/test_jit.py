@@ -1,0 +1,54 @@
+"""gotk.jit: kernels run without numba's reference counting; generated loops follow their callees."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gotk import jit
+from gotk.encoders.alphago import AlphaGoEncoder, fill_noladders_lists, local_planes
+from gotk.encoders.game_loop import _is_kernel, game_loop_for
+from gotk.encoders.registry import get_encoder
+from gotk.game import kernels as K
+
+pytestmark = pytest.mark.skipif(not jit.NRT_OFF, reason="this numba has no _nrt option")
+
+
+def test_hot_kernels_count_no_references():
+    """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
+    a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
+    for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, local_planes, fill_noladders_lists):
+        assert _is_kernel(fn), fn.py_func.__name__
+    for name in ("oneplane", "sevenplane", "simple"):
+        enc = get_encoder(name)
+        assert _is_kernel(enc.fill)
+        assert _is_kernel(game_loop_for(enc.fill))
+    ag = AlphaGoEncoder(ladders=False)
+    assert _is_kernel(game_loop_for(ag.game_fill, True))
+    assert not _is_kernel(K.replay_moves)  # it copies arrays (superko): compiled, with reference counting
+
+
+def test_a_kernel_that_allocates_is_refused_at_its_first_call():
+    @jit.kernel
+    def allocates(n):
+        return np.zeros(n).sum()
+
+    with pytest.raises(Exception, match="NRT required|empty|zeros"):
+        allocates(3)
+
+    @jit.compiled
+    def allocates_ok(n):
+        return np.zeros(n).sum()
+
+    assert allocates_ok(3) == 0.0
+
+
+def test_kernel_falls_back_to_compiled_without_the_option(monkeypatch):
+    monkeypatch.setattr(jit, "NRT_OFF", False)
+
+    @jit.kernel
+    def add(a, b):
+        return a + b
+
+    assert add(2, 3) == 5
+    assert "_nrt" not in add.targetoptions
