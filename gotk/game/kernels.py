@@ -154,6 +154,18 @@ def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta):
             head[p] = p
 
 
+@compiled
+def setup_position(board, head, nxt, libs, ssize, nbr, mark, meta, zob, hashv):
+    """After setup stones were written into ``board``: rebuild every string and the hash (``hashv[0]``)
+    in one call. Returns the first point of a string left without liberties, else -1."""
+    rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta)
+    hashv[0] = board_hash(board, zob)
+    for p in range(board.shape[0]):
+        if board[p] != 0 and libs[head[p]] == 0:
+            return p
+    return -1
+
+
 @kernel
 def board_hash(board, zob):
     """Zobrist hash of the stones on ``board``, from scratch."""
@@ -358,13 +370,15 @@ def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, 
     n = board.shape[0]
     hashes[0] = hashv[0]
     # with superko a refused repetition must leave the position before it: a copy to restore from
-    b_board = board.copy()
-    b_head = head.copy()
-    b_nxt = nxt.copy()
-    b_libs = libs.copy()
-    b_ssize = ssize.copy()
-    b_placed = placed.copy()
-    b_meta = meta.copy()
+    # (empty without superko: most replays never need it)
+    k = n if superko else 0
+    b_board = board[:k].copy()
+    b_head = head[:k].copy()
+    b_nxt = nxt[:k].copy()
+    b_libs = libs[:k].copy()
+    b_ssize = ssize[:k].copy()
+    b_placed = placed[:k].copy()
+    b_meta = meta[:meta.shape[0] if superko else 0].copy()
     for i in range(m):
         if superko and points[i] != n:
             b_board[:] = board

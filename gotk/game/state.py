@@ -53,6 +53,22 @@ def tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return nbr, diag, zob
 
 
+@cache
+def _empty_arrays(size: int) -> tuple[np.ndarray, ...]:
+    """The engine arrays of an empty board (read-only templates that :class:`GameState` copies)."""
+    n = size * size
+    meta = np.zeros(K.META_LEN, dtype=np.int64)
+    meta[K.M_TO_PLAY] = BLACK
+    meta[K.M_KO] = -1
+    meta[K.M_LAST] = -1
+    arrays = (np.zeros(n, dtype=np.int8), np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32),
+              np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.full(n, -1, dtype=np.int32),
+              np.zeros(n, dtype=np.int32), meta, np.zeros(1, dtype=np.uint64))
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
 class GameState:
     """A Go position plus what the rules need: player to move, ko, history, hashes."""
 
@@ -63,22 +79,20 @@ class GameState:
 
     def __init__(self, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> None:
         nbr, diag, zob = tables(size)
-        n = size * size
+        board, head, nxt, libs, ssize, placed, mark, meta, hashv = _empty_arrays(size)
         self.size = size
         self.rules = rules or Rules()
         self.komi = komi
-        self.board = np.zeros(n, dtype=np.int8)
-        self.head = np.arange(n, dtype=np.int32)
-        self.nxt = np.arange(n, dtype=np.int32)
-        self.libs = np.zeros(n, dtype=np.int32)
-        self.ssize = np.zeros(n, dtype=np.int32)
-        self.placed = np.full(n, -1, dtype=np.int32)
-        self.mark = np.zeros(n, dtype=np.int32)
-        self.meta = np.zeros(K.META_LEN, dtype=np.int64)
-        self.meta[K.M_TO_PLAY] = BLACK
-        self.meta[K.M_KO] = -1
-        self.meta[K.M_LAST] = -1
-        self.hashv = np.zeros(1, dtype=np.uint64)
+        # copies of one read-only template per size: cheaper than building each array (replay makes one per game)
+        self.board = board.copy()
+        self.head = head.copy()
+        self.nxt = nxt.copy()
+        self.libs = libs.copy()
+        self.ssize = ssize.copy()
+        self.placed = placed.copy()
+        self.mark = mark.copy()
+        self.meta = meta.copy()
+        self.hashv = hashv.copy()
         self.nbr, self.diag, self.zob = nbr, diag, zob
         self.history: list[tuple[int, int]] = []  # (color, point) of every move played
         self._seen: set[int] | None = {0} if self.rules.superko else None
@@ -100,13 +114,11 @@ class GameState:
                     raise IllegalMoveError("bad_setup", f"setup point {p} is off the board")
                 self.board[p] = color
                 self.placed[p] = -1
-        K.rebuild_strings(self.board, self.head, self.nxt, self.libs, self.ssize, self.nbr, self.mark, self.meta)
-        dead = (self.board != 0) & (self.libs[self.head] == 0)
-        if dead.any():
-            p = int(np.flatnonzero(dead)[0])
+        p = K.setup_position(self.board, self.head, self.nxt, self.libs, self.ssize, self.nbr, self.mark, self.meta,
+                             self.zob, self.hashv)
+        if p >= 0:
             raise IllegalMoveError("bad_setup", f"setup leaves a string without liberties at "
-                                   f"{coords.to_gtp(p, self.size)}")
-        self.hashv[0] = K.board_hash(self.board, self.zob)
+                                   f"{coords.to_gtp(int(p), self.size)}")
         self.meta[K.M_KO] = -1
         if to_play is not None:
             self.meta[K.M_TO_PLAY] = to_play
