@@ -4,8 +4,8 @@
   function that allocates no array: the arrays a kernel reads and writes are owned by its caller, so
   counting references to them is pure cost. Numba otherwise increments and decrements an atomic
   counter for array arguments, views and tuple items around every call; in the rules engine and the
-  encoders that was 25–30% of the compiled time (perf, ``gotk encode -e alphago``) and the AlphaGo
-  encoder without ladders ran 2× faster without it. A function that does allocate (``np.empty``,
+  encoders that was 25–30% of the compiled time (perf, ``gotk encode -e alphago``), and every alphago
+  variant ran 1.6–1.7× faster without it (BENCHMARKS.md). A function that does allocate (``np.empty``,
   ``.copy()``) fails to compile as a kernel — an error at the first call, never a wrong result — and
   numba passes the option on to the functions a kernel calls, so those must not allocate either.
 * :func:`compiled` — plain ``@njit(cache=True)``, for functions that allocate.
