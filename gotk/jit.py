@@ -39,6 +39,11 @@ def _nrt_off_supported() -> bool:
 NRT_OFF = _nrt_off_supported()
 
 
+def is_kernel(fn: Any) -> bool:
+    """True for a function compiled by :func:`kernel` (without reference counting)."""
+    return getattr(fn, "targetoptions", {}).get("_nrt", True) is False
+
+
 def kernel(fn: Callable[..., Any]) -> Any:
     """``@njit(cache=True)`` without reference counting: for functions that allocate no array."""
     if NRT_OFF:
@@ -46,4 +51,4 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return njit(cache=True)(fn)
 
 
-__all__ = ["NRT_OFF", "compiled", "kernel"]
+__all__ = ["NRT_OFF", "compiled", "is_kernel", "kernel"]

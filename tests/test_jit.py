@@ -7,7 +7,7 @@ import pytest
 
 from gotk import jit
 from gotk.encoders.alphago import AlphaGoEncoder, fill_noladders_lists, local_planes
-from gotk.encoders.game_loop import _is_kernel, game_loop_for
+from gotk.encoders.game_loop import game_loop_for
 from gotk.encoders.registry import get_encoder
 from gotk.game import kernels as K
 
@@ -18,14 +18,14 @@ def test_hot_kernels_count_no_references():
     """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
     a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
     for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, local_planes, fill_noladders_lists):
-        assert _is_kernel(fn), fn.py_func.__name__
+        assert jit.is_kernel(fn), fn.py_func.__name__
     for name in ("oneplane", "sevenplane", "simple"):
         enc = get_encoder(name)
-        assert _is_kernel(enc.fill)
-        assert _is_kernel(game_loop_for(enc.fill))
+        assert jit.is_kernel(enc.fill)
+        assert jit.is_kernel(game_loop_for(enc.fill))
     ag = AlphaGoEncoder(ladders=False)
-    assert _is_kernel(game_loop_for(ag.game_fill, True))
-    assert not _is_kernel(K.replay_moves)  # it copies arrays (superko): compiled, with reference counting
+    assert jit.is_kernel(game_loop_for(ag.game_fill, True))
+    assert not jit.is_kernel(K.replay_moves)  # it copies arrays (superko): compiled, with reference counting
 
 
 def test_a_kernel_that_allocates_is_refused_at_its_first_call():

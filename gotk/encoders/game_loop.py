@@ -77,10 +77,6 @@ def source_hash(module_file: str) -> str:
 _BASE_NAMES: dict[str, str] = {}
 
 
-def _is_kernel(fn: Any) -> bool:
-    return getattr(fn, "targetoptions", {}).get("_nrt", True) is False
-
-
 def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str):
     """Compile ``source`` (defining function ``name``) with numba, cached.
 
@@ -102,7 +98,7 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     fn.__qualname__ = full
     _BASE_NAMES[full] = name
     callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]
-    return (jit.kernel if all(_is_kernel(v) for v in callees) else jit.compiled)(fn)
+    return (jit.kernel if all(jit.is_kernel(v) for v in callees) else jit.compiled)(fn)
 
 
 _LOOPS: dict[tuple[int, bool], tuple[Any, Any]] = {}
