@@ -294,6 +294,12 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
 
 
 @compiled
+def make_lists(n):
+    """:func:`local_planes`'s move lists ``(cap_move, cap_target, esc_move)`` for a board of ``n`` points."""
+    return np.empty(4 * n, dtype=np.int32), np.empty(4 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32)
+
+
+@compiled
 def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders):
     """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
 
@@ -302,9 +308,8 @@ def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
     copies. This is the uncached reference of :mod:`gotk.encoders.ladder_cache`.
     """
     n = board.shape[0]
-    cap_move = np.empty(4 * n, dtype=np.int32)  # (move, target) pairs to read as ladder captures
-    cap_target = np.empty(4 * n + 12, dtype=np.int32)
-    esc_move = np.empty(n, dtype=np.int32)  # moves to read as ladder escapes
+    # (move, target) pairs to read as ladder captures, moves to read as ladder escapes
+    cap_move, cap_target, esc_move = make_lists(n)
     ncap, nesc = local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
                               cap_move, cap_target, esc_move)
     if ncap + nesc > 0:
@@ -332,15 +337,10 @@ def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, met
     fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False)
 
 
-def make_lists(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`local_planes`'s move lists for a board of ``n`` points, made once per game."""
-    return (np.empty(4 * n, dtype=np.int32), np.empty(4 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32))
-
-
 @kernel
 def fill_noladders_lists(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, lists):
     """:func:`alphago_fill_noladders` with the move lists made once per game (``lists`` from
-    :func:`make_lists`), so that the game loop allocates nothing per position."""
+    :func:`make_lists`, the game loop's per-game state), so that the loop allocates nothing per position."""
     local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False,
                  lists[0], lists[1], lists[2])
 
