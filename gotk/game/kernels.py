@@ -356,6 +356,23 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
     return OK
 
 
+@kernel
+def _restore(board, head, nxt, libs, ssize, placed, meta, s_board, s_head, s_nxt, s_libs, s_ssize, s_placed,
+             s_meta):
+    """Copy a position's arrays from the ``s_*`` ones (same shapes). Element loops, not ``a[:] = b``:
+    numba's slice assignment compiles a shape check with a formatted error message, which pulls
+    string formatting into the compile and cost several seconds of every first run."""
+    for p in range(board.shape[0]):
+        board[p] = s_board[p]
+        head[p] = s_head[p]
+        nxt[p] = s_nxt[p]
+        libs[p] = s_libs[p]
+        ssize[p] = s_ssize[p]
+        placed[p] = s_placed[p]
+    for j in range(meta.shape[0]):
+        meta[j] = s_meta[j]
+
+
 @compiled
 def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points,
                  allow_suicide, superko, hashes):
@@ -381,13 +398,8 @@ def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, 
     b_meta = meta[:meta.shape[0] if superko else 0].copy()
     for i in range(m):
         if superko and points[i] != n:
-            b_board[:] = board
-            b_head[:] = head
-            b_nxt[:] = nxt
-            b_libs[:] = libs
-            b_ssize[:] = ssize
-            b_placed[:] = placed
-            b_meta[:] = meta
+            _restore(b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta,
+                     board, head, nxt, libs, ssize, placed, meta)
         st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
                        points[i], colors[i], allow_suicide)
         if st != OK:
@@ -396,14 +408,9 @@ def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, 
         if superko and points[i] != n:
             for j in range(i + 1):
                 if hashes[j] == hashv[0]:
-                    board[:] = b_board
-                    head[:] = b_head
-                    nxt[:] = b_nxt
-                    libs[:] = b_libs
-                    ssize[:] = b_ssize
-                    placed[:] = b_placed
                     stamp = meta[M_STAMP]
-                    meta[:] = b_meta
+                    _restore(board, head, nxt, libs, ssize, placed, meta,
+                             b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta)
                     meta[M_STAMP] = stamp  # ``mark`` was stamped since; keep the counter moving on
                     hashv[0] = hashes[i]
                     return i, -1
