@@ -122,7 +122,7 @@ def touch_string(scr, d, x, nbr):
     h = si[d, 0, x]
     p = h
     while True:
-        _fp_set(fp, p)
+        _fp_set(fp, np.int64(p))
         p = si[d, 1, p]
         if p == h:
             break
@@ -143,7 +143,7 @@ def touch_point(scr, d, x, nbr):
         if sb[d, q] != 0:
             h = si[d, 0, q]
             if h != h0 and h != h1 and h != h2:
-                touch_string(scr, d, q, nbr)
+                touch_string(scr, d, np.int64(q), nbr)
                 if h0 < 0:
                     h0 = h
                 elif h1 < 0:
@@ -165,7 +165,7 @@ def touch_around(scr, d, t, nbr):
             if q < 0:
                 break
             if sb[d, q] != 0 and si[d, 0, q] != h:
-                touch_string(scr, d, q, nbr)
+                touch_string(scr, d, np.int64(q), nbr)
         p = si[d, 1, p]
         if p == h:
             break
@@ -228,7 +228,7 @@ def _play(scr, d, point, color, nbr):
         sm[e, j] = sm[d, j]
     sm[e, K.M_STAMP] = ctl[0]
     st = K.play_move(sb[e], si[e, 0], si[e, 1], si[e, 2], si[e, 3], scr[4], scr[5], sm[e], scr[6], nbr, scr[7],
-                     point, color, False)
+                     point, color, np.bool_(False))
     ctl[0] = sm[e, K.M_STAMP]
     ctl[1] += 1
     return st
@@ -345,9 +345,9 @@ def _open(scr, d, kind, t, nbr):
     cand[d, _C_IDX] = 0
     cand[d, _C_TYPE] = kind
     if kind == ATT:
-        _add_liberties(scr, d, t, d, 2, nbr)
+        _add_liberties(scr, d, t, d, np.int64(2), nbr)
         if cand[d, _C_N] == 2:
-            a, b = cand[d, _C0], cand[d, _C0 + 1]
+            a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
             keep_a = _escapes_by_extension(scr, d, t, a, b, nbr) < 3
             keep_b = _escapes_by_extension(scr, d, t, b, a, nbr) < 3
@@ -364,7 +364,7 @@ def _open(scr, d, kind, t, nbr):
                 cand[d, _C_N] = 1
         return
     touch_around(scr, d, t, nbr)
-    _add_liberties(scr, d, t, d, 1, nbr)
+    _add_liberties(scr, d, t, d, np.int64(1), nbr)
     acol = 3 - sb[d, t]
     h = si[d, 0, t]
     p = h
@@ -374,7 +374,7 @@ def _open(scr, d, kind, t, nbr):
             if q < 0:
                 break
             if sb[d, q] == acol and si[d, 2, si[d, 0, q]] == 1:
-                _add_liberties(scr, d, q, d, MAX_CANDIDATES, nbr)
+                _add_liberties(scr, d, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
         p = si[d, 1, p]
         if p == h:
             break
@@ -403,7 +403,7 @@ def read_ladder(scr, root, kind, t, nbr):
             ret = -1
         pushed = False
         while val < 0 and not pushed and cand[d, _C_IDX] < cand[d, _C_N]:
-            m = cand[d, _C0 + cand[d, _C_IDX]]
+            m = np.int64(cand[d, _C0 + cand[d, _C_IDX]])
             cand[d, _C_IDX] += 1
             if _play(scr, d, m, acol if kind == ATT else dcol, nbr) != K.OK:
                 continue
@@ -423,13 +423,13 @@ def read_ladder(scr, root, kind, t, nbr):
             else:
                 # one liberty left: the attacker takes it unless that is illegal (ko)
                 cand[e, _C_N] = 0
-                lib = _add_liberties(scr, e, t, e, 0, nbr)
+                lib = _add_liberties(scr, e, t, e, np.int64(0), nbr)
                 si = scr[1]
                 touch_point(scr, e, lib, nbr)
-                if K.check_move(sb[e], si[e, 0], si[e, 2], scr[2][e], nbr, lib, acol, False) != K.OK:
+                if K.check_move(sb[e], si[e, 0], si[e, 2], scr[2][e], nbr, lib, acol, np.bool_(False)) != K.OK:
                     val = 0
             if pushed:
-                _open(scr, e, DEF if kind == ATT else ATT, t, nbr)
+                _open(scr, e, np.int64(DEF if kind == ATT else ATT), t, nbr)
                 d = e
         if pushed:
             continue
@@ -447,11 +447,12 @@ def ladder_capture(point, color, target, nbr, scr):
     ``target``) leaves that string in atari and it cannot escape the ladder. Layer 0 of ``scr`` must
     hold the position (:func:`load_position`). The query's footprint is left in ``scr[FP]``."""
     clear_footprint(scr)
-    if _play(scr, 0, point, color, nbr) != K.OK:
+    d0, d1, t = np.int64(0), np.int64(1), np.int64(target)
+    if _play(scr, d0, np.int64(point), np.int64(color), nbr) != K.OK:
         return False
-    if _libs_of(scr, 1, target, nbr) != 1:
+    if _libs_of(scr, d1, t, nbr) != 1:
         return False
-    return read_ladder(scr, 1, DEF, target, nbr)
+    return read_ladder(scr, d1, np.int64(DEF), t, nbr)
 
 
 @kernel
@@ -460,11 +461,12 @@ def ladder_escape(point, color, nbr, scr):
     that string with ≥3 liberties, or with 2 and no working ladder for the opponent. Layer 0 of
     ``scr`` must hold the position (:func:`load_position`). The query's footprint is left in ``scr[FP]``."""
     clear_footprint(scr)
-    if _play(scr, 0, point, color, nbr) != K.OK:
+    d0, d1, x = np.int64(0), np.int64(1), np.int64(point)
+    if _play(scr, d0, x, np.int64(color), nbr) != K.OK:
         return False
-    nl = _libs_of(scr, 1, point, nbr)
+    nl = _libs_of(scr, d1, x, nbr)
     if nl >= 3:
         return True
     if nl <= 1:
         return False
-    return not read_ladder(scr, 1, ATT, point, nbr)
+    return not read_ladder(scr, d1, np.int64(ATT), x, nbr)
