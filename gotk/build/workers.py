@@ -298,7 +298,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
             if err is not None:
                 partial[err.reason] += 1
                 examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
-            row.update(game_id=game_id(rec), path=path, rows=rows, partial=err.reason if err is not None else None,
+            row.update(path=path, rows=rows, partial=err.reason if err is not None else None,
                        size=rec.size, first_player=int(rec.first_player or 0),
                        setup_black=_u16(rec.setup_black), setup_white=_u16(rec.setup_white),
                        setup_empty=_u16(rec.setup_empty), colors=np.asarray(rec.colors, dtype="u1").tobytes(),

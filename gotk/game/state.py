@@ -8,7 +8,7 @@ index ``row * size + col`` (row 0 at the top), pass = ``size * size``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -36,9 +36,19 @@ class Rules:
     @classmethod
     def from_sgf(cls, ru: str | None, superko: bool = False) -> Rules:
         """Rules from an SGF ``RU`` value: suicide is legal under New Zealand and Tromp-Taylor."""
-        name = (ru or "").strip().lower().replace("-", "").replace(" ", "")
-        suicide = name in {"nz", "newzealand", "tromptaylor", "tt"}
-        return cls(suicide=suicide, superko=superko)
+        if cls is Rules:
+            return _rules_from_sgf(ru, superko)  # one frozen instance per distinct value
+        return cls(suicide=_allows_suicide(ru), superko=superko)
+
+
+def _allows_suicide(ru: str | None) -> bool:
+    name = (ru or "").strip().lower().replace("-", "").replace(" ", "")
+    return name in {"nz", "newzealand", "tromptaylor", "tt"}
+
+
+@lru_cache(maxsize=1024)
+def _rules_from_sgf(ru: str | None, superko: bool) -> Rules:
+    return Rules(suicide=_allows_suicide(ru), superko=superko)
 
 
 @cache

@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 RANK_PRO_BASE = 100  # 1p = 101
@@ -46,6 +47,11 @@ _KIND = {"k": "k", "kyu": "k", "级": "k", "級": "k", "급": "k",
 _RANK_RE = re.compile(r"^(p|pro\s*)?(\d{1,2}|[初一二三四五六七八九十]{1,3})\s*(kyu|dan|pro|k|d|p|级|級|급|段|단)$")
 
 
+#: Distinct raw values remembered per parser: archives repeat ranks, rules, komi, time settings and
+#: dates thousands of times, and every parser here is a pure function of its strings.
+_PARSE_CACHE = 8192
+
+
 def _cjk_number(text: str) -> int | None:
     if text.isdigit():
         return int(text)
@@ -58,6 +64,7 @@ def _cjk_number(text: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=_PARSE_CACHE)
 def parse_rank(raw: str | None) -> tuple[int | None, str | None]:
     """``(value on the rank scale, warning)`` of a rank as written.
 
@@ -116,6 +123,7 @@ def rank_band(value: float | None) -> str:
 
 # --- komi ----------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=_PARSE_CACHE)
 def parse_komi(raw: str | None) -> tuple[float | None, str | None]:
     """``(komi in points, warning)`` with the ×100 / ×10 repair rule of the module docstring.
     ``6.5``, ``6,5``, ``7.50`` read as written; ``750`` → 7.5; ``65`` → 6.5; ``30.5`` kept; ``3.75`` kept;
@@ -156,6 +164,7 @@ _RULES = {
 }
 
 
+@lru_cache(maxsize=_PARSE_CACHE)
 def parse_rules(raw: str | None) -> tuple[str | None, str | None]:
     """``(canonical rules name, warning)``: one of :data:`RULES`. ``Japanese``/``JP``/``日本`` → japanese,
     ``Chinese``/``CN``/``中国`` → chinese, ``Korean``/``KR``/``한국`` → korean, ``AGA`` → aga, ``NZ`` →
@@ -203,6 +212,7 @@ _CANADIAN = re.compile(r"(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*canadian", r
 _FISCHER = re.compile(r"(?:fischer\s*\+?\s*(\d+(?:\.\d+)?))|(?:(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*fischer)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=_PARSE_CACHE)
 def parse_time_control(tm: str | None = None, ot: str | None = None, tc: str | None = None,
                        tt: str | None = None) -> tuple[TimeControl, str | None]:
     """``(TimeControl, warning)`` from ``TM`` (main time: seconds or ``30m``/``1h``), ``OT`` (overtime:
@@ -248,6 +258,7 @@ _DATE = re.compile(r"^\s*\[?\s*(\d{4})(?:\s*[-/.]\s*(\d{1,2})(?:\s*[-/.]\s*(\d{1
 _DATE_COMPACT = re.compile(r"^\s*(\d{4})(\d{2})(\d{2})(?=$|[^\d])")
 
 
+@lru_cache(maxsize=_PARSE_CACHE)
 def parse_date(raw: str | None) -> tuple[str | None, str | None]:
     """``(ISO date YYYY-MM-DD of the first day, warning)`` from SGF ``DT`` variants: ``2017-01-13``,
     ``2017-01-13,14`` (several days), ``2017-01`` (→ the 1st), ``1846-09-11..12``, ``2006`` or ``[2006]``
@@ -325,6 +336,7 @@ class BotList:
             self._re = re.compile("|".join(f"(?:{p})" for p in self.patterns) or r"(?!x)x", re.IGNORECASE)
         except re.error as e:
             raise ValueError(f"bad bot name pattern: {e}") from e
+        self._seen: dict[str, bool] = {}
 
     @classmethod
     def load(cls, files: Iterable[str | os.PathLike] = (), patterns: Iterable[str] = (), default: bool = True,
@@ -347,7 +359,14 @@ class BotList:
         """Whether ``name`` is a program (always true on ``cgos``)."""
         if source == "cgos":
             return True
-        return bool(name) and self._re.fullmatch(name.strip()) is not None
+        if not name:
+            return False
+        hit = self._seen.get(name)
+        if hit is None:  # names repeat across an archive: match each distinct one once
+            if len(self._seen) >= _PARSE_CACHE:
+                self._seen.clear()
+            hit = self._seen[name] = self._re.fullmatch(name.strip()) is not None
+        return hit
 
 
 _DEFAULT_BOTS: BotList | None = None

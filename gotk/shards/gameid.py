@@ -31,7 +31,8 @@ def game_id_from_parts(size: int, setup_black, setup_white, setup_empty, colors,
     h.update(np.array([size, len(setup_black), len(setup_white), len(setup_empty), len(points)],
                       dtype="<u4").tobytes())
     for stones in (setup_black, setup_white, setup_empty):
-        h.update(np.sort(np.asarray(stones, dtype="<u2")).tobytes())
+        if len(stones):  # an empty list adds no bytes
+            h.update(np.sort(np.asarray(stones, dtype="<u2")).tobytes())
     h.update(np.asarray(colors, dtype="u1").tobytes())
     h.update(np.asarray(points, dtype="<u2").tobytes())
     return h.hexdigest()
