@@ -66,13 +66,15 @@ class Planner:
             return []
         if table is None:
             table = W.read_scan_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id), self.storage)
-        t = table.select([f.name for f in M.GAMES_SCHEMA if f.name not in ("split", "positions")]
-                         + ["path", "rows"]).to_pydict()
+        # only the columns the plan reads become Python lists; the games table rows are taken in Arrow
+        t = table.select(["game_id", "archive", "member", "partial", "path", "rows"]).to_pydict()
         ready: list[dict] = []
-        keep_rows: dict[str, list] = {f.name: [] for f in M.GAMES_SCHEMA}
+        keep: list[int] = []
+        keep_split: list[str] = []
+        keep_rows: list[int] = []
         for i, gid in enumerate(t["game_id"]):
-            where = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
             if gid in self.seen:
+                where = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
                 self.skipped["duplicate"] += 1
                 self.examples.setdefault("duplicate", f"{where}: game_id {gid}")
                 if t["partial"][i]:
@@ -83,8 +85,9 @@ class Planner:
             rows = int(t["rows"][i])
             self.split_games[split] += 1
             self.split_rows[split] += rows
-            for f in M.GAMES_SCHEMA.names:
-                keep_rows[f].append(split if f == "split" else rows if f == "positions" else t[f][i])
+            keep.append(i)
+            keep_split.append(split)
+            keep_rows.append(rows)
             lo = 0
             while lo < rows:
                 room = self.shard_rows - self._cur_rows[split]
@@ -94,8 +97,12 @@ class Planner:
                 lo = hi
                 if self._cur_rows[split] == self.shard_rows:
                     ready.append(self._cut(split))
-        if keep_rows["game_id"]:
-            self.games.write(pa.Table.from_pydict(keep_rows, schema=M.GAMES_SCHEMA))
+        if keep:
+            kept = table.take(pa.array(keep, pa.int64()))
+            columns = [pa.array(keep_split, f.type) if f.name == "split" else
+                       pa.array(keep_rows, f.type) if f.name == "positions" else kept.column(f.name).cast(f.type)
+                       for f in M.GAMES_SCHEMA]
+            self.games.write(pa.Table.from_arrays(columns, schema=M.GAMES_SCHEMA).combine_chunks())
         return ready
 
     def _cut(self, split: str) -> dict:
