@@ -331,3 +331,44 @@ def test_bit_planes_hold_only_zero_and_one(kgs_dir):
     f = get_encoder("simple").encode_game(rec).features
     assert f[:, :8].sum(axis=1).max() == 1
     assert (f[:, 8] ^ f[:, 9]).all()  # exactly one side to move
+
+
+# --- rows written into the caller's arrays (the shard writer's path) -----------------------------
+
+
+@pytest.mark.parametrize("name", list_encoders())
+def test_encode_game_into_writes_the_rows_of_encode_game(kgs_dir, name):
+    """``encode_game_into`` (rows straight into a shard batch) gives exactly ``encode_game``'s rows, on real
+    games and on hand-made ones that stop early (illegal ko retake) or keep passes / skip moves."""
+    from gotk.encoders.base import kept_count
+
+    enc = get_encoder(name)
+    ko = record(19, [(BLACK, (1, 2)), (WHITE, (1, 1)), (BLACK, (4, 4))], KO_BLACK, KO_WHITE)
+    passes = record(19, [(BLACK, (2, 2)), (WHITE, None), (BLACK, (1, 1)), (WHITE, (3, 3)), (BLACK, None)])
+    cases = [(rec, {}) for rec in real_records(kgs_dir, 3)] + [(ko, {}), (passes, {"include_passes": True}),
+                                                                 (passes, {"skip_first": 2})]
+    for rec, kw in cases:
+        want = enc.encode_game(rec, **kw)
+        cap = kept_count(rec.points, rec.size, kw.get("include_passes", False), kw.get("skip_first", 0))
+        out = np.zeros((cap, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
+        labels, moves = np.full(cap, -7, np.int16), np.full(cap, -7, np.int32)
+        to_play = np.zeros(cap, np.int8)
+        rows, replayed, error = enc.encode_game_into(rec, out, labels, moves, to_play, **kw)
+        assert rows == len(want) and replayed == want.moves_replayed
+        assert (error is None) == (want.error is None) and str(error) == str(want.error)
+        assert np.array_equal(out[:rows].reshape(want.features.shape), want.features)
+        assert np.array_equal(labels[:rows], want.labels) and np.array_equal(moves[:rows], want.move_numbers)
+        assert np.array_equal(to_play[:rows], want.to_play)
+
+
+@pytest.mark.parametrize("include_passes", [False, True])
+@pytest.mark.parametrize("skip_first", [0, 1, 3, 99, -2])
+def test_kept_count_is_the_rows_encode_game_yields(include_passes, skip_first):
+    from gotk.encoders.base import kept_count
+
+    moves = [(BLACK, (2, 2)), (WHITE, None), (BLACK, (1, 1)), (WHITE, (3, 3)), (BLACK, None), (WHITE, None)]
+    rec = record(5, moves)
+    game = get_encoder("oneplane", board_size=5).encode_game(rec, include_passes, skip_first)
+    assert kept_count(rec.points, 5, include_passes, skip_first) == len(game)
+    expect = sum(1 for i, p in enumerate(rec.points.tolist()) if i >= skip_first and (include_passes or p != 25))
+    assert len(game) == expect

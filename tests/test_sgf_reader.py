@@ -146,6 +146,20 @@ def test_declared_charset_that_lies_or_is_unknown():
     assert one("(;GM[1]CA[ISO-8859-1]PW[Göran])".encode("latin-1")).white == "Göran"
 
 
+def test_repeated_values_give_the_same_records_and_warnings_every_time():
+    """Root values are decoded through per-process caches: a value seen before must come back with the same
+    text, and a declared charset that fails on it must be counted again (the warning is per game)."""
+    lying = b"(;GM[1]CA[UTF-8]PB[Jos\xe9]PW[abc]AB[dd][pp]HA[2]SZ[19]KM[0.5])"
+    plain = b"(;GM[1]PB[Jos\xe9]PW[abc]AB[dd][pp]HA[2]SZ[19]KM[0.5])"
+    for _ in range(3):
+        a, b = one(lying), one(plain)
+        assert a.black == b.black == "Jos\u00e9" and a.white == "abc"
+        assert a.warnings == ("charset_mismatch",) and b.warnings == ()
+        assert a.setup_black == b.setup_black == (3 * 19 + 3, 15 * 19 + 15) and a.komi == 0.5 and a.handicap == 2
+    assert reason_of(b"(;GM[1]AB[dd][zz])") == reason_of(b"(;GM[1]AB[dd][zz])") == "bad_setup"  # errors every time
+    assert reason_of(b"(;GM[1]SZ[0])") == reason_of(b"(;GM[1]SZ[0])") == "bad_size"
+
+
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=60))
 def test_decode_text_never_fails(raw):

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from gotk.build.splits import passes_min_rank
-from gotk.encoders.base import kept_mask
+from gotk.encoders.base import kept_count
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_stream
 from gotk.sgf.record import GameRecord, value_targets
@@ -189,8 +189,8 @@ def _u16(values) -> bytes:
 
 
 def _kept_rows(rec: GameRecord, played: int, include_passes: bool, skip_first: int) -> int:
-    """Rows the encoder yields for ``played`` replayed moves (:func:`gotk.encoders.base.kept_mask`)."""
-    return int(np.count_nonzero(kept_mask(rec.points[:played], rec.size, include_passes, skip_first)))
+    """Rows the encoder yields for ``played`` replayed moves (:func:`gotk.encoders.base.kept_count`)."""
+    return kept_count(rec.points[:played], rec.size, include_passes, skip_first)
 
 
 _WHERE_AFTER_REPLAY = {"positions", "partial"}  # columns known only once the game is replayed
@@ -482,8 +482,41 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         pos += k
         remaining -= k
 
+    def put_whole(rec, nrows: int, winner, gid: str) -> bool:
+        """A whole game's rows encoded straight into the batch (no per-game arrays, no copy): planes
+        into the batch's own feature rows (unpacked encoders) or into ``scratch`` and packed from there.
+        False (nothing written) when the encoder cannot, or the game is longer than one piece."""
+        nonlocal pos, remaining, scratch
+        into = getattr(enc, "encode_game_into", None)
+        cap = kept_count(rec.points, rec.size, include_passes, skip_first)  # rows the loop may touch
+        if into is None or cap > chunk_moves:
+            return False
+        if pos + cap > len(cols["label"]):
+            flush()
+            new_batch(cap)
+        sl = slice(pos, pos + cap)
+        if packed_bits:
+            if scratch is None:
+                scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
+            out = scratch[:cap]
+        else:
+            out = cols["feat"][sl].view(enc.np_dtype).reshape(cap, enc.num_planes, enc.num_points)
+        out[:] = 0
+        rows, _, _ = into(rec, out, cols["label"][sl], cols["move"][sl], cols["tp"][sl], include_passes, skip_first)
+        if rows != nrows:
+            raise RuntimeError(f"encoder {desc['name']} gave {rows} rows for game {gid}, the scan counted {nrows}")
+        if packed_bits:
+            cols["feat"][pos:pos + rows] = np.packbits(out[:rows].reshape(rows, -1), axis=1, bitorder="big")
+        cols["value"][pos:pos + rows] = value_targets(winner, cols["tp"][pos:pos + rows])
+        cols["gidx"][pos:pos + rows] = len(gids)
+        gids.append(gid)
+        pos += rows
+        remaining -= rows
+        return True
+
     # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
     chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
+    scratch: np.ndarray | None = None
     try:
         unit_id_now, unit = None, None
         new_batch(0)
@@ -494,7 +527,10 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
             rec = unit.record(game_index)
             game_rows = 0
             gid = unit.game_id[game_index]
-            t = time.perf_counter()
+            t, w = time.perf_counter(), t_write
+            if lo == 0 and hi == unit.rows[game_index] and put_whole(rec, hi, unit.winner[game_index], gid):
+                t_encode += time.perf_counter() - t - (t_write - w)  # a flush on the way counts as writing
+                continue
             for eg in enc.encode_game_chunks(rec, include_passes=include_passes, skip_first=skip_first,
                                              chunk_moves=chunk_moves):
                 t_encode += time.perf_counter() - t

@@ -130,11 +130,8 @@ class Encoder(ABC):
         yield self.encode_game(record, include_passes, skip_first)
 
 
-def kept_mask(points: np.ndarray, size: int, include_passes: bool = False, skip_first: int = 0) -> np.ndarray:
-    """Which main-line moves give a row: not among the first ``skip_first``, and not a pass unless
+def kept_count(points: np.ndarray, size: int, include_passes: bool = False, skip_first: int = 0) -> int:
+    """How many main-line moves give a row: those not among the first ``skip_first``, and not a pass unless
     ``include_passes``. The one statement of the rule (the compiled game loops apply it move by move)."""
-    pts = np.asarray(points)
-    keep = np.arange(pts.shape[0]) >= max(0, int(skip_first))
-    if not include_passes:
-        keep &= pts != size * size
-    return keep
+    pts = np.asarray(points)[max(0, int(skip_first)):]
+    return len(pts) if include_passes else len(pts) - int(np.count_nonzero(pts == size * size))

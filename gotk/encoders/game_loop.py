@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from gotk import jit
-from gotk.encoders.base import EncodedGame, Encoder, kept_mask
+from gotk.encoders.base import EncodedGame, Encoder, kept_count
 from gotk.game import kernels as K
 from gotk.game.replay import stop_error
 
@@ -148,30 +148,39 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
     Raises :class:`~gotk.errors.SGFError` (``bad_setup``) when the setup stones are unusable; an
     illegal move ends the game there (``moves_replayed``, ``error``), the rows before it are kept.
     """
-    from gotk.game.replay import initial_state
-
-    state = initial_state(record)
     size = record.size
-    n = size * size
-    points = np.ascontiguousarray(record.points, dtype=np.int32)
-    colors = np.ascontiguousarray(record.colors, dtype=np.int64)
-    skip_first = max(0, int(skip_first))
-    cap = int(np.count_nonzero(kept_mask(points, size, include_passes, skip_first)))
-    out = np.zeros((cap, num_planes, n), dtype=dtype)
+    cap = kept_count(record.points, size, include_passes, skip_first)
+    out = np.zeros((cap, num_planes, size * size), dtype=dtype)
     labels = np.empty(cap, dtype=np.int16)
     move_numbers = np.empty(cap, dtype=np.int32)
     to_play = np.empty(cap, dtype=np.int8)
+    rows, replayed, error = encode_record_into(fill, record, out, labels, move_numbers, to_play, include_passes,
+                                               skip_first, state_maker)
+    return EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
+                       to_play[:rows], replayed, error)
+
+
+def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                       to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0, state_maker=None):
+    """:func:`encode_record` into arrays the caller owns (e.g. views of a shard's row batch), so the rows are
+    written once, where they are kept: ``out`` ``(cap, C, N)`` zeroed, C-contiguous, of the encoder's dtype;
+    ``labels`` int16, ``move_numbers`` int32, ``to_play`` int8, each of length ``cap`` ≥
+    :func:`~gotk.encoders.base.kept_count` of the whole main line (a row past the last one kept may be
+    written and dropped). Returns ``(rows, moves_replayed, error)``."""
+    from gotk.game.replay import initial_state
+
+    state = initial_state(record)
+    points = np.ascontiguousarray(record.points, dtype=np.int32)
+    colors = np.ascontiguousarray(record.colors, dtype=np.int64)
     loop = game_loop_for(fill, state_maker is not None)
     args = (out, labels, move_numbers, to_play, state.board, state.head, state.nxt, state.libs, state.ssize,
             state.placed, state.mark, state.meta, state.hashv, state.nbr, state.diag, state.zob, colors, points,
-            state.rules.suicide, bool(include_passes), skip_first)
+            state.rules.suicide, bool(include_passes), max(0, int(skip_first)))
     if state_maker is not None:
-        args += (state_maker(n),)
+        args += (state_maker(record.size * record.size),)
     rows, replayed, status = loop(*args)
-    rows, replayed, status = int(rows), int(replayed), int(status)
-    error = stop_error(record, status, replayed, colors, points)
-    return EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
-                       to_play[:rows], replayed, error)
+    rows, replayed = int(rows), int(replayed)
+    return rows, replayed, stop_error(record, int(status), replayed, colors, points)
 
 
 def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
@@ -199,7 +208,7 @@ def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include
         b = min(total, a + chunk_moves)
         pts, cols = points[a:b], colors[a:b]
         first = max(0, skip_first - a)
-        cap = int(np.count_nonzero(kept_mask(pts, size, include_passes, first)))
+        cap = kept_count(pts, size, include_passes, first)
         out = np.zeros((cap, num_planes, n), dtype=dtype)
         labels = np.empty(cap, dtype=np.int16)
         move_numbers = np.empty(cap, dtype=np.int32)
@@ -249,6 +258,18 @@ class FillEncoder(Encoder):
             return encode_record(self.game_fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
                                  self.state_maker)
         return encode_record(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first)
+
+    def encode_game_into(self, record, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                         to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
+        """:meth:`encode_game`'s rows written into the caller's arrays (:func:`encode_record_into`):
+        ``(rows, moves_replayed, error)``."""
+        if record.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the game is {record.size}x{record.size}")
+        if self.game_fill is not None:
+            return encode_record_into(self.game_fill, record, out, labels, move_numbers, to_play, include_passes,
+                                      skip_first, self.state_maker)
+        return encode_record_into(self.fill, record, out, labels, move_numbers, to_play, include_passes, skip_first)
 
     def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
                            chunk_moves: int = 4096):

@@ -138,7 +138,8 @@ class GameState:
                 self._seen.add(int(self.hashv[0]))
             else:
                 self._seen = {int(self.hashv[0])}
-        self._setup = (tuple(np.flatnonzero(self.board == BLACK)), tuple(np.flatnonzero(self.board == WHITE)))
+        self._setup = (tuple(np.flatnonzero(self.board == BLACK).tolist()),
+                       tuple(np.flatnonzero(self.board == WHITE).tolist()))
         return self
 
     def copy(self) -> GameState:

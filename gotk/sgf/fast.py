@@ -16,6 +16,8 @@ and every move value other than ``""``, ``tt`` or two letters on the board.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gotk.errors import SGFError
@@ -265,6 +267,27 @@ class Declined(Exception):
 _DEFECTS = {1: ("bad_setup", "setup stones after the root node"), 2: ("bad_move", "a node with both B and W")}
 
 
+_REUSE_ROWS = 1 << 14  # inputs up to this many "(", "[" or ";" share one set of output arrays per thread
+_reusable = threading.local()
+
+
+def _outputs(ngames: int, nprops: int, nnodes: int) -> tuple[np.ndarray, ...]:
+    """The scan's output arrays (``games``, ``props``, ``moves``, ``nodes``, ``counts``) for an input with
+    at most these many game trees, property values and nodes. A game record's fit in one set kept per
+    thread (what :func:`read_fast` returns never points into it); a larger input gets arrays of its own."""
+    if max(ngames, nprops, nnodes) > _REUSE_ROWS:
+        return (np.empty((ngames, 7), dtype=np.int64), np.empty((nprops, 3), dtype=np.int64),
+                np.empty((nnodes, 2), dtype=np.int64), np.empty((nnodes, 5), dtype=np.int64),
+                np.zeros(3, dtype=np.int64))
+    arrays = getattr(_reusable, "arrays", None)
+    if arrays is None:
+        rows = _REUSE_ROWS
+        arrays = _reusable.arrays = (np.empty((rows, 7), dtype=np.int64), np.empty((rows, 3), dtype=np.int64),
+                                     np.empty((rows, 2), dtype=np.int64), np.empty((rows, 5), dtype=np.int64),
+                                     np.zeros(3, dtype=np.int64))
+    return arrays
+
+
 def read_fast(data: bytes, source: str = "", member: str = "") -> list:
     """Every game tree of ``data`` as a :class:`GameRecord`, or an :class:`SGFError` in its place
     (as :func:`gotk.sgf.reader.iter_sgf` yields them). Raises :class:`Declined` when the
@@ -273,12 +296,11 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
 
     data = bytes(data)  # bytearray / memoryview too (a no-op for bytes)
     buf = np.frombuffer(data, dtype=np.uint8)
-    nsemi = data.count(b";") + 1
-    games = np.empty((data.count(b"(") + 1, 7), dtype=np.int64)
-    props = np.empty((data.count(b"[") + 1, 3), dtype=np.int64)
-    moves = np.empty((nsemi, 2), dtype=np.int64)
-    nodes = np.empty((nsemi, 5), dtype=np.int64)
-    counts = np.zeros(3, dtype=np.int64)
+    if len(data) < _REUSE_ROWS:  # no byte count can exceed the length: skip counting
+        games, props, moves, nodes, counts = _outputs(1, 1, 1)
+    else:
+        games, props, moves, nodes, counts = _outputs(data.count(b"(") + 1, data.count(b"[") + 1,
+                                                      data.count(b";") + 1)
     status = _scan(buf, games, props, moves, nodes, counts)
     if status != OK:
         raise Declined(DECLINE_REASONS[int(status)])

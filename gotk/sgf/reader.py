@@ -14,6 +14,7 @@ import math
 import os
 import re
 from collections import Counter
+from functools import lru_cache
 
 import numpy as np
 from sgfmill import sgf_grammar
@@ -31,6 +32,9 @@ _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABC
 
 
 _ASCII_PROBE = b"(;GM[1]SZ[19]PB[ab]) +-.0123456789"
+# Root values repeat from game to game (players, ranks, rules, komi, time settings, results): short ones
+# are decoded once per process. Pure functions of their arguments, so the caches change no result.
+_CACHED_VALUE_BYTES = 256
 
 
 def _charset(root: dict) -> tuple[str | None, bool]:
@@ -40,7 +44,17 @@ def _charset(root: dict) -> tuple[str | None, bool]:
     raw = root.get("CA")
     if not raw:
         return None, False
-    name = bytes(raw[0]).decode("ascii", "replace").strip()
+    value = bytes(raw[0])
+    return _charset_of(value) if len(value) <= _CACHED_VALUE_BYTES else _charset_uncached(value)
+
+
+@lru_cache(maxsize=256)
+def _charset_of(value: bytes) -> tuple[str | None, bool]:
+    return _charset_uncached(value)
+
+
+def _charset_uncached(value: bytes) -> tuple[str | None, bool]:
+    name = value.decode("ascii", "replace").strip()
     try:
         codec = codecs.lookup(name).name
     except LookupError:
@@ -69,15 +83,40 @@ def decode_text(raw: bytes, charset: str | None, mismatch: list | None = None) -
     charset, else UTF-8, else GB18030 when that reads as CJK text made of whole two-byte characters,
     else latin-1 (which never fails). A declared charset that fails on the value appends to
     ``mismatch`` (counted as a ``charset_mismatch`` warning)."""
-    value = sgf_grammar.simpletext_value(raw) if _TEXT_SPECIAL.search(raw) else bytes(raw)
+    raw = bytes(raw)
+    text, failed = (_decode_cached if len(raw) <= _CACHED_VALUE_BYTES else _decode)(raw, charset)
+    if failed and mismatch is not None:
+        mismatch.append(charset)
+    return text
+
+
+def _decode(value: bytes, charset: str | None) -> tuple[str, bool]:
+    """:func:`decode_text`'s rules: ``(text, whether the declared charset failed on the value)``."""
+    if _TEXT_SPECIAL.search(value):
+        value = sgf_grammar.simpletext_value(value)
     if value.isascii():
-        return value.decode("ascii")
+        return value.decode("ascii"), False
+    failed = False
     if charset:
         try:
-            return value.decode(charset)
+            return value.decode(charset), False
         except (UnicodeDecodeError, LookupError):
-            if mismatch is not None:
-                mismatch.append(charset)
+            failed = True
+    return _decode_fallbacks(value), failed
+
+
+_decode_cached = lru_cache(maxsize=16384)(_decode)
+
+
+@lru_cache(maxsize=16384)
+def _stripped_text(value: bytes, charset: str | None) -> tuple[str, bool]:
+    """:func:`_decode`, stripped: what :func:`record_from_root` keeps of a short root value."""
+    text, failed = _decode(value, charset)
+    return text.strip(), failed
+
+
+def _decode_fallbacks(value: bytes) -> str:
+    """UTF-8, else GB18030 when that reads as CJK text of whole two-byte characters, else latin-1."""
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
@@ -96,7 +135,17 @@ def _parse_size(root: dict) -> int:
     raw = root.get("SZ")
     if not raw:
         return 19
-    text = bytes(raw[0]).decode("ascii", "replace").strip()
+    value = bytes(raw[0])
+    return _size_of(value) if len(value) <= _CACHED_VALUE_BYTES else _size_uncached(value)
+
+
+@lru_cache(maxsize=256)
+def _size_of(value: bytes) -> int:
+    return _size_uncached(value)  # a bad size raises, and exceptions are not cached: same error every time
+
+
+def _size_uncached(value: bytes) -> int:
+    text = value.decode("ascii", "replace").strip()
     try:
         if ":" in text:
             cols, rows = (int(x) for x in text.split(":"))
@@ -153,6 +202,22 @@ def _point_list(values: list, size: int) -> list[int]:
     return out
 
 
+def _setup_points(values: list | None, size: int) -> list[int]:
+    """:func:`_point_list` of an AB/AW/AE property; short lists (the usual handicap placements, which
+    repeat from game to game) come from a cache of the pure function."""
+    if not values:
+        return []
+    key = tuple(bytes(v) for v in values)
+    if len(key) <= 32 and sum(len(v) for v in key) <= _CACHED_VALUE_BYTES:
+        return list(_setup_points_of(key, size))
+    return _point_list(values, size)
+
+
+@lru_cache(maxsize=1024)
+def _setup_points_of(values: tuple[bytes, ...], size: int) -> tuple[int, ...]:
+    return tuple(_point_list(list(values), size))  # an invalid list raises, and is never cached
+
+
 def _float(root: dict, key: str, default: float, charset: str | None) -> float:
     raw = root.get(key)
     if not raw:
@@ -199,12 +264,20 @@ def record_from_root(root: dict, main_line, source: str = "", member: str = "") 
 
     def text(key: str) -> str:
         raw = root.get(key)
-        return decode_text(raw[0], charset, mismatch).strip() if raw else ""
+        if not raw:
+            return ""
+        value = bytes(raw[0])
+        if len(value) > _CACHED_VALUE_BYTES:
+            return decode_text(value, charset, mismatch).strip()
+        stripped, failed = _stripped_text(value, charset)
+        if failed:
+            mismatch.append(charset)
+        return stripped
 
     try:
-        setup_b = _point_list(root.get("AB", []), size)
-        setup_w = _point_list(root.get("AW", []), size)
-        setup_e = _point_list(root.get("AE", []), size)
+        setup_b = _setup_points(root.get("AB"), size)
+        setup_w = _setup_points(root.get("AW"), size)
+        setup_e = _setup_points(root.get("AE"), size)
     except ValueError as e:
         raise SGFError("bad_setup", str(e)) from e
     if set(setup_b) & set(setup_w):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -59,6 +60,16 @@ def parse_result(raw: str | None) -> Result:
     """Normalise an SGF ``RE`` value: ``B+R``, ``W+12.5``, ``B+T``/``B+Time``, ``W+F``, ``0``,
     ``Draw``, ``Jigo``, ``Void``, ``?``. Anything unrecognised is ``unknown``."""
     text = (raw or "").strip()
+    # a few hundred distinct values cover a whole archive; Result is frozen, so one instance serves all
+    return _parse_result_cached(text) if len(text) <= 64 else _parse_result(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_result_cached(text: str) -> Result:
+    return _parse_result(text)
+
+
+def _parse_result(text: str) -> Result:
     low = text.lower()
     if low in {"0", "draw", "jigo", "d", "b+0", "w+0"}:
         return Result(None, "draw", 0.0, text)

@@ -152,11 +152,16 @@ class ShardWriter:
     def _flush(self, final: bool) -> None:
         if not self._pending:
             return
-        table = pa.concat_tables(self._pending).combine_chunks() if len(self._pending) > 1 else self._pending[0]
+        table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         start = 0
         while table.num_rows - start >= self.row_group_rows or (final and start < table.num_rows):
             size = min(self.row_group_rows, table.num_rows - start)
-            self._writer.write_table(table.slice(start, size), row_group_size=size)
+            group = table.slice(start, size)
+            # a row group is written from one contiguous chunk (its pages then do not depend on where the
+            # batches were cut); only a group that spans two pending tables is copied to make it so
+            if group.column(0).num_chunks > 1:
+                group = group.combine_chunks()
+            self._writer.write_table(group, row_group_size=size)
             start += size
         rest = table.slice(start)
         self._pending = [rest] if rest.num_rows else []

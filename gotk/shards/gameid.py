@@ -10,11 +10,13 @@ difference in the stones played gives a different one. The layout of the hashed 
 from __future__ import annotations
 
 import hashlib
+import struct
 
 import numpy as np
 
 GAME_ID_VERSION = 1
 _PREFIX = b"gotk-game-id-v1\x00"
+_HEADER = struct.Struct("<5I")  # size, setup counts (black, white, empty), moves: five little-endian uint32
 
 
 def game_id(record) -> str:
@@ -28,8 +30,7 @@ def game_id_from_parts(size: int, setup_black, setup_white, setup_empty, colors,
     2 white) and flat ``points`` (pass = size*size)."""
     h = hashlib.blake2b(digest_size=16)
     h.update(_PREFIX)
-    h.update(np.array([size, len(setup_black), len(setup_white), len(setup_empty), len(points)],
-                      dtype="<u4").tobytes())
+    h.update(_HEADER.pack(size, len(setup_black), len(setup_white), len(setup_empty), len(points)))
     for stones in (setup_black, setup_white, setup_empty):
         if len(stones):  # an empty list adds no bytes
             h.update(np.sort(np.asarray(stones, dtype="<u2")).tobytes())
