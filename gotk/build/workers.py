@@ -487,7 +487,6 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         into the batch's own feature rows (unpacked encoders) or into ``scratch`` and packed from there.
         False (nothing written) when the encoder cannot, or the game is longer than one piece."""
         nonlocal pos, remaining, scratch
-        into = getattr(enc, "encode_game_into", None)
         cap = kept_count(rec.points, rec.size, include_passes, skip_first)  # rows the loop may touch
         if into is None or cap > chunk_moves:
             return False
@@ -517,6 +516,7 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
     chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
     scratch: np.ndarray | None = None
+    into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes through its chunks
     try:
         unit_id_now, unit = None, None
         new_batch(0)
