@@ -214,13 +214,14 @@ def main(argv=None) -> int:
         k_dl = args.dlgo_alphago_games if name == "alphago" else args.dlgo_games
         small = records[:k_dl]
         pos_big, t_big, warm = gotk_time(enc, records[: args.games], args.repeat)
-        pos_small, t_small, _ = gotk_time(enc, small, max(args.repeat, 5))
         row = {"encoder": label, "planes": enc.num_planes, "gotk_games": len(records[: args.games]),
                "gotk_positions": pos_big, "gotk_pos_per_s": rate(pos_big, t_big.wall),
                "gotk_pos_per_s_cpu": rate(pos_big, t_big.cpu),
-               "warmup_s": warm, "dlgo_games": len(small),
-               "gotk_pos_per_s_dlgo_sample": rate(pos_small, t_small.wall)}
-        if not options and name in dl_encoders:
+               "warmup_s": warm, "dlgo_games": len(small), "gotk_pos_per_s_dlgo_sample": None}
+        if small:  # --dlgo-games 0 (or --dlgo-alphago-games 0): no peer sample, gotk's large sample only
+            pos_small, t_small, _ = gotk_time(enc, small, max(args.repeat, 5))
+            row["gotk_pos_per_s_dlgo_sample"] = rate(pos_small, t_small.wall)
+        if small and not options and name in dl_encoders:
             keep: list = []
             inputs = dlgo_inputs(small, gotypes)
             pos_dl, t_dl = dlgo_time(goboard, gotypes, dl_encoders[name], inputs, keep)
