@@ -1,0 +1,154 @@
+"""Hot paths of this checkout against a baseline checkout, alternated in rounds (one process per side and round).
+
+On a shared host whose speed drifts from minute to minute, a before/after ratio is only a ratio when both
+sides run in turn. Each round runs every measurement in a fresh process of the baseline, then of this
+checkout (each imports its own ``gotk``; numba caches are per checkout), best of ``--repeat`` inside:
+
+* ``sgf``: ``read_sgf`` + ``replay`` of the first 700 members of KGS 2017-01 and of 2001 (moves/s);
+* ``kernel``: the engine's ``replay_moves`` on the games of 2017-01 + 2017-02 without setup stones, fresh
+  arrays per game (moves/s; the final position hashes must agree between the sides);
+* ``encoders``: each encoder's ``encode_game`` on 300 games of 2017-03 (positions/s), alphago with and
+  without ladders.
+
+Usage::
+
+    git archive fba0cd2 | (mkdir -p /tmp/prev && tar -x -C /tmp/prev)
+    python bench/ab.py --baseline /tmp/prev [--rounds 3] [--repeat 5] [--what sgf,kernel,encoders] [--json-out F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import REPO_ROOT, format_table, kgs_dir, machine_info, write_json  # noqa: E402
+
+_LOAD = """
+import json, sys, tarfile, time
+sys.path.insert(0, sys.argv[1])
+KGS, REPEAT = sys.argv[2], int(sys.argv[3])
+def members(name, limit):
+    out = []
+    with tarfile.open(f"{KGS}/{name}") as tf:
+        for m in tf:
+            if m.isfile() and m.name.endswith(".sgf"):
+                out.append(tf.extractfile(m).read())
+                if len(out) == limit:
+                    break
+    return out
+def best(fn):
+    fn()
+    b = None
+    for _ in range(REPEAT):
+        t = time.perf_counter(); n = fn(); t = time.perf_counter() - t
+        b = t if b is None else min(b, t)
+    return n, b
+"""
+
+SNIPPETS = {
+    "sgf": _LOAD + """
+from gotk.game.replay import replay
+from gotk.sgf.reader import read_sgf
+datas = members("KGS-2017_01-19-733-.tar.gz", 700) + members("KGS-2001-19-2298-.tar.gz", 700)
+def run():
+    return sum(replay(r, keep_history=False).moves_played for d in datas for r in read_sgf(d) if r.num_moves)
+n, t = best(run)
+print(json.dumps({"sgf -> replayed (moves/s)": n / t}))
+""",
+    "kernel": _LOAD + """
+import numpy as np
+from gotk.game import kernels as K
+from gotk.sgf.reader import read_sgf
+recs = [r for name, k in (("KGS-2017_01-19-733-.tar.gz", 733), ("KGS-2017_02-19-525-.tar.gz", 525))
+        for d in members(name, k) for r in read_sgf(d) if not (r.setup_black or r.setup_white)]
+nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361
+tmpl = [np.zeros(n, np.int8), np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32), np.zeros(n, np.int32),
+        np.zeros(n, np.int32), -np.ones(n, np.int32), np.zeros(n, np.int32)]
+inputs = [(r.colors.astype(np.int64), r.points.astype(np.int32)) for r in recs]
+finals = []
+def run():
+    finals.clear(); moves = 0
+    for colors, points in inputs:
+        a = [x.copy() for x in tmpl]
+        meta = np.zeros(K.META_LEN, np.int64); meta[K.M_KO] = -1; meta[K.M_LAST] = -1; meta[K.M_TO_PLAY] = 1
+        hashv = np.zeros(1, np.uint64); hashes = np.zeros(len(points) + 1, np.uint64)
+        played, _ = K.replay_moves(*a, meta, hashv, nbr, zob, colors, points, False, False, hashes)
+        moves += played; finals.append(int(hashv[0]))
+    return moves
+m, t = best(run)
+print(json.dumps({"replay kernel (moves/s)": m / t, "_check": hash(tuple(finals))}))
+""",
+    "encoders": _LOAD + """
+from gotk.encoders.registry import get_encoder
+from gotk.sgf.reader import read_sgf
+recs = [r for d in members("KGS-2017_03-19-717-.tar.gz", 300) for r in read_sgf(d)]
+out = {}
+for name, opts in (("oneplane", {}), ("sevenplane", {}), ("simple", {}), ("alphago", {}),
+                   ("alphago", {"ladders": False})):
+    enc = get_encoder(name, **opts)
+    n, t = best(lambda: sum(len(enc.encode_game(r)) for r in recs))
+    out[f"{name}{' (ladders=False)' if opts else ''} (pos/s)"] = n / t
+print(json.dumps(out))
+""",
+}
+
+
+def run_side(checkout: Path, what: str, repeat: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(checkout), "NUMBA_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", SNIPPETS[what], str(checkout), str(kgs_dir()), str(repeat)],
+                          cwd=checkout, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{checkout} ({what}) exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", required=True, help="the other gotk checkout")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per side, round and measurement (best kept)")
+    ap.add_argument("--what", default="sgf,kernel,encoders")
+    ap.add_argument("--json-out", default=None)
+    args = ap.parse_args(argv)
+    baseline = Path(args.baseline).resolve()
+    whats = [w for w in args.what.split(",") if w]
+    unknown = set(whats) - set(SNIPPETS)
+    if unknown:
+        ap.error(f"unknown measurement(s): {', '.join(sorted(unknown))} (known: {', '.join(SNIPPETS)})")
+    command = " ".join(["python bench/ab.py", *(argv if argv is not None else sys.argv[1:])])
+    report: dict = {"benchmark": "ab", "command": command, "machine": machine_info(), "baseline": str(baseline),
+                    "rounds": []}
+    for i in range(args.rounds):
+        for what in whats:
+            base = run_side(baseline, what, args.repeat)
+            this = run_side(REPO_ROOT, what, args.repeat)
+            if base.pop("_check", None) != this.pop("_check", None):
+                sys.exit(f"error: {what}: the two checkouts' results differ")
+            for key in this:
+                report["rounds"].append({"round": i + 1, "measure": key, "baseline": round(base[key], 1),
+                                         "this": round(this[key], 1), "ratio": round(this[key] / base[key], 3)})
+                print(f"round {i + 1} {key}: {base[key]:,.0f} -> {this[key]:,.0f}", file=sys.stderr, flush=True)
+    summary = []
+    for key in dict.fromkeys(r["measure"] for r in report["rounds"]):
+        rows = [r for r in report["rounds"] if r["measure"] == key]
+        b, t = max(r["baseline"] for r in rows), max(r["this"] for r in rows)
+        summary.append({"measure": key, "baseline_best": b, "this_best": t, "best_over_best": round(t / b, 3),
+                        "per_round": ", ".join(f"{r['ratio']:.2f}" for r in rows)})
+    report["summary"] = summary
+    report["machine"]["loadavg_at_end"] = os.getloadavg()
+    print(write_json(report, args.json_out))
+    print(format_table(summary, [("measure", "measure"), ("baseline_best", "baseline (best)"),
+                                 ("this_best", "this (best)"), ("best_over_best", "×"),
+                                 ("per_round", "× per round")]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
