@@ -301,7 +301,6 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
 
     # merge friendly neighbours
     h = point
-    merged = False
     for k in range(4):
         q = nbr[point, k]
         if q < 0:
@@ -310,27 +309,19 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
             hq = head[q]
             if hq != h:
                 h = _merge(h, hq, head, nxt, ssize)
-                merged = True
 
     # opponent neighbours lose the liberty; capture those left with none
     captured = 0
     captured_point = -1
-    h0 = -1  # distinct opponent strings seen so far (a fourth neighbour is checked against three)
-    h1 = -1
-    h2 = -1
+    s = next_stamp(mark, meta)
     for k in range(4):
         q = nbr[point, k]
         if q < 0:
             break
         if board[q] == opp:
             hq = head[q]
-            if hq != h0 and hq != h1 and hq != h2:
-                if h0 < 0:
-                    h0 = hq
-                elif h1 < 0:
-                    h1 = hq
-                else:
-                    h2 = hq
+            if mark[hq] != s:
+                mark[hq] = s
                 libs[hq] -= 1
                 if libs[hq] == 0:
                     if ssize[hq] == 1:
@@ -338,17 +329,7 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
                     captured += _remove_string(hq, board, head, nxt, libs, ssize, nbr, zob, hashv)
 
     h = head[point]
-    if merged:
-        libs[h] = count_libs(h, board, nxt, nbr, mark, meta)
-    else:  # a lone stone: its liberties are its empty neighbours (after the captures)
-        cnt = 0
-        for k in range(4):
-            q = nbr[point, k]
-            if q < 0:
-                break
-            if board[q] == 0:
-                cnt += 1
-        libs[h] = cnt
+    libs[h] = count_libs(h, board, nxt, nbr, mark, meta)
 
     if libs[h] == 0:
         # only reachable with allow_suicide: the mover's own string dies
