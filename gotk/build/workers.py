@@ -462,38 +462,43 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
                                       cols["label"][:pos], cols["value"][:pos]))
         t_write += time.perf_counter() - t
 
-    def put(eg, a: int, b: int, winner, gid: str) -> None:
-        """Rows ``a:b`` of the encoded piece ``eg`` into the batch (flushed first when full)."""
-        nonlocal pos, remaining
-        k = b - a
+    def room(k: int) -> slice:
+        """Rows ``pos:pos + k`` of the batch (flushed and started afresh first when they do not fit)."""
         if pos + k > len(cols["label"]):
             flush()
             new_batch(k)
+        return slice(pos, pos + k)
+
+    def close_rows(k: int, winner, gid: str) -> None:
+        """The ``k`` rows just written at ``pos`` get their value targets and game; the batch moves on."""
+        nonlocal pos, remaining
         sl = slice(pos, pos + k)
-        feats = eg.features[a:b].reshape(k, -1)
-        cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
-        cols["move"][sl] = eg.move_numbers[a:b]
-        tp = eg.to_play[a:b]
-        cols["tp"][sl] = tp
-        cols["label"][sl] = eg.labels[a:b]
-        cols["value"][sl] = value_targets(winner, tp)
+        cols["value"][sl] = value_targets(winner, cols["tp"][sl])
         cols["gidx"][sl] = len(gids)
         gids.append(gid)
         pos += k
         remaining -= k
 
+    def put(eg, a: int, b: int, winner, gid: str) -> None:
+        """Rows ``a:b`` of the encoded piece ``eg`` into the batch."""
+        k = b - a
+        sl = room(k)
+        feats = eg.features[a:b].reshape(k, -1)
+        cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
+        cols["move"][sl] = eg.move_numbers[a:b]
+        cols["tp"][sl] = eg.to_play[a:b]
+        cols["label"][sl] = eg.labels[a:b]
+        close_rows(k, winner, gid)
+
     def put_whole(rec, nrows: int, winner, gid: str) -> bool:
         """A whole game's rows encoded straight into the batch (no per-game arrays, no copy): planes
         into the batch's own feature rows (unpacked encoders) or into ``scratch`` and packed from there.
         False (nothing written) when the encoder cannot, or the game is longer than one piece."""
-        nonlocal pos, remaining, scratch
+        nonlocal scratch
         cap = kept_count(rec.points, rec.size, include_passes, skip_first)  # rows the loop may touch
         if into is None or cap > chunk_moves:
             return False
-        if pos + cap > len(cols["label"]):
-            flush()
-            new_batch(cap)
-        sl = slice(pos, pos + cap)
+        sl = room(cap)
         if packed_bits:
             if scratch is None:
                 scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
@@ -506,11 +511,7 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
             raise RuntimeError(f"encoder {desc['name']} gave {rows} rows for game {gid}, the scan counted {nrows}")
         if packed_bits:
             cols["feat"][pos:pos + rows] = np.packbits(out[:rows].reshape(rows, -1), axis=1, bitorder="big")
-        cols["value"][pos:pos + rows] = value_targets(winner, cols["tp"][pos:pos + rows])
-        cols["gidx"][pos:pos + rows] = len(gids)
-        gids.append(gid)
-        pos += rows
-        remaining -= rows
+        close_rows(rows, winner, gid)
         return True
 
     # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
