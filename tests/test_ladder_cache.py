@@ -3,6 +3,8 @@ every position of a whole real archive, random games, and hand-made far-away lad
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -180,3 +182,40 @@ def test_answer_ignores_stones_outside_the_footprint(size):
                         checked += 1
     assert checked > 50
     assert flipped_inside > 0  # stones inside a footprint do change answers: the check can fail
+
+
+def test_one_cache_per_thread_reused_from_game_to_game():
+    import threading
+
+    first = LC.game_cache(361)
+    assert LC.game_cache(361) is first and LC.game_cache(81) is not first
+    other = []
+    t = threading.Thread(target=lambda: other.append(LC.game_cache(361)))
+    t.start()
+    t.join()
+    assert other[0] is not first  # the game loop writes into it: never shared between threads
+
+
+def test_a_reused_cache_gives_the_planes_of_a_fresh_one(sample_archive):
+    """Games encoded one after another (and two games' chunks interleaved) through the encoder's reused
+    per-thread cache give exactly the uncached planes: nothing carries over from one game to the next."""
+    recs = []
+    for src in iter_sources([sample_archive]):
+        if isinstance(src, SgfSource):
+            recs += [r for r in iter_sgf(src.data) if not isinstance(r, Exception) and r.num_moves > 100]
+        if len(recs) >= 4:
+            break
+    recs = recs[:4]
+    enc, plain = AlphaGoEncoder(19), AlphaGoEncoder(19, cache_ladders=False)
+    want = [plain.encode_game(r) for r in recs]
+    assert sum(int(w.features[:, 46:48].sum()) for w in want) > 0  # there are ladder planes to get wrong
+    for i in (0, 1, 2, 3, 0, 2):
+        assert_same(enc.encode_game(recs[i]), want[i], f"game {i}")
+    a, b = enc.encode_game_chunks(recs[0], chunk_moves=40), enc.encode_game_chunks(recs[1], chunk_moves=40)
+    pieces: dict[int, list] = {0: [], 1: []}
+    for pa, pb in itertools.zip_longest(a, b):  # one piece of each game in turn, on the same cache
+        pieces[0] += [pa] if pa is not None else []
+        pieces[1] += [pb] if pb is not None else []
+    for i in (0, 1):
+        feats = np.concatenate([p.features for p in pieces[i]])
+        assert np.array_equal(feats, want[i].features), f"interleaved chunks of game {i}"

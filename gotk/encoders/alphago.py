@@ -348,8 +348,8 @@ def fill_noladders_lists(out, board, head, nxt, libs, ssize, placed, mark, meta,
 class AlphaGoEncoder(FillEncoder):
     """48 AlphaGo planes (49 with ``player_plane``); ``ladders=False`` skips ladder reading.
 
-    ``encode_game`` reads ladders through the per-game cache of :mod:`gotk.encoders.ladder_cache`
-    (same planes); ``cache_ladders=False`` (not an option of the format) reads every ladder afresh.
+    ``encode_game`` reads ladders through the cache of :mod:`gotk.encoders.ladder_cache` (one per
+    thread, same planes); ``cache_ladders=False`` (not an option of the format) reads every ladder afresh.
     """
 
     name = "alphago"
@@ -367,7 +367,7 @@ class AlphaGoEncoder(FillEncoder):
             from gotk.encoders import ladder_cache as LC
 
             self.game_fill = LC.fill_cached
-            self.state_maker = LC.make_cache
+            self.state_maker = LC.game_cache
         elif not self.ladders:
             self.game_fill = fill_noladders_lists
             self.state_maker = make_lists

@@ -46,6 +46,8 @@ position lapses (nothing tracked what changed around it since).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gotk.encoders import alphago as AG
@@ -59,7 +61,7 @@ S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladde
 
 
 def make_cache(n: int) -> tuple:
-    """A fresh per-game cache for a board of ``n`` points (the game loop's ``state``).
+    """A fresh ladder cache for a board of ``n`` points (the game loop's ``state``; see :func:`game_cache`).
 
     ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n + 12]
     (capture moves, their targets, escape moves: :func:`gotk.encoders.alphago.local_planes`),
@@ -73,6 +75,28 @@ def make_cache(n: int) -> tuple:
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
             np.zeros((2, n, 2, w), dtype=np.uint64), np.zeros(3, dtype=np.int64))
+
+
+_LOCAL = threading.local()
+
+
+def game_cache(n: int) -> tuple:
+    """This thread's ladder cache for boards of ``n`` points, ready for a new game.
+
+    Made once per thread and board size, then reused game after game: a cache is about a megabyte,
+    and making one per game (zeroed) cost as much as a tenth of the ladder work on short games. A new
+    game forgets each player's previous position, so every point counts as changed at the game's first
+    fill and no answer carries over from one game to the next. One cache per thread, because the
+    game loop writes into it.
+    """
+    caches = getattr(_LOCAL, "caches", None)
+    if caches is None:
+        caches = _LOCAL.caches = {}
+    cache = caches.get(n)
+    if cache is None:
+        cache = caches[n] = make_cache(n)
+    cache[C_PREV].fill(-1)
+    return cache
 
 
 @kernel

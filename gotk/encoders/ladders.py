@@ -59,6 +59,7 @@ DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-layer candidate table
 FP = 9  # index of the touched-core bitset in the scratch tuple
 MASKS = 10  # index of the board masks used by footprint()
+VERS = 11  # index of the version arrays: per layer, and per string head the version it was last touched in
 
 
 @kernel
@@ -74,20 +75,25 @@ def max_plies(n):
 def make_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
     ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
-    placed, mark, hashv, zob, ctl, core, masks)`` with ``L = plies + 2`` layers. ``ctl`` holds the
-    shared ``mark`` stamp, the node count, the ply limit and the node budget; ``core`` is the bitset
-    (``W = (n + 63) // 64`` words) of the points the last query touched; ``masks[4, W]``: points not
-    in the first column, not in the last column, on the board, and the board size (for :func:`footprint`).
+    placed, mark, hashv, zob, ctl, core, masks, vers)`` with ``L = plies + 2`` layers. ``ctl`` holds
+    the shared ``mark`` stamp, the node count, the ply limit, the node budget and the last layer
+    version; ``core`` is the bitset (``W = (n + 63) // 64`` words) of the points the last query
+    touched; ``masks[4, W]``: points not in the first column, not in the last column, on the board,
+    and the board size (for :func:`footprint`); ``vers = (layer_version[L], touched_version[n])``: a
+    layer gets a new version whenever its contents are replaced (a move played into it, a new query on
+    layer 0) and a string's head records the version of the layer it was last added to the core in,
+    so a string is walked once per version of a layer however often the search touches it.
     """
     layers = plies + 2
-    ctl = np.zeros(4, dtype=np.int64)
+    ctl = np.zeros(5, dtype=np.int64)
     ctl[2] = plies
     ctl[3] = NODE_BUDGET
     # only mark and ctl need initial values; every layer is written before it is read
     return (np.empty((layers, n), dtype=np.int8), np.empty((layers, 4, n), dtype=np.int32),
             np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
             np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
-            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n))
+            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n),
+            (np.zeros(layers, dtype=np.int64), np.zeros(n, dtype=np.int64)))
 
 
 @compiled
@@ -114,12 +120,17 @@ def _fp_set(fp, x):
 
 @kernel
 def touch_string(scr, d, x, nbr):
-    """Add the stones of the string through ``x`` (layer ``d``) to the core (just ``x`` if empty)."""
+    """Add the stones of the string through ``x`` (layer ``d``) to the core (just ``x`` if empty);
+    a string already added in this version of the layer is not walked again."""
     sb, si, fp = scr[0], scr[1], scr[FP]
     if sb[d, x] == 0:
         _fp_set(fp, x)
         return
     h = si[d, 0, x]
+    lver, tver = scr[VERS]
+    if tver[h] == lver[d]:
+        return
+    tver[h] = lver[d]
     p = h
     while True:
         _fp_set(fp, np.int64(p))
@@ -131,25 +142,14 @@ def touch_string(scr, d, x, nbr):
 @kernel
 def touch_point(scr, d, x, nbr):
     """Add ``x`` and the strings next to it (layer ``d``) to the core."""
-    sb, si = scr[0], scr[1]
+    sb = scr[0]
     _fp_set(scr[FP], x)
-    h0 = -1
-    h1 = -1
-    h2 = -1
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
             break
         if sb[d, q] != 0:
-            h = si[d, 0, q]
-            if h != h0 and h != h1 and h != h2:
-                touch_string(scr, d, np.int64(q), nbr)
-                if h0 < 0:
-                    h0 = h
-                elif h1 < 0:
-                    h1 = h
-                else:
-                    h2 = h
+            touch_string(scr, d, np.int64(q), nbr)
 
 
 @kernel
@@ -193,9 +193,13 @@ def footprint(scr, out):
 
 @kernel
 def clear_footprint(scr):
+    """Start a query: an empty core, and a new version of layer 0 (nothing in it touched yet)."""
     fp = scr[FP]
     for i in range(fp.shape[0]):
         fp[i] = 0
+    ctl = scr[8]
+    ctl[4] += 1
+    scr[VERS][0][0] = ctl[4]
 
 
 @kernel
@@ -231,6 +235,8 @@ def _play(scr, d, point, color, nbr):
                      point, color, np.bool_(False))
     ctl[0] = sm[e, K.M_STAMP]
     ctl[1] += 1
+    ctl[4] += 1
+    scr[VERS][0][e] = ctl[4]
     return st
 
 
