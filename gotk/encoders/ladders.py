@@ -231,8 +231,9 @@ def _play(scr, d, point, color, nbr):
     for j in range(sm.shape[1]):
         sm[e, j] = sm[d, j]
     sm[e, K.M_STAMP] = ctl[0]
+    # an int32 point, as the game loops pass: one compiled play_move for both
     st = K.play_move(sb[e], si[e, 0], si[e, 1], si[e, 2], si[e, 3], scr[4], scr[5], sm[e], scr[6], nbr, scr[7],
-                     point, color, np.bool_(False))
+                     np.int32(point), color, np.bool_(False))
     ctl[0] = sm[e, K.M_STAMP]
     ctl[1] += 1
     ctl[4] += 1
@@ -432,7 +433,8 @@ def read_ladder(scr, root, kind, t, nbr):
                 lib = _add_liberties(scr, e, t, e, np.int64(0), nbr)
                 si = scr[1]
                 touch_point(scr, e, lib, nbr)
-                if K.check_move(sb[e], si[e, 0], si[e, 2], scr[2][e], nbr, lib, acol, np.bool_(False)) != K.OK:
+                if K.check_move(sb[e], si[e, 0], si[e, 2], scr[2][e], nbr, np.int32(lib), acol,
+                                np.bool_(False)) != K.OK:
                     val = 0
             if pushed:
                 _open(scr, e, np.int64(DEF if kind == ATT else ATT), t, nbr)

@@ -148,7 +148,7 @@ def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta):
                     top += 1
     for p in range(n):
         if board[p] != 0 and head[p] == p:
-            libs[p] = count_libs(p, board, nxt, nbr, mark, meta)
+            libs[p] = count_libs(np.int32(p), board, nxt, nbr, mark, meta)  # int32 as in play_move: one compile
     for p in range(n):
         if head[p] < 0:
             head[p] = p

@@ -53,12 +53,19 @@ def _rules_from_sgf(ru: str | None, superko: bool) -> Rules:
 
 @cache
 def tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(nbr, diag, zobrist)`` for a board size, built once and shared (read-only)."""
+    """``(nbr, diag, zobrist)`` for a board size, built once and shared (never written).
+
+    ``nbr`` and ``diag`` are flagged read-only. ``zobrist`` is not, although nothing writes it: numba
+    compiles one specialisation per argument type and a read-only array is a type of its own, so a
+    read-only table here would give the engine's ``play_move`` (and what it calls) a second compiled
+    copy beside the one the ladder reader and the exporters use with their own writable tables: one
+    more compile on a fresh install's first command.
+    """
     if not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
         raise ValueError(f"board size {size} is outside {coords.MIN_SIZE}..{coords.MAX_SIZE}")
     nbr, diag = K.make_tables(size)
     zob = K.make_zobrist(size)
-    for a in (nbr, diag, zob):
+    for a in (nbr, diag):
         a.setflags(write=False)
     return nbr, diag, zob
 
@@ -138,8 +145,8 @@ class GameState:
                 self._seen.add(int(self.hashv[0]))
             else:
                 self._seen = {int(self.hashv[0])}
-        self._setup = (tuple(np.flatnonzero(self.board == BLACK).tolist()),
-                       tuple(np.flatnonzero(self.board == WHITE).tolist()))
+        board = self.board  # ndarray.nonzero: a third of np.flatnonzero's overhead on a 361-point board
+        self._setup = (tuple((board == BLACK).nonzero()[0].tolist()), tuple((board == WHITE).nonzero()[0].tolist()))
         return self
 
     def copy(self) -> GameState:
