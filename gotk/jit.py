@@ -9,6 +9,7 @@
   ``.copy()``) fails to compile as a kernel — an error at the first call, never a wrong result — and
   numba passes the option on to the functions a kernel calls, so those must not allocate either.
 * :func:`compiled` — plain ``@njit(cache=True)``, for functions that allocate.
+* :func:`inline_kernel` — a kernel numba inlines into its compiled callers (thin wrappers only).
 
 If a numba release drops the internal ``_nrt`` option, :func:`kernel` falls back to :func:`compiled`:
 slower, same results.
@@ -51,4 +52,16 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return njit(cache=True)(fn)
 
 
-__all__ = ["NRT_OFF", "compiled", "is_kernel", "kernel"]
+def inline_kernel(fn: Callable[..., Any]) -> Any:
+    """A :func:`kernel` that numba inlines (at its IR level) into every compiled caller: for thin
+    wrappers over a large compiled tree. numba compiles each called function on its own and then
+    links, optimises and emits machine code for it together with everything it calls, so a wrapper
+    of one line over the ladder reader cost as much LLVM time as the reader itself on a fresh
+    install's first command (BENCHMARKS.md). Only for small functions: inlined bodies are typed again
+    at every call site."""
+    if NRT_OFF:
+        return njit(cache=True, _nrt=False, inline="always")(fn)
+    return njit(cache=True, inline="always")(fn)
+
+
+__all__ = ["NRT_OFF", "compiled", "inline_kernel", "is_kernel", "kernel"]

@@ -34,7 +34,7 @@ import numpy as np
 from gotk.encoders import ladders as LD
 from gotk.encoders.game_loop import FillEncoder
 from gotk.game import kernels as K
-from gotk.jit import compiled, kernel
+from gotk.jit import compiled, inline_kernel, kernel
 
 NUM_PLANES = 48
 P_PLAYER, P_OPPONENT, P_EMPTY, P_ONES, P_ZEROS, P_SENSIBLE = 0, 1, 2, 3, 4, 5
@@ -337,7 +337,7 @@ def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, met
     fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False)
 
 
-@kernel
+@inline_kernel
 def fill_noladders_lists(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, lists):
     """:func:`alphago_fill_noladders` with the move lists made once per game (``lists`` from
     :func:`make_lists`, the game loop's per-game state), so that the loop allocates nothing per position."""

@@ -50,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from gotk.game import kernels as K
-from gotk.jit import compiled, kernel
+from gotk.jit import compiled, inline_kernel, kernel
 
 MAX_CANDIDATES = 16
 NODE_BUDGET = 4000
@@ -449,7 +449,7 @@ def read_ladder(scr, root, kind, t, nbr):
         ret = val
 
 
-@kernel
+@inline_kernel
 def ladder_capture(point, color, target, nbr, scr):
     """True if ``color`` playing ``point`` (legal, a liberty of the 2-liberty opponent string through
     ``target``) leaves that string in atari and it cannot escape the ladder. Layer 0 of ``scr`` must
@@ -463,7 +463,7 @@ def ladder_capture(point, color, target, nbr, scr):
     return read_ladder(scr, d1, np.int64(DEF), t, nbr)
 
 
-@kernel
+@inline_kernel
 def ladder_escape(point, color, nbr, scr):
     """True if ``color`` playing ``point`` (legal, the liberty of its own string in atari) leaves
     that string with ≥3 liberties, or with 2 and no working ladder for the opponent. Layer 0 of
