@@ -153,25 +153,6 @@ def touch_point(scr, d, x, nbr):
 
 
 @kernel
-def touch_around(scr, d, t, nbr):
-    """Touch the string through ``t`` (layer ``d``) and every string next to it."""
-    sb, si = scr[0], scr[1]
-    touch_string(scr, d, t, nbr)
-    h = si[d, 0, t]
-    p = h
-    while True:
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                break
-            if sb[d, q] != 0 and si[d, 0, q] != h:
-                touch_string(scr, d, np.int64(q), nbr)
-        p = si[d, 1, p]
-        if p == h:
-            break
-
-
-@kernel
 def footprint(scr, out):
     """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
     (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
@@ -370,9 +351,9 @@ def _open(scr, d, kind, t, nbr):
             else:
                 cand[d, _C_N] = 1
         return
-    touch_around(scr, d, t, nbr)
+    # the target's liberty first, then the liberty of each attacker string next to it in atari; every
+    # string next to the target is touched (one walk of the target's stones does both)
     _add_liberties(scr, d, t, d, np.int64(1), nbr)
-    acol = 3 - sb[d, t]
     h = si[d, 0, t]
     p = h
     while True:
@@ -380,8 +361,10 @@ def _open(scr, d, kind, t, nbr):
             q = nbr[p, k]
             if q < 0:
                 break
-            if sb[d, q] == acol and si[d, 2, si[d, 0, q]] == 1:
-                _add_liberties(scr, d, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
+            if sb[d, q] != 0 and si[d, 0, q] != h:  # a stone next to the string is the attacker's
+                touch_string(scr, d, np.int64(q), nbr)
+                if si[d, 2, si[d, 0, q]] == 1:
+                    _add_liberties(scr, d, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
         p = si[d, 1, p]
         if p == h:
             break
