@@ -52,7 +52,7 @@ import numpy as np
 
 from gotk.encoders import alphago as AG
 from gotk.encoders import ladders as LD
-from gotk.jit import kernel
+from gotk.jit import inline_kernel, kernel
 
 # indices of the cache tuple (see make_cache)
 C_SCR, C_PREV, C_FILLS, C_DIRTY, C_CAND, C_CAP_HEAD, C_CAP_STAMP, C_CAP_RES, C_CAP_FP = range(9)
@@ -136,7 +136,7 @@ def _store(scr, fp):
         fp[1, i] = core[i]
 
 
-@kernel
+@inline_kernel
 def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, cache):
     """:func:`gotk.encoders.alphago.fill_planes` with ladders, reading only the ladders whose footprint
     changed since ``color``'s previous position in this game (``cache`` from :func:`make_cache`)."""

@@ -34,6 +34,9 @@ point (:func:`footprint`, one shift of the bitset per direction):
   neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
 * ``touch_point(x)``: ``x`` and ``touch_string`` of each neighbouring stone.
 
+A layer's strings do not change until the next move is played into it, so ``touch_string`` walks a
+string once per version of its layer (a string's head remembers the version it was walked in).
+
 Each ``_play`` touches its point first (``play_move`` reads only the point, its neighbours, the
 strings next to it — merged or captured — and the neighbours of their stones: the liberty updates
 of strings next to a captured one are writes whose values are read later only through a touch);
