@@ -52,3 +52,40 @@ def test_kernel_falls_back_to_compiled_without_the_option(monkeypatch):
 
     assert add(2, 3) == 5
     assert "_nrt" not in add.targetoptions
+
+
+def test_kernel_sources_digest_follows_compiled_modules_only(tmp_path):
+    """The cache stamp covers the modules that use gotk.jit (an edit there compiles afresh), not the others."""
+    (tmp_path / "pkg").mkdir()
+    kernel = tmp_path / "pkg" / "kern.py"
+    plain = tmp_path / "pkg" / "plain.py"
+    kernel.write_text("from gotk.jit import kernel\n\n@kernel\ndef f(x):\n    return x\n")
+    plain.write_text("def g(x):\n    return x\n")
+    first = jit.kernel_sources_digest(tmp_path)
+    plain.write_text("def g(x):\n    return x + 1\n")
+    jit.kernel_sources_digest.cache_clear()
+    assert jit.kernel_sources_digest(tmp_path) == first
+    kernel.write_text("from gotk.jit import kernel\n\n@kernel\ndef f(x):\n    return x + 1\n")
+    jit.kernel_sources_digest.cache_clear()
+    assert jit.kernel_sources_digest(tmp_path) != first
+
+
+def test_gotk_caches_are_stamped_with_every_compiled_module():
+    """A gotk function's cache stamp is its own file's plus the digest of all compiled modules, so editing
+    ladders.py alone cannot leave alphago.py's cached machine code (which includes the reader) in use;
+    numba's own functions elsewhere keep numba's stamp."""
+    import numba
+
+    from gotk.encoders import alphago
+    from gotk.game import kernels
+
+    for fn in (kernels.play_move, alphago.fill_planes):
+        locator = fn._cache._impl._locator
+        assert type(locator).__name__.startswith("Gotk")
+        own, digest = locator.get_source_stamp()
+        assert digest == jit.kernel_sources_digest() and own  # the file's own stamp is kept as well
+
+    def other(x):
+        return x
+
+    assert not type(numba.njit(cache=True)(other)._cache._impl._locator).__name__.startswith("Gotk")
