@@ -34,8 +34,15 @@ point (:func:`footprint`, one shift of the bitset per direction):
   neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
 * ``touch_point(x)``: ``x`` and ``touch_string`` of each neighbouring stone.
 
-A layer's strings do not change until the next move is played into it, so ``touch_string`` walks a
-string once per version of its layer (a string's head remembers the version it was walked in).
+``touch_string`` walks a string only if its head was not walked before in the same query (each head
+remembers the query it was last walked in). That skips only strings whose stones are all in the core
+already. Touches happen only in the search's current (deepest) layer. Claim: whenever head ``h`` is marked
+for this query, every stone of the string through ``h`` in the current layer is in the core. It holds when
+the mark is set. A move played into the next layer keeps every other string as it was; it merges the
+played point with strings next to it, and removes captured strings next to it. ``_play`` touched all of
+these first. Going back up to a parent layer: the string through ``h`` there is either a subset of the
+string that was walked (merges keep the larger string's head), or it was captured on the way down, and
+was touched then. So the core, and with it every footprint, is the one the walks without the mark give.
 
 Each ``_play`` touches its point first (``play_move`` reads only the point, its neighbours, the
 strings next to it — merged or captured — and the neighbours of their stones: the liberty updates
@@ -62,7 +69,7 @@ DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-layer candidate table
 FP = 9  # index of the touched-core bitset in the scratch tuple
 MASKS = 10  # index of the board masks used by footprint()
-VERS = 11  # index of the version arrays: per layer, and per string head the version it was last touched in
+VERS = 11  # index of the per-head array: the query each string head was last walked in (ctl[4]: this query)
 
 
 @kernel
@@ -78,14 +85,12 @@ def max_plies(n):
 def make_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
     ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
-    placed, mark, hashv, zob, ctl, core, masks, vers)`` with ``L = plies + 2`` layers. ``ctl`` holds
-    the shared ``mark`` stamp, the node count, the ply limit, the node budget and the last layer
-    version; ``core`` is the bitset (``W = (n + 63) // 64`` words) of the points the last query
-    touched; ``masks[4, W]``: points not in the first column, not in the last column, on the board,
-    and the board size (for :func:`footprint`); ``vers = (layer_version[L], touched_version[n])``: a
-    layer gets a new version whenever its contents are replaced (a move played into it, a new query on
-    layer 0) and a string's head records the version of the layer it was last added to the core in,
-    so a string is walked once per version of a layer however often the search touches it.
+    placed, mark, hashv, zob, ctl, core, masks, walked)`` with ``L = plies + 2`` layers. ``ctl``
+    holds the shared ``mark`` stamp, the node count, the ply limit, the node budget and the number of
+    the current query; ``core`` is the bitset (``W = (n + 63) // 64`` words) of the points the last
+    query touched; ``masks[4, W]``: points not in the first column, not in the last column, on the
+    board, and the board size (for :func:`footprint`); ``walked[n]``: per string head, the query it
+    was last walked in (see *Footprint* above).
     """
     layers = plies + 2
     ctl = np.zeros(5, dtype=np.int64)
@@ -96,7 +101,7 @@ def make_scratch(n, plies):
             np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
             np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
             np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n),
-            (np.zeros(layers, dtype=np.int64), np.zeros(n, dtype=np.int64)))
+            np.zeros(n, dtype=np.int64))
 
 
 @compiled
@@ -123,17 +128,17 @@ def _fp_set(fp, x):
 
 @kernel
 def touch_string(scr, d, x, nbr):
-    """Add the stones of the string through ``x`` (layer ``d``) to the core (just ``x`` if empty);
-    a string already added in this version of the layer is not walked again."""
+    """Add the stones of the string through ``x`` (layer ``d``, the current one) to the core (just ``x``
+    if empty); a head already walked in this query is not walked again (see *Footprint* above)."""
     sb, si, fp = scr[0], scr[1], scr[FP]
     if sb[d, x] == 0:
         _fp_set(fp, x)
         return
     h = si[d, 0, x]
-    lver, tver = scr[VERS]
-    if tver[h] == lver[d]:
+    walked, query = scr[VERS], scr[8][4]
+    if walked[h] == query:
         return
-    tver[h] = lver[d]
+    walked[h] = query
     p = h
     while True:
         _fp_set(fp, np.int64(p))
@@ -177,13 +182,11 @@ def footprint(scr, out):
 
 @kernel
 def clear_footprint(scr):
-    """Start a query: an empty core, and a new version of layer 0 (nothing in it touched yet)."""
+    """Start a query: an empty core and a new query number (no head walked yet)."""
     fp = scr[FP]
     for i in range(fp.shape[0]):
         fp[i] = 0
-    ctl = scr[8]
-    ctl[4] += 1
-    scr[VERS][0][0] = ctl[4]
+    scr[8][4] += 1
 
 
 @kernel
@@ -220,8 +223,6 @@ def _play(scr, d, point, color, nbr):
                      np.int32(point), color, np.bool_(False))
     ctl[0] = sm[e, K.M_STAMP]
     ctl[1] += 1
-    ctl[4] += 1
-    scr[VERS][0][e] = ctl[4]
     return st
 
 
