@@ -83,11 +83,10 @@ _LOCAL = threading.local()
 def game_cache(n: int) -> tuple:
     """This thread's ladder cache for boards of ``n`` points, ready for a new game.
 
-    Made once per thread and board size, then reused game after game: a cache is about a megabyte,
-    and making one per game (zeroed) cost as much as a tenth of the ladder work on short games. A new
-    game forgets each player's previous position, so every point counts as changed at the game's first
-    fill and no answer carries over from one game to the next. One cache per thread, because the
-    game loop writes into it.
+    Made once per thread and board size, then reused game after game instead of a zeroed megabyte per
+    game. A new game forgets each player's previous position, so every point counts as changed at the
+    game's first fill and no answer carries over from one game to the next. One cache per thread,
+    because the game loop writes into it.
     """
     caches = getattr(_LOCAL, "caches", None)
     if caches is None:
