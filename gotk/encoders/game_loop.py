@@ -9,17 +9,14 @@ player ``color`` to move.
 calls the fill before each kept move. numba does not cache a function that receives another
 function as an argument (the dispatcher's type differs in every process), so the loop is generated
 per fill from one source template (:data:`LOOP_TEMPLATE`) and compiled with ``cache=True``: a
-second process loads it from ``__pycache__`` without compiling. Generated names carry a hash of the
-sources they depend on (this file, ``planes.py``, the engine kernels and the fill's own module), so an
-edit there compiles afresh instead of loading stale machine code (numba itself only watches the file
-a cached function is defined in).
+second process loads it from ``__pycache__`` without compiling. An edit of the template, of the fill or of
+anything they call compiles afresh: :mod:`gotk.jit`'s cache stamp covers every gotk module with compiled code
+(numba itself only watches the file a cached function is defined in).
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -58,45 +55,24 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
 
 
 
-@cache
-def source_hash(module_file: str) -> str:
-    """Short hash of the sources generated code depends on: this file, ``planes.py``, the engine
-    kernels and ``module_file`` (the module the generated function belongs to)."""
-    here = Path(__file__).resolve()
-    files = [here, here.with_name("planes.py"), Path(K.__file__).resolve(), Path(jit.__file__).resolve(),
-             Path(module_file).resolve()]
-    h = hashlib.sha256()
-    for f in files:
-        try:
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
-        except OSError:  # pragma: no cover - installed without sources
-            pass
-    return h.hexdigest()[:10]
-
-
-_BASE_NAMES: dict[str, str] = {}
-
 
 def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str):
     """Compile ``source`` (defining function ``name``) with numba, cached.
 
     The function's globals are ``namespace`` (plus the engine kernels); it is attributed to
-    ``module``, whose file anchors numba's cache. Its name gets :func:`source_hash` appended so
-    cache entries never outlive the sources they were built from. It is a :func:`gotk.jit.kernel`
+    ``module``, whose file anchors numba's cache (kept fresh by :mod:`gotk.jit`'s cache stamp). It is a
+    :func:`gotk.jit.kernel`
     (no reference counting) when every compiled function in ``namespace`` is one, else
     :func:`gotk.jit.compiled`; the generated code itself allocates nothing.
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
-    full = f"{name}_{source_hash(filename)}"
     env = {"play_move": K.play_move, "np": np, "__name__": module}
     env.update(namespace)
-    code = compile(source.replace(f"def {name}(", f"def {full}(", 1), filename, "exec")
-    exec(code, env)
-    fn = env[full]
+    exec(compile(source, filename, "exec"), env)
+    fn = env[name]
     fn.__module__ = module
-    fn.__qualname__ = full
-    _BASE_NAMES[full] = name
+    fn.__qualname__ = name
     callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]
     return (jit.kernel if all(jit.is_kernel(v) for v in callees) else jit.compiled)(fn)
 
@@ -116,7 +92,7 @@ def game_loop_for(fill, with_state: bool = False):
     entry = _LOOPS.get((id(fill), with_state))
     if entry is None:
         py = fill.py_func
-        name = f"_game_loop_{_BASE_NAMES.get(py.__name__, py.__name__)}" + ("_state" if with_state else "")
+        name = f"_game_loop_{py.__name__}" + ("_state" if with_state else "")
         source = LOOP_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
         if with_state:
             source = source.replace("skip_first):", "skip_first, state):", 1).replace(
