@@ -72,6 +72,7 @@ nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361
 tmpl = [np.zeros(n, np.int8), np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32), np.zeros(n, np.int32),
         np.zeros(n, np.int32), -np.ones(n, np.int32), np.zeros(n, np.int32)]
 inputs = [(r.colors.astype(np.int64), r.points.astype(np.int32)) for r in recs]
+backup = K.superko_backup(*tmpl[:6], None, False) if hasattr(K, "superko_backup") else ()
 finals = []
 def run():
     finals.clear(); moves = 0
@@ -79,7 +80,7 @@ def run():
         a = [x.copy() for x in tmpl]
         meta = np.zeros(K.META_LEN, np.int64); meta[K.M_KO] = -1; meta[K.M_LAST] = -1; meta[K.M_TO_PLAY] = 1
         hashv = np.zeros(1, np.uint64); hashes = np.zeros(len(points) + 1, np.uint64)
-        played, _ = K.replay_moves(*a, meta, hashv, nbr, zob, colors, points, False, False, hashes)
+        played, _ = K.replay_moves(*a, meta, hashv, nbr, zob, colors, points, False, False, hashes, *backup)
         moves += played; finals.append(int(hashv[0]))
     return moves
 m, t = best(run)

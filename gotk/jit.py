@@ -10,6 +10,8 @@
   numba passes the option on to the functions a kernel calls, so those must not allocate either.
 * :func:`compiled` — plain ``@njit(cache=True)``, for functions that allocate.
 * :func:`inline_kernel` — a kernel numba inlines into its compiled callers (thin wrappers only).
+* :func:`internal_kernel` — a kernel only compiled code calls: numba builds no Python entry point
+  for it (calling it from Python raises ``TypeError``).
 
 If a numba release drops the internal ``_nrt`` option, :func:`kernel` falls back to :func:`compiled`:
 slower, same results.
@@ -21,12 +23,24 @@ or crash on a changed tuple layout (it did, in development). The same happens to
 that replaces some modules while the old caches stay in ``__pycache__``. So every gotk function's
 cache stamp also covers the contents of every gotk module with compiled code
 (:func:`kernel_sources_digest`): any change there compiles afresh.
+
+**Compile time.** numba's type inference resolves each operation (``a[i]``, ``x == y``, ``n + 1``…)
+by trying every registered template for that operator, one after another, and it does not remember
+the answer: in ``gotk replay``'s first run 2,800 of its 3,000 resolutions repeated one already made
+with the same argument types (memoised, that first run took 1.1 s less CPU, 17%, in six interleaved
+pairs; BENCHMARKS.md). While numba compiles a
+gotk function (:class:`GotkCompiler`, the pipeline of every decorator here), resolutions are
+memoised by (function type, typing context, argument types); the memo is dropped when that
+outermost compile ends. A template's answer depends only on those (and failures, which raise, are
+never stored), so the compiled code is the same (``tests/test_jit.py`` compares the LLVM IR).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -81,21 +95,114 @@ def _install_cache_stamp() -> None:
 _install_cache_stamp()
 
 
-def compiled(fn: Callable[..., Any]) -> Any:
-    """``@njit(cache=True)``: a compiled function that may allocate arrays."""
-    return njit(cache=True)(fn)
+_MEMO = threading.local()
 
 
-def _nrt_off_supported() -> bool:
-    """True where this numba knows the ``_nrt`` option (checked without compiling anything)."""
+@contextmanager
+def call_type_memo() -> Iterator[dict]:
+    """Memoise numba's call-type resolutions in this thread until the outermost ``with`` ends
+    (nested compiles share it). Yields the memo (for tests)."""
+    memo = getattr(_MEMO, "memo", None)
+    if memo is not None:
+        yield memo
+        return
+    _MEMO.memo = memo = {}
+    try:
+        yield memo
+    finally:
+        _MEMO.memo = None
+
+
+def _install_call_type_memo() -> bool:
+    """Wrap ``numba.core.types.functions.BaseFunction.get_call_type`` (the resolution of calls to
+    operators and built-in functions) so that inside :func:`call_type_memo` a repeated resolution is
+    answered from the memo. Outside it, numba runs as it is. False where this numba lacks it."""
+    try:
+        from numba.core.types.functions import BaseFunction
+    except ImportError:  # pragma: no cover
+        return False
+    original = getattr(BaseFunction, "get_call_type", None)
+    if original is None:  # pragma: no cover
+        return False
+    if getattr(original, "_gotk_memo", False):
+        return True
+
+    def get_call_type(self, context, args, kws):
+        memo = getattr(_MEMO, "memo", None)
+        if memo is None:
+            return original(self, context, args, kws)
+        try:
+            key = (self, context, tuple(args), tuple(sorted(kws.items())))
+            sig = memo.get(key)
+        except TypeError:  # an unhashable argument type: resolve as numba does
+            return original(self, context, args, kws)
+        if sig is None:
+            sig = original(self, context, args, kws)  # raises on failure: nothing stored
+            if sig is not None:
+                memo[key] = sig
+        return sig
+
+    get_call_type._gotk_memo = True
+    BaseFunction.get_call_type = get_call_type
+    return True
+
+
+CALL_TYPE_MEMO = _install_call_type_memo()
+
+
+def _pipeline() -> Any:
+    """numba's default compiler with the call-type memo on for the whole compile (None where this
+    numba has no ``Compiler`` class: its own default pipeline then)."""
+    try:
+        from numba.core.compiler import Compiler
+    except ImportError:  # pragma: no cover
+        return None
+
+    class GotkCompiler(Compiler):
+        """numba's default pipeline, compiled under :func:`call_type_memo`."""
+
+        def compile_extra(self, func):
+            with call_type_memo():
+                return super().compile_extra(func)
+
+    return GotkCompiler
+
+
+GotkCompiler = _pipeline()
+
+
+def _has_target_option(name: str) -> bool:
+    """True where this numba knows the CPU target option ``name`` (checked without compiling)."""
     try:
         from numba.core.cpu import CPUTargetOptions
-    except ImportError:
+    except ImportError:  # pragma: no cover
         return False
-    return hasattr(CPUTargetOptions, "_nrt")
+    return hasattr(CPUTargetOptions, name)
 
 
-NRT_OFF = _nrt_off_supported()
+try:
+    from numba.core.registry import CPUDispatcher as _CPUDispatcher
+except ImportError:  # pragma: no cover
+    _CPUDispatcher = object
+
+_CPYTHON_WRAPPER_OPTIONAL = _has_target_option("no_cpython_wrapper")
+
+# Options of every decorator here. ``no_cfunc_wrapper``: numba otherwise also emits, for every
+# compiled function, a C-callable wrapper that only a first-class function value (a compiled
+# function passed as an argument to another) would use; gotk passes none (its game loops are
+# generated source, :mod:`gotk.encoders.game_loop`), and without them the engine's six small kernels
+# compiled in 16% less time (BENCHMARKS.md).
+_OPTIONS: dict[str, Any] = {"pipeline_class": GotkCompiler}
+if _has_target_option("no_cfunc_wrapper"):
+    _OPTIONS["no_cfunc_wrapper"] = True
+
+
+def compiled(fn: Callable[..., Any]) -> Any:
+    """``@njit(cache=True)``: a compiled function that may allocate arrays."""
+    return njit(cache=True, **_OPTIONS)(fn)
+
+
+NRT_OFF = _has_target_option("_nrt")
 
 
 def is_kernel(fn: Any) -> bool:
@@ -106,8 +213,8 @@ def is_kernel(fn: Any) -> bool:
 def kernel(fn: Callable[..., Any]) -> Any:
     """``@njit(cache=True)`` without reference counting: for functions that allocate no array."""
     if NRT_OFF:
-        return njit(cache=True, _nrt=False)(fn)
-    return njit(cache=True)(fn)
+        return njit(cache=True, _nrt=False, **_OPTIONS)(fn)
+    return njit(cache=True, **_OPTIONS)(fn)
 
 
 def inline_kernel(fn: Callable[..., Any]) -> Any:
@@ -118,8 +225,37 @@ def inline_kernel(fn: Callable[..., Any]) -> Any:
     install's first command (BENCHMARKS.md). Only for small functions: inlined bodies are typed again
     at every call site."""
     if NRT_OFF:
-        return njit(cache=True, _nrt=False, inline="always")(fn)
-    return njit(cache=True, inline="always")(fn)
+        return njit(cache=True, _nrt=False, inline="always", **_OPTIONS)(fn)
+    return njit(cache=True, inline="always", **_OPTIONS)(fn)
 
 
-__all__ = ["NRT_OFF", "compiled", "inline_kernel", "is_kernel", "kernel", "kernel_sources_digest"]
+class InternalDispatcher(_CPUDispatcher):  # type: ignore[misc, valid-type]
+    """A numba dispatcher compiled without a Python entry point (numba's ``no_cpython_wrapper``).
+    numba's own call would jump to the missing wrapper and crash the process; this one raises."""
+
+    def __call__(self, *args: Any, **kws: Any) -> Any:
+        raise TypeError(f"{self.py_func.__module__}.{self.py_func.__qualname__} is an internal kernel: "
+                        "only gotk's compiled code calls it")
+
+
+def internal_kernel(fn: Callable[..., Any]) -> Any:
+    """A :func:`kernel` that only other compiled functions call. numba otherwise also compiles, for
+    every function, the code that converts Python arguments (each array: type checks, shape and
+    strides reads) and the return value; for the engine's and the ladder reader's helpers, which
+    Python never calls, that was a third of their compile time on a fresh install (BENCHMARKS.md).
+    Calling one from Python raises ``TypeError``. Where this numba lacks the option (or the dispatcher
+    class), it is a plain :func:`kernel`."""
+    if _CPUDispatcher is object or not _CPYTHON_WRAPPER_OPTIONAL:
+        return kernel(fn)
+    options = {"nopython": True, "no_cpython_wrapper": True, **_OPTIONS}
+    if NRT_OFF:
+        options["_nrt"] = False
+    pipeline = options.pop("pipeline_class", None)
+    disp = InternalDispatcher(py_func=fn, locals={}, targetoptions=options,
+                              **({"pipeline_class": pipeline} if pipeline is not None else {}))
+    disp.enable_caching()
+    return disp
+
+
+__all__ = ["CALL_TYPE_MEMO", "NRT_OFF", "GotkCompiler", "InternalDispatcher", "call_type_memo", "compiled",
+           "inline_kernel", "internal_kernel", "is_kernel", "kernel", "kernel_sources_digest"]

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.skipif(not jit.NRT_OFF, reason="this numba has no _nrt 
 def test_hot_kernels_count_no_references():
     """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
     a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
-    for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, local_planes, fill_noladders_lists):
+    for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, K.replay_moves, local_planes,
+               fill_noladders_lists):
         assert jit.is_kernel(fn), fn.py_func.__name__
     for name in ("oneplane", "sevenplane", "simple"):
         enc = get_encoder(name)
@@ -25,7 +26,6 @@ def test_hot_kernels_count_no_references():
         assert jit.is_kernel(game_loop_for(enc.fill))
     ag = AlphaGoEncoder(ladders=False)
     assert jit.is_kernel(game_loop_for(ag.game_fill, True))
-    assert not jit.is_kernel(K.replay_moves)  # it copies arrays (superko): compiled, with reference counting
 
 
 def test_a_kernel_that_allocates_is_refused_at_its_first_call():
@@ -89,3 +89,85 @@ def test_gotk_caches_are_stamped_with_every_compiled_module():
         return x
 
     assert not type(numba.njit(cache=True)(other)._cache._impl._locator).__name__.startswith("Gotk")
+
+
+def _same_names(llvm_ir: str) -> str:
+    """LLVM IR with numba's per-compile version tags (``B3v12B``…) made equal."""
+    import re
+
+    return re.sub(r"B\d+v\d+(?=B)", "Bv", llvm_ir)
+
+
+@pytest.mark.skipif(not jit.CALL_TYPE_MEMO or jit.GotkCompiler is None, reason="this numba has no memo hook")
+def test_the_call_type_memo_changes_no_compiled_code(monkeypatch):
+    """The engine's move check compiled with the memo (gotk's pipeline) and without it (numba's own)
+    gives the same LLVM IR, and the memo did answer repeated resolutions."""
+    import numba
+    from numba.core.types.functions import BaseFunction
+
+    from gotk.game.state import GameState
+
+    st = GameState(9)
+    assert st.play(st.size * 4 + 4) is not None  # compiles check_move for the engine's argument types
+    sig = K.check_move.signatures[0]
+
+    plain = numba.njit(_nrt=False, no_cfunc_wrapper=True)(K.check_move.py_func)
+    plain.compile(sig)
+
+    calls = []
+    wrapped = BaseFunction.get_call_type
+    monkeypatch.setattr(BaseFunction, "get_call_type",
+                        lambda self, *a, **k: calls.append(1) or wrapped(self, *a, **k))
+    with jit.call_type_memo() as memo:
+        ours = numba.njit(_nrt=False, **jit._OPTIONS)(K.check_move.py_func)
+        ours.compile(sig)
+        stored = len(memo)
+    assert 0 < stored < len(calls) / 2  # most resolutions were repeats answered from the memo
+    assert _same_names(ours.inspect_llvm(sig)) == _same_names(plain.inspect_llvm(sig))
+
+
+def test_the_call_type_memo_lives_for_one_outermost_compile():
+    with jit.call_type_memo() as outer:
+        outer["x"] = 1
+        with jit.call_type_memo() as inner:
+            assert inner is outer
+    with jit.call_type_memo() as later:
+        assert later == {}
+
+
+@pytest.mark.skipif(not jit._CPYTHON_WRAPPER_OPTIONAL, reason="this numba compiles every function for Python")
+def test_an_internal_kernel_runs_in_compiled_code_and_refuses_python():
+    """No Python entry point is compiled for it: a Python call raises instead of jumping to a missing
+    wrapper; compiled callers get the right answer."""
+
+    @jit.internal_kernel
+    def twice(a, i):
+        return a[i] * 2
+
+    @jit.kernel
+    def total(a):
+        s = 0
+        for i in range(a.shape[0]):
+            s += twice(a, i)
+        return s
+
+    a = np.arange(5, dtype=np.int32)
+    assert total(a) == 20
+    assert jit.is_kernel(twice)
+    with pytest.raises(TypeError, match="internal kernel"):
+        twice(a, 1)
+
+
+def test_helpers_python_never_calls_are_internal():
+    """The engine's and the ladder reader's helpers compile without a Python entry point (a third of their
+    compile time); the functions Python does call keep theirs."""
+    from gotk.encoders import ladder_cache as LC
+    from gotk.encoders import ladders as LD
+
+    if not jit._CPYTHON_WRAPPER_OPTIONAL:
+        pytest.skip("this numba compiles every function for Python")
+    for fn in (K.next_stamp, K.count_libs, K._remove_string, K._merge, K._restore, LD.read_ladder, LD._open,
+               LD._play, LC._changed_points):
+        assert isinstance(fn, jit.InternalDispatcher), fn.py_func.__name__
+    for fn in (K.play_move, K.check_move, K.replay_moves, K.legal_mask, LD.footprint, LD.load_position):
+        assert not isinstance(fn, jit.InternalDispatcher), fn.py_func.__name__

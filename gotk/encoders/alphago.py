@@ -34,7 +34,7 @@ import numpy as np
 from gotk.encoders import ladders as LD
 from gotk.encoders.game_loop import FillEncoder
 from gotk.game import kernels as K
-from gotk.jit import compiled, inline_kernel, kernel
+from gotk.jit import compiled, inline_kernel, internal_kernel, kernel
 
 NUM_PLANES = 48
 P_PLAYER, P_OPPONENT, P_EMPTY, P_ONES, P_ZEROS, P_SENSIBLE = 0, 1, 2, 3, 4, 5
@@ -78,7 +78,7 @@ def _is_own_eye(board, nbr, diag, p, color):
     return bad == 0 if nn < 4 else bad <= 1
 
 
-@kernel
+@internal_kernel
 def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
     """Liberties (counted up to ``limit``) the 2-liberty string through ``t`` gets by extending at its
     other liberty once the opponent has played ``point`` (the first liberty), assuming that move

@@ -52,7 +52,7 @@ import numpy as np
 
 from gotk.encoders import alphago as AG
 from gotk.encoders import ladders as LD
-from gotk.jit import inline_kernel, kernel
+from gotk.jit import inline_kernel, internal_kernel
 
 # indices of the cache tuple (see make_cache)
 C_SCR, C_PREV, C_FILLS, C_DIRTY, C_CAND, C_CAP_HEAD, C_CAP_STAMP, C_CAP_RES, C_CAP_FP = range(9)
@@ -98,7 +98,7 @@ def game_cache(n: int) -> tuple:
     return cache
 
 
-@kernel
+@internal_kernel
 def _changed_points(cache, ci, board, head, nxt):
     """Set ``dirty[0]`` to the points whose stone differs from player ``ci``'s previous position and
     ``dirty[1]`` to those whose stone, head or link differ; remember this position for next time."""
@@ -117,7 +117,7 @@ def _changed_points(cache, ci, board, head, nxt):
             prev[ci, 2, x] = nxt[x]
 
 
-@kernel
+@internal_kernel
 def _clean(fp, dirty):
     """True if no footprint point (``fp[0]``) changed colour and no core point (``fp[1]``) changed at all."""
     for i in range(dirty.shape[1]):
@@ -126,7 +126,7 @@ def _clean(fp, dirty):
     return True
 
 
-@kernel
+@internal_kernel
 def _store(scr, fp):
     """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
     LD.footprint(scr, fp[0])

@@ -60,7 +60,7 @@ from __future__ import annotations
 import numpy as np
 
 from gotk.game import kernels as K
-from gotk.jit import compiled, inline_kernel, kernel
+from gotk.jit import compiled, inline_kernel, internal_kernel, kernel
 
 MAX_CANDIDATES = 16
 NODE_BUDGET = 4000
@@ -121,12 +121,12 @@ def _masks(n):
     return masks
 
 
-@kernel
+@internal_kernel
 def _fp_set(fp, x):
     fp[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
 
 
-@kernel
+@internal_kernel
 def touch_string(scr, d, x, nbr):
     """Add the stones of the string through ``x`` (layer ``d``, the current one) to the core (just ``x``
     if empty); a head already walked in this query is not walked again (see *Footprint* above)."""
@@ -147,7 +147,7 @@ def touch_string(scr, d, x, nbr):
             break
 
 
-@kernel
+@internal_kernel
 def touch_point(scr, d, x, nbr):
     """Add ``x`` and the strings next to it (layer ``d``) to the core."""
     sb = scr[0]
@@ -180,7 +180,7 @@ def footprint(scr, out):
         out[i] = (c | from_left | from_right | from_up | from_down) & masks[2, i]
 
 
-@kernel
+@internal_kernel
 def clear_footprint(scr):
     """Start a query: an empty core and a new query number (no head walked yet)."""
     fp = scr[FP]
@@ -203,7 +203,7 @@ def load_position(scr, board, head, nxt, libs, ssize, meta):
         sm[0, j] = meta[j]
 
 
-@kernel
+@internal_kernel
 def _play(scr, d, point, color, nbr):
     """Copy layer ``d`` to ``d + 1`` and play ``point`` there; returns the engine status."""
     touch_point(scr, d, point, nbr)
@@ -226,14 +226,14 @@ def _play(scr, d, point, color, nbr):
     return st
 
 
-@kernel
+@internal_kernel
 def _libs_of(scr, d, t, nbr):
     touch_string(scr, d, t, nbr)
     si = scr[1]
     return si[d, 2, si[d, 0, t]]
 
 
-@kernel
+@internal_kernel
 def _add_liberties(scr, d, t, row, limit, nbr):
     """Append the distinct liberties of the string through ``t`` (layer ``d``) to candidate row
     ``row`` until it holds ``limit`` candidates; returns the first liberty found (-1 if none)."""
@@ -267,7 +267,7 @@ def _add_liberties(scr, d, t, row, limit, nbr):
     return first
 
 
-@kernel
+@internal_kernel
 def _empty_nbrs(sb, d, p, nbr):
     c = 0
     for k in range(4):
@@ -279,7 +279,7 @@ def _empty_nbrs(sb, d, p, nbr):
     return c
 
 
-@kernel
+@internal_kernel
 def _escapes_by_extension(scr, d, t, x, y, nbr):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``, layer
     ``d``) gets by extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture
@@ -329,7 +329,7 @@ def _escapes_by_extension(scr, d, t, x, y, nbr):
     return cnt
 
 
-@kernel
+@internal_kernel
 def _open(scr, d, kind, t, nbr):
     """Set up the frame of layer ``d``: its side and candidate moves."""
     sb, si, cand = scr[0], scr[1], scr[3]
@@ -374,7 +374,7 @@ def _open(scr, d, kind, t, nbr):
             break
 
 
-@kernel
+@internal_kernel
 def read_ladder(scr, root, kind, t, nbr):
     """Iterative AND/OR search from layer ``root``: True if the attacker captures the string
     through ``t``. ``kind`` says who moves at the root (``ATT``: target has 2 liberties; ``DEF``:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gotk.jit import compiled, kernel
+from gotk.jit import compiled, internal_kernel, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -79,7 +79,7 @@ def make_zobrist(size: int, seed: int = 0x60C0FFEE) -> np.ndarray:
     return zob
 
 
-@kernel
+@internal_kernel
 def next_stamp(mark, meta):
     """A fresh stamp value for ``mark``; resets the array before the counter could overflow."""
     s = meta[M_STAMP] + 1
@@ -90,7 +90,7 @@ def next_stamp(mark, meta):
     return s
 
 
-@kernel
+@internal_kernel
 def count_libs(h, board, nxt, nbr, mark, meta):
     """Distinct liberties of the string with head ``h``, counted from scratch."""
     s = next_stamp(mark, meta)
@@ -208,7 +208,7 @@ def check_move(board, head, libs, meta, nbr, point, color, allow_suicide):
     return SUICIDE
 
 
-@kernel
+@internal_kernel
 def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
     """Take the string with head ``h`` off the board; neighbours gain the freed liberties."""
     color = board[h]
@@ -253,7 +253,7 @@ def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
     return removed
 
 
-@kernel
+@internal_kernel
 def _merge(a, b, head, nxt, ssize):
     """Merge string ``b`` into ``a`` (heads); returns the surviving head (the larger string)."""
     if ssize[a] < ssize[b]:
@@ -356,7 +356,7 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
     return OK
 
 
-@kernel
+@internal_kernel
 def _restore(board, head, nxt, libs, ssize, placed, meta, s_board, s_head, s_nxt, s_libs, s_ssize, s_placed,
              s_meta):
     """Copy a position's arrays from the ``s_*`` ones (same shapes). Element loops, not ``a[:] = b``:
@@ -373,29 +373,34 @@ def _restore(board, head, nxt, libs, ssize, placed, meta, s_board, s_head, s_nxt
         meta[j] = s_meta[j]
 
 
-@compiled
+_NO_BACKUP = tuple(np.empty(0, dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32, np.int32,
+                                                      np.int64))
+
+
+def superko_backup(board, head, nxt, libs, ssize, placed, meta, superko: bool) -> tuple[np.ndarray, ...]:
+    """The seven arrays :func:`replay_moves` restores a refused superko repetition from: copies of the
+    position's arrays with ``superko``, else empty ones (never written: most replays never need them).
+    Allocated here, not in the kernel: an allocating kernel compiles numba's reference counting and
+    array constructors, about a second of every fresh install's first ``gotk replay``."""
+    if not superko:
+        return _NO_BACKUP
+    return board.copy(), head.copy(), nxt.copy(), libs.copy(), ssize.copy(), placed.copy(), meta.copy()
+
+
+@kernel
 def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points,
-                 allow_suicide, superko, hashes):
+                 allow_suicide, superko, hashes, b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta):
     """Play a whole move sequence in one compiled loop.
 
     ``hashes`` (length ``len(points) + 1``) receives the position hash before the first move and after
-    each move. With ``superko`` a move that recreates an earlier position is refused (status ``-1``).
-    Returns ``(moves_played, status)``; on an illegal move (superko included) the state is the position
-    before it.
+    each move. With ``superko`` a move that recreates an earlier position is refused (status ``-1``);
+    the ``b_*`` arrays are then scratch of the position's shapes (:func:`superko_backup`), unused
+    without it. Returns ``(moves_played, status)``; on an illegal move (superko included) the state is
+    the position before it.
     """
     m = points.shape[0]
     n = board.shape[0]
     hashes[0] = hashv[0]
-    # with superko a refused repetition must leave the position before it: a copy to restore from
-    # (empty without superko: most replays never need it)
-    k = n if superko else 0
-    b_board = board[:k].copy()
-    b_head = head[:k].copy()
-    b_nxt = nxt[:k].copy()
-    b_libs = libs[:k].copy()
-    b_ssize = ssize[:k].copy()
-    b_placed = placed[:k].copy()
-    b_meta = meta[:meta.shape[0] if superko else 0].copy()
     for i in range(m):
         if superko and points[i] != n:
             _restore(b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta,

@@ -74,9 +74,11 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
     points = record.points.astype(np.int32)
     colors = record.colors.astype(np.int64)
     hashes = np.zeros(len(points) + 1, dtype=np.uint64)
+    arrays = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed)
+    backup = K.superko_backup(*arrays, state.meta, state.rules.superko)
     played, status = K.replay_moves(
-        state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
-        state.hashv, state.nbr, state.zob, colors, points, state.rules.suicide, state.rules.superko, hashes)
+        *arrays, state.mark, state.meta, state.hashv, state.nbr, state.zob, colors, points, state.rules.suicide,
+        state.rules.superko, hashes, *backup)
     played = int(played)
     if keep_history:
         state.history = list(zip(record.colors[:played].tolist(), record.points[:played].tolist(), strict=True))
