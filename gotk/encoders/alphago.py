@@ -131,7 +131,7 @@ def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
     return cnt
 
 
-@kernel
+@internal_kernel
 def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
                  cap_move, cap_target, esc_move):
     """Write every plane but the ladder reads into zeroed ``out`` (C, N); with ``ladders`` collect the

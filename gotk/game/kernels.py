@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gotk.jit import compiled, internal_kernel, kernel
+from gotk.jit import internal_kernel, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -110,16 +110,16 @@ def count_libs(h, board, nxt, nbr, mark, meta):
     return count
 
 
-@compiled
-def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta):
-    """Recompute every string and liberty count from the stones alone (flood fill)."""
+@internal_kernel
+def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta, stack):
+    """Recompute every string and liberty count from the stones alone (flood fill; ``stack`` is int32
+    scratch of the board's length)."""
     n = board.shape[0]
     for p in range(n):
         head[p] = -1
         nxt[p] = p
         libs[p] = 0
         ssize[p] = 0
-    stack = np.empty(n, dtype=np.int32)
     for p in range(n):
         if board[p] == 0 or head[p] >= 0:
             continue
@@ -154,11 +154,13 @@ def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta):
             head[p] = p
 
 
-@compiled
-def setup_position(board, head, nxt, libs, ssize, nbr, mark, meta, zob, hashv):
+@kernel
+def setup_position(board, head, nxt, libs, ssize, nbr, mark, meta, zob, hashv, stack):
     """After setup stones were written into ``board``: rebuild every string and the hash (``hashv[0]``)
-    in one call. Returns the first point of a string left without liberties, else -1."""
-    rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta)
+    in one call. Returns the first point of a string left without liberties, else -1. ``stack``: int32
+    scratch of the board's length (the caller's: a kernel that allocates compiles numba's array
+    constructors, on a fresh install's first encode of a handicap game)."""
+    rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta, stack)
     hashv[0] = board_hash(board, zob)
     for p in range(board.shape[0]):
         if board[p] != 0 and libs[head[p]] == 0:

@@ -132,7 +132,7 @@ class GameState:
                 self.board[p] = color
                 self.placed[p] = -1
         p = K.setup_position(self.board, self.head, self.nxt, self.libs, self.ssize, self.nbr, self.mark, self.meta,
-                             self.zob, self.hashv)
+                             self.zob, self.hashv, np.empty(n, dtype=np.int32))
         if p >= 0:
             raise IllegalMoveError("bad_setup", f"setup leaves a string without liberties at "
                                    f"{coords.to_gtp(int(p), self.size)}")
