@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gotk.encoders import ladder_cache as LC
+from gotk.encoders import ladders as LD
 from gotk.encoders.alphago import AlphaGoEncoder
 from gotk.encoders.game_loop import encode_record
 from gotk.game.state import BLACK, WHITE, GameState
@@ -138,11 +139,10 @@ def test_answer_ignores_stones_outside_the_footprint(size):
     """The invariance the cache rests on, checked directly: on random positions, a ladder-capture
     answer stays the same when a stone of either colour is played anywhere outside the query's
     footprint (a move that captures nothing, so only that point changes)."""
-    from gotk.encoders import ladders as LD
 
     rng = np.random.default_rng(size)
     n = size * size
-    scr = LD.make_scratch(n, LD.max_plies(n))
+    scr = LD.new_scratch(n, LD.max_plies(n))
     fp = np.zeros((n + 63) // 64, dtype=np.uint64)
     checked = flipped_inside = 0
     for _ in range(10):
@@ -219,3 +219,22 @@ def test_a_reused_cache_gives_the_planes_of_a_fresh_one(sample_archive):
     for i in (0, 1):
         feats = np.concatenate([p.features for p in pieces[i]])
         assert np.array_equal(feats, want[i].features), f"interleaved chunks of game {i}"
+
+
+@pytest.mark.parametrize("size", [9, 19])
+def test_the_python_scratch_is_the_compiled_one(size):
+    """The per-thread caches build the reader's scratch in plain Python (nothing to compile); compiled
+    callers build it with the same function compiled: same arrays, dtypes and initial values."""
+    from gotk.encoders.alphago import make_lists, new_lists
+
+    n = size * size
+    plies = LD.max_plies(n)
+    py, nb = LD.new_scratch(n, plies), LD.make_scratch(n, plies)
+    assert len(py) == len(nb) == LD.VERS + 1
+    for i, (a, b) in enumerate(zip(py, nb, strict=True)):
+        assert a.shape == b.shape and a.dtype == b.dtype, i
+    for i in (5, 6, 7, 8, 9, LD.MASKS, LD.VERS):  # every array that starts with values (the others are written first)
+        assert np.array_equal(py[i], nb[i]), i
+    assert py[LD.MASKS][3, 0] == size and py[LD.MASKS][2].sum() > 0
+    for a, b in zip(new_lists(n), make_lists(n), strict=True):
+        assert a.shape == b.shape and a.dtype == b.dtype

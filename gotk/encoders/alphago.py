@@ -293,10 +293,14 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
     return ncap, nesc
 
 
-@compiled
-def make_lists(n):
-    """:func:`local_planes`'s move lists ``(cap_move, cap_target, esc_move)`` for a board of ``n`` points."""
+def new_lists(n):
+    """:func:`local_planes`'s move lists ``(cap_move, cap_target, esc_move)`` for a board of ``n`` points.
+    Plain Python (numpy: nothing to compile, for the game loop's per-game state); compiled code calls
+    :func:`make_lists`, the same function compiled."""
     return np.empty(4 * n, dtype=np.int32), np.empty(4 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32)
+
+
+make_lists = compiled(new_lists)
 
 
 @compiled
@@ -340,7 +344,7 @@ def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, met
 @inline_kernel
 def fill_noladders_lists(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, lists):
     """:func:`alphago_fill_noladders` with the move lists made once per game (``lists`` from
-    :func:`make_lists`, the game loop's per-game state), so that the loop allocates nothing per position."""
+    :func:`new_lists`, the game loop's per-game state), so that the loop allocates nothing per position."""
     local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False,
                  lists[0], lists[1], lists[2])
 
@@ -370,4 +374,4 @@ class AlphaGoEncoder(FillEncoder):
             self.state_maker = LC.game_cache
         elif not self.ladders:
             self.game_fill = fill_noladders_lists
-            self.state_maker = make_lists
+            self.state_maker = new_lists

@@ -69,7 +69,7 @@ def make_cache(n: int) -> tuple:
     esc_fp[2, n, 2, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
-    return (LD.make_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
+    return (LD.new_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
             np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 4 * n + 12), dtype=np.int32),
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),

@@ -81,8 +81,7 @@ def max_plies(n):
     return max(80, 4 * size + 8)
 
 
-@compiled
-def make_scratch(n, plies):
+def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
     ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
     placed, mark, hashv, zob, ctl, core, masks, walked)`` with ``L = plies + 2`` layers. ``ctl``
@@ -91,21 +90,14 @@ def make_scratch(n, plies):
     query touched; ``masks[4, W]``: points not in the first column, not in the last column, on the
     board, and the board size (for :func:`footprint`); ``walked[n]``: per string head, the query it
     was last walked in (see *Footprint* above).
+
+    Plain Python here (numpy: nothing to compile, for the per-thread caches); compiled code calls
+    :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
     ctl = np.zeros(5, dtype=np.int64)
     ctl[2] = plies
     ctl[3] = NODE_BUDGET
-    # only mark and ctl need initial values; every layer is written before it is read
-    return (np.empty((layers, n), dtype=np.int8), np.empty((layers, 4, n), dtype=np.int32),
-            np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
-            np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
-            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), _masks(n),
-            np.zeros(n, dtype=np.int64))
-
-
-@compiled
-def _masks(n):
     size = 1
     while size * size < n:
         size += 1
@@ -118,7 +110,15 @@ def _masks(n):
             masks[1, x >> 6] |= b
         masks[2, x >> 6] |= b
     masks[3, 0] = size
-    return masks
+    # only mark and ctl need initial values; every layer is written before it is read
+    return (np.empty((layers, n), dtype=np.int8), np.empty((layers, 4, n), dtype=np.int32),
+            np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
+            np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
+            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), masks,
+            np.zeros(n, dtype=np.int64))
+
+
+make_scratch = compiled(new_scratch)
 
 
 @internal_kernel
