@@ -72,7 +72,7 @@ nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361
 tmpl = [np.zeros(n, np.int8), np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32), np.zeros(n, np.int32),
         np.zeros(n, np.int32), -np.ones(n, np.int32), np.zeros(n, np.int32)]
 inputs = [(r.colors.astype(np.int64), r.points.astype(np.int32)) for r in recs]
-backup = K.superko_backup(*tmpl[:6], None, False) if hasattr(K, "superko_backup") else ()
+backup = K.superko_backup(*tmpl[:6], np.zeros(K.META_LEN, np.int64), False) if hasattr(K, "superko_backup") else ()
 finals = []
 def run():
     finals.clear(); moves = 0

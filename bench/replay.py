@@ -155,8 +155,7 @@ def gotk_kernel_replay(prepared):
 
     templates: dict[int, GameState] = {}
     replay_moves = K.replay_moves
-    # no superko here: empty backup arrays (a checkout before they were arguments takes none)
-    backup = K.superko_backup(*[np.empty(0)] * 7, False) if hasattr(K, "superko_backup") else ()
+    with_backup = hasattr(K, "superko_backup")  # a checkout before the backup arrays were arguments takes none
     total = 0
     for rec, points, colors, suicide in prepared:
         if rec.setup_black or rec.setup_white or rec.setup_empty:
@@ -179,6 +178,7 @@ def gotk_kernel_replay(prepared):
             hashv = t.hashv.copy()
             nbr, zob = t.nbr, t.zob
         hashes = np.empty(points.shape[0] + 1, dtype=np.uint64)
+        backup = K.superko_backup(board, head, nxt, libs, ssize, placed, meta, False) if with_backup else ()
         played, _status = replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
                                        colors, points, suicide, False, hashes, *backup)
         total += played

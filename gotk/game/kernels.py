@@ -382,8 +382,8 @@ _NO_BACKUP = tuple(np.empty(0, dtype) for dtype in (np.int8, np.int32, np.int32,
 def superko_backup(board, head, nxt, libs, ssize, placed, meta, superko: bool) -> tuple[np.ndarray, ...]:
     """The seven arrays :func:`replay_moves` restores a refused superko repetition from: copies of the
     position's arrays with ``superko``, else empty ones (never written: most replays never need them).
-    Allocated here, not in the kernel: an allocating kernel compiles numba's reference counting and
-    array constructors, about a second of every fresh install's first ``gotk replay``."""
+    Allocated here, not in the kernel: a kernel that allocates compiles numba's reference counting
+    and array constructors into every fresh install's first ``gotk replay``."""
     if not superko:
         return _NO_BACKUP
     return board.copy(), head.copy(), nxt.copy(), libs.copy(), ssize.copy(), placed.copy(), meta.copy()
