@@ -27,12 +27,11 @@ cache stamp also covers the contents of every gotk module with compiled code
 **Compile time.** numba's type inference resolves each operation (``a[i]``, ``x == y``, ``n + 1``…)
 by trying every registered template for that operator, one after another, and it does not remember
 the answer: in ``gotk replay``'s first run 2,800 of its 3,000 resolutions repeated one already made
-with the same argument types (memoised, that first run took 1.1 s less CPU, 17%, in six interleaved
-pairs; BENCHMARKS.md). While numba compiles a
-gotk function (:class:`GotkCompiler`, the pipeline of every decorator here), resolutions are
-memoised by (function type, typing context, argument types); the memo is dropped when that
-outermost compile ends. A template's answer depends only on those (and failures, which raise, are
-never stored), so the compiled code is the same (``tests/test_jit.py`` compares the LLVM IR).
+with the same argument types. While numba compiles a gotk function (:class:`GotkCompiler`, the
+pipeline of every decorator here), resolutions are memoised by (function type, typing context,
+argument types); the memo is dropped when that outermost compile ends. A template's answer depends
+only on those (failures raise and are never stored), so the compiled code is the same
+(``tests/test_jit.py`` compares the LLVM IR); that first run took 15% less CPU (BENCHMARKS.md).
 """
 
 from __future__ import annotations
