@@ -37,6 +37,7 @@ only on those (failures raise and are never stored), so the compiled code is the
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -94,6 +95,59 @@ def _install_cache_stamp() -> None:
 _install_cache_stamp()
 
 
+def _install_cache_lock() -> bool:
+    """Make numba's saving of a cache entry (read the function's index, pick a data file name, write both)
+    one step across processes, under an exclusive ``flock`` on the cache directory's ``gotk.lock``. numba
+    does it unlocked: two processes that save different signatures of one function at once can each pick
+    the same data file, leaving an index entry that names the other's machine code (a crash at its next
+    load). gotk compiles in several processes at once (:mod:`gotk.build.precompile`, worker pools, Dask
+    workers). False where this platform or numba lacks what it needs (numba's own saving then)."""
+    try:
+        import fcntl
+
+        from numba.core.caching import IndexDataCacheFile
+    except ImportError:  # pragma: no cover - not POSIX, or another numba
+        return False
+    def locked(original):
+        def save(self, key, data):
+            try:
+                lock = open(os.path.join(self._cache_path, "gotk.lock"), "ab")  # noqa: SIM115 - closed below
+            except OSError:  # a cache dir numba will fail to write anyway: as numba does
+                return original(self, key, data)
+            with lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                return original(self, key, data)  # the lock goes with the file's close
+
+        return save
+
+    return _wrap_method(IndexDataCacheFile, "save", locked)
+
+
+def _wrap_method(cls: type, name: str, wrap: Callable[[Callable], Callable]) -> bool:
+    """Replace ``cls.name`` by ``wrap(original)``, once per process; False where ``cls`` lacks it."""
+    original = getattr(cls, name, None)
+    if original is None:  # pragma: no cover - another numba
+        return False
+    if not getattr(original, "_gotk_wrapped", False):
+        wrapped = wrap(original)
+        wrapped._gotk_wrapped = True
+        setattr(cls, name, wrapped)
+    return True
+
+
+CACHE_LOCK = _install_cache_lock()
+
+
+def in_cache(dispatcher: Any) -> bool:
+    """True when numba's cache holds a compiled entry of ``dispatcher`` saved under its current stamp
+    (so a first call would load, not compile; a stale or missing index is False). True where that cannot
+    be told (no cache, another numba): callers use it only to decide whether to prepare a first compile."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 - numba internals: any failure means "cannot tell"
+        return True
+
+
 _MEMO = threading.local()
 
 
@@ -120,30 +174,25 @@ def _install_call_type_memo() -> bool:
         from numba.core.types.functions import BaseFunction
     except ImportError:  # pragma: no cover
         return False
-    original = getattr(BaseFunction, "get_call_type", None)
-    if original is None:  # pragma: no cover
-        return False
-    if getattr(original, "_gotk_memo", False):
-        return True
+    def memoised(original):
+        def get_call_type(self, context, args, kws):
+            memo = getattr(_MEMO, "memo", None)
+            if memo is None:
+                return original(self, context, args, kws)
+            try:
+                key = (self, context, tuple(args), tuple(sorted(kws.items())))
+                sig = memo.get(key)
+            except TypeError:  # an unhashable argument type: resolve as numba does
+                return original(self, context, args, kws)
+            if sig is None:
+                sig = original(self, context, args, kws)  # raises on failure: nothing stored
+                if sig is not None:
+                    memo[key] = sig
+            return sig
 
-    def get_call_type(self, context, args, kws):
-        memo = getattr(_MEMO, "memo", None)
-        if memo is None:
-            return original(self, context, args, kws)
-        try:
-            key = (self, context, tuple(args), tuple(sorted(kws.items())))
-            sig = memo.get(key)
-        except TypeError:  # an unhashable argument type: resolve as numba does
-            return original(self, context, args, kws)
-        if sig is None:
-            sig = original(self, context, args, kws)  # raises on failure: nothing stored
-            if sig is not None:
-                memo[key] = sig
-        return sig
+        return get_call_type
 
-    get_call_type._gotk_memo = True
-    BaseFunction.get_call_type = get_call_type
-    return True
+    return _wrap_method(BaseFunction, "get_call_type", memoised)
 
 
 CALL_TYPE_MEMO = _install_call_type_memo()
@@ -158,15 +207,93 @@ def _pipeline() -> Any:
         return None
 
     class GotkCompiler(Compiler):
-        """numba's default pipeline, compiled under :func:`call_type_memo`."""
+        """numba's default pipeline, compiled under :func:`call_type_memo`; an :func:`internal_kernel`
+        gets an :class:`InternalLibrary` for its code."""
 
         def compile_extra(self, func):
+            state = self.state
+            if state.library is None and InternalLibrary is not None and state.flags.no_cpython_wrapper:
+                state.library = InternalLibrary(state.targetctx.codegen(), func.__qualname__)
+                state.library.enable_object_caching()
             with call_type_memo():
                 return super().compile_extra(func)
 
     return GotkCompiler
 
 
+def _internal_library() -> Any:
+    """The code library of internal kernels (None where this numba lacks the classes it builds on)."""
+    try:
+        from numba.core.codegen import JITCodeLibrary
+    except ImportError:  # pragma: no cover
+        return None
+    if not all(hasattr(JITCodeLibrary, name) for name in (
+            "_finalize_final_module", "_get_module_for_linking",
+            "_finalize_dynamic_globals", "_verify_declare_only_symbols", "serialize_using_object_code")):
+        return None  # pragma: no cover
+
+    class InternalLibrary(JITCodeLibrary):
+        """The code of an internal kernel: optimised LLVM IR for its callers to link, no machine code of its own.
+
+        numba optimises each function's module with all its callees linked in, emits machine code for
+        it, and gives its callers the optimised IR to link, optimise and emit with themselves. An
+        internal kernel has no Python entry point, so its own machine code would never run: it is not
+        emitted (on a first ``encode -e alphago`` that was 0.5 s of LLVM's time, BENCHMARKS.md). The IR
+        it gives its callers is the same as numba's, so is their code. In the numba cache it is stored as
+        numba stores every function (object code + the IR for linking), with object code that defines
+        only the function's environment pointer, which numba sets when it loads a function. An internal
+        kernel cannot use that environment (no Python objects, no exception carrying runtime values):
+        numba's own check would raise "missing Environment" in it.
+        """
+
+        def _finalize_final_module(self) -> None:
+            self._finalize_dynamic_globals()
+            self._verify_declare_only_symbols()
+            self._finalized = True
+
+        def get_pointer_to_function(self, name: str) -> int:
+            self._ensure_finalized()
+            return 0
+
+        @property
+        def codegen(self) -> Any:
+            return _EnvRecorder(self)
+
+        def serialize_using_object_code(self) -> tuple:
+            self._ensure_finalized()
+            env_names = sorted(self.__dict__.get("_gotk_env_names", ()))
+            return self.name, "object", (_env_object(self._codegen, env_names),
+                                         self._get_module_for_linking().as_bitcode())
+
+    return InternalLibrary
+
+
+class _EnvRecorder:
+    """An :class:`InternalLibrary`'s ``codegen`` as numba's lowering sees it. numba stores each compiled
+    function's environment address into that function's machine code, which an internal kernel does not
+    have: the name is kept for the object code the cache stores instead."""
+
+    def __init__(self, library: Any) -> None:
+        self._library = library
+
+    def set_env(self, env_name: str, env: Any) -> None:
+        self._library.__dict__.setdefault("_gotk_env_names", set()).add(env_name)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._library._codegen, name)
+
+
+def _env_object(codegen: Any, env_names: list[str]) -> bytes:
+    """Object code for ``codegen``'s target that defines just the environment pointers ``env_names``, as
+    numba declares them (``common global ptr null``)."""
+    from llvmlite import binding as ll
+
+    text = str(codegen._create_empty_module("gotk_internal_env"))
+    text += "".join(f'\n@"{name}" = common global ptr null' for name in env_names)
+    return codegen._tm.emit_object(ll.parse_assembly(text))
+
+
+InternalLibrary = _internal_library()
 GotkCompiler = _pipeline()
 
 
@@ -256,5 +383,6 @@ def internal_kernel(fn: Callable[..., Any]) -> Any:
     return disp
 
 
-__all__ = ["CALL_TYPE_MEMO", "NRT_OFF", "GotkCompiler", "InternalDispatcher", "call_type_memo", "compiled",
-           "inline_kernel", "internal_kernel", "is_kernel", "kernel", "kernel_sources_digest"]
+__all__ = ["CACHE_LOCK", "CALL_TYPE_MEMO", "NRT_OFF", "GotkCompiler", "InternalDispatcher", "InternalLibrary",
+           "call_type_memo", "compiled", "in_cache", "inline_kernel", "internal_kernel", "is_kernel", "kernel",
+           "kernel_sources_digest"]

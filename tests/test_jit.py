@@ -108,7 +108,7 @@ def test_the_call_type_memo_changes_no_compiled_code(monkeypatch):
     from gotk.game.state import GameState
 
     st = GameState(9)
-    assert st.play(st.size * 4 + 4) is not None  # compiles check_move for the engine's argument types
+    assert st.is_legal(st.size * 4 + 4)  # compiles (or loads) check_move for the engine's argument types
     sig = K.check_move.signatures[0]
 
     plain = numba.njit(_nrt=False, no_cfunc_wrapper=True)(K.check_move.py_func)
@@ -171,3 +171,99 @@ def test_helpers_python_never_calls_are_internal():
         assert isinstance(fn, jit.InternalDispatcher), fn.py_func.__name__
     for fn in (K.play_move, K.check_move, K.replay_moves, K.legal_mask, LD.footprint, LD.load_position):
         assert not isinstance(fn, jit.InternalDispatcher), fn.py_func.__name__
+
+
+_CALLER_SRC = """
+def twice(a, i):
+    return a[i] * 2
+
+def total(a):
+    s = 0
+    for i in range(a.shape[0]):
+        s += twice(a, i)
+    return s
+"""
+
+
+def _caller_ir(path, wrap_callee, wrap_caller) -> tuple[str, object]:
+    """LLVM IR of ``total`` (which calls ``twice``), each compiled by the given decorator (source written to
+    ``path``, a new file: numba compiles afresh; names made equal), and ``twice``."""
+    path.write_text(_CALLER_SRC)
+    ns: dict = {}
+    exec(compile(_CALLER_SRC, str(path), "exec"), ns)
+    ns["twice"] = wrap_callee(ns["twice"])
+    total = wrap_caller(ns["total"])
+    a = np.arange(7, dtype=np.int32)
+    assert total(a) == 42
+    import re
+
+    ir = _same_names(total.inspect_llvm(total.signatures[0])).replace(path.stem, "src")
+    return re.sub(r"\[\d+ x i8\]", "[N x i8]", ir), ns["twice"]  # the names' lengths in their strings
+
+
+@pytest.mark.skipif(jit.InternalLibrary is None or not jit._CPYTHON_WRAPPER_OPTIONAL,
+                    reason="this numba has no internal-kernel library")
+def test_an_internal_kernel_emits_no_machine_code_and_changes_no_caller(tmp_path):
+    """An internal kernel's library is never turned into machine code, and a caller's code is the same as
+    with numba's own library for the callee (numba's pipeline, the same options)."""
+    import numba
+
+    ours, twice = _caller_ir(tmp_path / "ours.py", jit.internal_kernel, jit.kernel)
+    plain, _ = _caller_ir(tmp_path / "base.py",
+                          lambda f: numba.njit(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f),
+                          lambda f: numba.njit(_nrt=False, no_cfunc_wrapper=True)(f))
+    assert ours == plain
+    (cres,) = twice.overloads.values()
+    assert isinstance(cres.library, jit.InternalLibrary)
+    assert not cres.library._compiled  # no object code was emitted for it
+
+
+_INNER = """
+from gotk.jit import internal_kernel
+
+@internal_kernel
+def twice(a, i):
+    return a[i] * 2
+"""
+
+_OUTER = """
+import sys
+import numpy as np
+from gotk.jit import kernel
+from inner import twice
+
+@kernel
+def {name}(a):
+    s = 0
+    for i in range(a.shape[0]):
+        s += twice(a, i) * {weight}
+    return s
+
+print({name}(np.arange(5, dtype=np.int64)), sum(twice.stats.cache_hits.values()),
+      sum(twice.stats.cache_misses.values()))
+"""
+
+
+@pytest.mark.skipif(jit.InternalLibrary is None, reason="this numba has no internal-kernel library")
+def test_an_internal_kernel_from_the_cache_serves_a_new_caller(tmp_path):
+    """A process compiles an internal kernel and a caller into numba's cache; a later process compiles a new
+    caller of it, taking the internal kernel from the cache (what it links is the cached IR), and runs it."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "inner.py").write_text(_INNER)
+    (tmp_path / "outer_a.py").write_text(_OUTER.format(name="total", weight=1))
+    (tmp_path / "outer_b.py").write_text(_OUTER.format(name="weighted", weight=3))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+
+    def run(module: str) -> list[int]:
+        out = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return [int(x) for x in out.stdout.split()]
+
+    assert run("outer_a") == [20, 0, 1]  # compiled here: a cache miss, then saved
+    assert run("outer_b") == [60, 1, 0]  # the new caller links the cached kernel
+    assert run("outer_a") == [20, 0, 0]  # the first caller itself comes from the cache: the kernel is not loaded

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from gotk import __version__
 from gotk.build import executors as X
+from gotk.build import precompile as P
 from gotk.build import workers as W
 from gotk.build.plan import Planner
 from gotk.build.progress import ProgressBars
@@ -303,6 +304,8 @@ class EncodeRun:
         self.counts: Counter = Counter()
         self.reader: Counter = Counter()  # SGF inputs / games per reader path, summed over the scan units
         self.worker_rss = 0.0
+        self.precompile: P.Helper | None = None  # the helper compiling the encoder on a first run
+        self.precompiled: bool | None = None  # whether it did (None: no helper was started)
 
     # --- step 1: scan units, read from the sources in a fixed order ------------------------------------
 
@@ -343,11 +346,16 @@ class EncodeRun:
             except X.ExecutorError as e:
                 raise EncodeError(e.reason, e.message) from e
         self.executor = executor
-        if isinstance(executor, X.LocalExecutor) and executor.workers > 1:
-            W.warm_up(self.shard_opts)  # compile once here: the forked workers inherit the kernels
+        # first run: the encoder compiles in a helper process while this one compiles the scan's kernels
+        self.precompile = P.start(self.shard_opts) if isinstance(executor, X.LocalExecutor) else None
         try:
+            if isinstance(executor, X.LocalExecutor) and executor.workers > 1:
+                W.warm_scan(self.shard_opts)  # compile once here: the forked workers inherit the kernels
+                self._await_encoder()
+                W.warm_encoder(self.shard_opts)
             executor.start()  # start (fork) the workers now, before any progress-bar thread exists
         except BaseException:
+            self._await_encoder(stop=True)
             executor.shutdown(wait=False, cancel_futures=True)
             raise
         self.planner = Planner(self.out, self.splits, self.opts.shard_rows, self.opts.test_from, self.plan_key,
@@ -356,13 +364,23 @@ class EncodeRun:
         try:
             entries = self._run_units(executor)
         except BaseException:
+            self._await_encoder(stop=True)
             executor.shutdown(wait=False, cancel_futures=True)
             self.planner.games.abort()
             self.bars.close()
             raise
+        self._await_encoder(stop=True)  # a run with no shard to encode
         executor.shutdown(wait=True)
         self.bars.close()
         return self.finish(entries)
+
+    def _await_encoder(self, stop: bool = False) -> None:
+        """Wait for the helper compiling the encoder (:mod:`gotk.build.precompile`), or with ``stop`` end it."""
+        helper, self.precompile = self.precompile, None
+        if helper is not None and stop:
+            helper.close()
+        elif helper is not None:
+            self.precompiled = helper.wait()
 
     def _submit_shard(self, spec: dict, results: list[tuple[dict, Future | dict]]) -> None:
         self.bars.add_planned(sum(p[3] - p[2] for p in spec["pieces"]))
@@ -372,6 +390,7 @@ class EncodeRun:
             self.bars.rows(reused["rows"])
             results.append((spec, reused))
         else:
+            self._await_encoder()  # the first shard: the encoder is in numba's cache now
             fut = self.executor.submit(W.encode_shard, spec, self.shard_opts)
             fut.add_done_callback(lambda f: self.bars.rows(f.result()["rows"]) if not f.exception() else None)
             results.append((spec, fut))
@@ -494,6 +513,7 @@ class EncodeRun:
             # peak resident memory: of this process, and the largest of any work unit's process (with one
             # local worker the units run in this process; elsewhere, in the pool or cluster workers)
             "peak_rss_mib": {"parent": W.peak_rss_mib(), "worker": self.worker_rss},
+            "encoder_compiled_ahead": self.precompiled,  # first run: by a helper process, during the scan
         }
         M.write_json_atomic(join(out, M.RUN_REPORT_NAME), run, st)
         st.rm_tree(self.work)

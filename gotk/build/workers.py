@@ -334,16 +334,39 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
 
 
 def warm_up(options: ShardOptions) -> None:
-    """Compile (or load from numba's cache) every kernel a work unit runs: the SGF reader, the
-    replay and ``options``' encoder (and only that one), on a four-move game. Called in the parent
-    before a process pool forks, so the workers inherit the compiled code instead of each compiling
-    its own copy at once."""
+    """Compile (or load from numba's cache) every kernel a work unit runs: :func:`warm_scan` and
+    :func:`warm_encoder`. Called in the parent before a process pool forks, so the workers inherit the
+    compiled code instead of each compiling its own copy at once."""
+    warm_scan(options)
+    warm_encoder(options)
+
+
+_WARM_GAME = b"(;GM[1]SZ[%d];B[aa];W[ba];B[];W[])"
+
+
+def warm_scan(options: ShardOptions) -> None:
+    """Compile what a scan unit runs (the SGF reader and the replay), on a four-move game."""
     from gotk.game.replay import replay
     from gotk.sgf.reader import read_sgf
 
-    (rec,) = read_sgf(b"(;GM[1]SZ[%d];B[aa];W[ba];B[];W[])" % options.board_size)
+    (rec,) = read_sgf(_WARM_GAME % options.board_size)
     replay(rec, min_moves=0, keep_history=False)
+
+
+def warm_encoder(options: ShardOptions) -> None:
+    """Compile what a shard runs: ``options``' encoder (and only that one), on a four-move game."""
+    from gotk.sgf.reader import read_sgf
+
+    (rec,) = read_sgf(_WARM_GAME % options.board_size)
     _encoder(options).encode_game(rec, include_passes=options.include_passes, skip_first=options.skip_first)
+
+
+def encoder_in_cache(options: ShardOptions) -> bool:
+    """Whether numba's cache already holds ``options``' encoder (its game loop): False on a first run."""
+    from gotk import jit
+
+    loop = getattr(_encoder(options), "game_loop", None)
+    return loop is None or jit.in_cache(loop)
 
 
 # --- encoding ---------------------------------------------------------------------------------

@@ -219,6 +219,13 @@ class FillEncoder(Encoder):
     def plane_names(self) -> list[str]:
         return list(self.names)
 
+    @property
+    def game_loop(self):
+        """The compiled game loop that :meth:`encode_game` runs: the top of this encoder's compiled tree."""
+        if self.game_fill is not None:
+            return game_loop_for(self.game_fill, True)
+        return game_loop_for(self.fill)
+
     def encode(self, state, color: int | None = None) -> np.ndarray:
         """Planes ``(C, H, W)`` of ``state``; ``color`` overrides the player to move."""
         if state.size != self.board_size:

@@ -1,0 +1,86 @@
+"""First run: compile the encoder's kernels in a helper process while ``gotk encode`` scans.
+
+numba compiles one function at a time in a process. On a first run (numba's cache holds no entry for
+the encoder), ``gotk encode`` compiled the SGF reader and the replay for its scan, then the encoder's
+game loop (for ``alphago`` with the ladder reader: most of the first run), one after the other. The
+encoder's kernels do not wait for the scan, so :func:`start` compiles them in a helper process into
+numba's cache while this process compiles and runs the scan; before its first shard, this process
+waits for the helper (:meth:`Helper.wait`) and then loads the encoder from the cache.
+
+Only on a first run, for a local executor, with two or more usable CPUs. Anything else (a warm cache,
+one CPU, a helper that fails or is killed) changes nothing but the time: this process compiles what
+the cache lacks, as it always did. Two processes saving into numba's cache at once are made safe by
+:data:`gotk.jit.CACHE_LOCK` (without it, no helper is started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gotk.build import workers as W
+
+WAIT_S = 600.0  # the longest a first shard waits for the helper before compiling itself
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class Helper:
+    """A running helper process (:func:`start`)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+
+    def wait(self, timeout: float = WAIT_S) -> bool:
+        """Wait for the helper to finish (at most ``timeout`` s, then stop it); True if it compiled."""
+        try:
+            return self.proc.wait(timeout) == 0
+        except subprocess.TimeoutExpired:
+            self.close()
+            return False
+
+    def close(self) -> None:
+        """Stop the helper if it still runs (a run that ends early, or an error)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start(options: W.ShardOptions) -> Helper | None:
+    """Start compiling ``options``' encoder in a helper process, on a first run with two or more CPUs;
+    None when there is nothing to gain (or no safe way to share numba's cache)."""
+    from gotk import jit
+
+    if not jit.CACHE_LOCK or usable_cpus() < 2 or W.encoder_in_cache(options):
+        return None
+    spec = {"encoder": options.encoder, "encoder_options": options.encoder_options,
+            "board_size": options.board_size, "include_passes": options.include_passes,
+            "skip_first": options.skip_first}
+    root = str(Path(__file__).resolve().parents[2])  # the same gotk as this process
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "gotk.build.precompile", json.dumps(spec)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+    return Helper(proc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The helper: compile the encoder described by ``argv[0]`` (JSON) into numba's cache."""
+    spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    W.warm_encoder(W.ShardOptions(work_dir="", out_dir="", **spec))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
