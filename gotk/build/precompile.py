@@ -7,9 +7,12 @@ encoder's kernels do not wait for the scan, so :func:`start` compiles them in a 
 numba's cache while this process compiles and runs the scan; before its first shard, this process
 waits for the helper (:meth:`Helper.wait`) and then loads the encoder from the cache.
 
-Only on a first run, for a local executor, with two or more usable CPUs. Anything else (a warm cache,
-one CPU, a helper that fails or is killed) changes nothing but the time: this process compiles what
-the cache lacks, as it always did. Two processes saving into numba's cache at once are made safe by
+Only on a first run, for a local executor, and only when a CPU is idle (two or more usable CPUs, and
+the load average leaves one free): on a busy host the two processes would only take turns on the same
+cores, and the helper's duplicate of the shared kernels would make the first run slower.
+``GOTK_COMPILE_HELPER=0`` never starts one, ``=1`` starts one on every first run. Anything else (a warm
+cache, a helper that fails or is killed) changes nothing but the time: this process compiles what the
+cache lacks, as it always did. Two processes saving into numba's cache at once are made safe by
 :data:`gotk.jit.CACHE_LOCK` (without it, no helper is started).
 """
 
@@ -26,12 +29,24 @@ from gotk.build import workers as W
 WAIT_S = 600.0  # the longest a first shard waits for the helper before compiling itself
 
 
+ENV = "GOTK_COMPILE_HELPER"  # "0": never; "1": on every first run; unset or "auto": when a CPU is idle
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def idle_cpu() -> bool:
+    """Whether a CPU is free for a helper: two or more usable, and the 1-minute load average leaves one."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - no load average here
+        load = 0.0
+    return usable_cpus() >= 2 and load + 1 <= usable_cpus()
 
 
 class Helper:
@@ -56,11 +71,12 @@ class Helper:
 
 
 def start(options: W.ShardOptions) -> Helper | None:
-    """Start compiling ``options``' encoder in a helper process, on a first run with two or more CPUs;
+    """Start compiling ``options``' encoder in a helper process on a first run (see the module docstring);
     None when there is nothing to gain (or no safe way to share numba's cache)."""
     from gotk import jit
 
-    if not jit.CACHE_LOCK or usable_cpus() < 2 or W.encoder_in_cache(options):
+    mode = os.environ.get(ENV, "auto")
+    if mode == "0" or not jit.CACHE_LOCK or (mode != "1" and not idle_cpu()) or W.encoder_in_cache(options):
         return None
     spec = {"encoder": options.encoder, "encoder_options": options.encoder_options,
             "board_size": options.board_size, "include_passes": options.include_passes,
