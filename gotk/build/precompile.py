@@ -81,8 +81,10 @@ def start(options: W.ShardOptions) -> Helper | None:
     spec = {"encoder": options.encoder, "encoder_options": options.encoder_options,
             "board_size": options.board_size, "include_passes": options.include_passes,
             "skip_first": options.skip_first}
-    root = str(Path(__file__).resolve().parents[2])  # the same gotk as this process
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    env = dict(os.environ)
+    root = Path(__file__).resolve().parents[2]  # the same gotk as this process (an editable install's tree)
+    if not any(Path(p or ".").resolve() == root for p in sys.path):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
     try:
         proc = subprocess.Popen([sys.executable, "-m", "gotk.build.precompile", json.dumps(spec)], env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
