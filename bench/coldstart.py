@@ -15,7 +15,9 @@ Commands: ``gotk replay ONE.sgf`` (the first game of the 2017-02 KGS archive) an
                               [--repeat 1] [--baseline OTHER_CHECKOUT] [--json-out FILE]
 
 ``--baseline`` runs each command with another checkout (e.g. ``git worktree add /tmp/base main``) just
-before this one, for a before/after comparison in one run.
+before this one, for a before/after comparison in one run. ``--compile-helper 0,1`` measures this
+checkout without and with the helper process that compiles the encoder during the scan (a row each; the
+default, ``auto``, starts it only when the load average leaves a CPU idle).
 """
 
 from __future__ import annotations
@@ -56,10 +58,11 @@ def first_games(n: int) -> list[tuple[str, bytes]]:
     return out
 
 
-def run_once(args: list[str], cache: Path, tmp: Path, repo: Path = REPO_ROOT) -> tuple[float, float]:
+def run_once(args: list[str], cache: Path, tmp: Path, repo: Path = REPO_ROOT,
+             helper: str = "auto") -> tuple[float, float]:
     """``(wall, CPU)`` seconds of ``python -m gotk ARGS`` with ``NUMBA_CACHE_DIR=cache``, its worker
     processes included in the CPU time (raises if it fails)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(repo)}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(repo), "GOTK_COMPILE_HELPER": helper}
     env.pop("NUMBA_DISABLE_JIT", None)
     for p in tmp.glob("out-*"):
         shutil.rmtree(p, ignore_errors=True)
@@ -73,14 +76,15 @@ def run_once(args: list[str], cache: Path, tmp: Path, repo: Path = REPO_ROOT) ->
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def measure(name: str, args: list[str], tmp: Path, repeat: int, repo: Path = REPO_ROOT, label: str = "this") -> dict:
+def measure(name: str, args: list[str], tmp: Path, repeat: int, repo: Path = REPO_ROOT, label: str = "this",
+            helper: str = "auto") -> dict:
     """Cold and warm runs in a fresh cache, ``repeat`` times; the run with the least compile time."""
     best = None
     for _ in range(repeat):
         cache = Path(tempfile.mkdtemp(prefix="numba-cache-", dir=tmp))
-        cold, cold_cpu = run_once(args, cache, tmp, repo)
+        cold, cold_cpu = run_once(args, cache, tmp, repo, helper)
         kernels = sum(1 for _ in cache.rglob("*.nbc"))
-        warm, warm_cpu = run_once(args, cache, tmp, repo)
+        warm, warm_cpu = run_once(args, cache, tmp, repo, helper)
         shutil.rmtree(cache, ignore_errors=True)
         r = {"checkout": label, "command": name, "cold_s": round(cold, 3), "warm_s": round(warm, 3),
              "compile_s": round(cold - warm, 3),
@@ -102,11 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", type=int, default=12, help="games in the encode input")
     ap.add_argument("--repeat", type=int, default=1, help="cold/warm pairs per command (least compile kept)")
     ap.add_argument("--baseline", default=None, help="another gotk checkout, measured before this one per command")
+    ap.add_argument("--compile-helper", default="auto",
+                    help="comma-separated GOTK_COMPILE_HELPER values (auto, 0, 1) for this checkout, a row each "
+                         "(gotk.build.precompile: a first encode compiles its encoder in a helper process)")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
-    checkouts = [("this", REPO_ROOT)]
+    modes = [m for m in args.compile_helper.split(",") if m]
+    checkouts = [(f"this (helper {m})" if len(modes) > 1 else "this", REPO_ROOT, m) for m in modes]
     if args.baseline:
-        checkouts.insert(0, ("baseline", Path(args.baseline).resolve()))
+        checkouts.insert(0, ("baseline", Path(args.baseline).resolve(), "auto"))
     encoders = [e for e in args.encoders.split(",") if e]
     workers = [int(w) for w in args.workers.split(",") if w]
     command = " ".join(["python bench/coldstart.py", *(argv if argv is not None else sys.argv[1:])])
@@ -126,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                 name = f"encode {enc}" + (f" -j{w}" if w != 1 else "")
                 jobs.append((name, ["encode", str(small), "-e", enc, "-o", str(tmp / f"out-{enc}"), "--workers", str(w),
                                     "--no-progress"]))
-        for (name, cmd), (label, repo) in ((j, c) for j in jobs for c in checkouts):
-            r = measure(name, cmd, tmp, args.repeat, repo, label)
+        for (name, cmd), (label, repo, mode) in ((j, c) for j in jobs for c in checkouts):
+            r = measure(name, cmd, tmp, args.repeat, repo, label, mode)
             report["results"].append(r)
             print(f"[{label}] {name}: cold {r['cold_s']:.2f} s, warm {r['warm_s']:.2f} s, "
                   f"compile {r['compile_s']:.2f} s (CPU {r['compile_cpu_s']:.2f} s), {r['kernels']} kernels",

@@ -7,10 +7,13 @@ encoder's kernels do not wait for the scan, so :func:`start` compiles them in a 
 numba's cache while this process compiles and runs the scan; before its first shard, this process
 waits for the helper (:meth:`Helper.wait`) and then loads the encoder from the cache.
 
-Only on a first run, for a local executor, and only when a CPU is idle (two or more usable CPUs, and
-the load average leaves one free): on a busy host the two processes would only take turns on the same
-cores, and the helper's duplicate of the shared kernels would make the first run slower.
-``GOTK_COMPILE_HELPER=0`` never starts one, ``=1`` starts one on every first run. Anything else (a warm
+Only on a first run, for a local executor, for an encoder whose own kernels are much more than the
+scan's (``compile_ahead``: alphago; the small encoders' kernels are mostly the replay's, which both
+processes would then compile), and only when a CPU is idle (two or more usable CPUs, and the load
+average leaves one free): on a busy host the two processes would only take turns on the same cores,
+and the helper's copy of the shared kernels makes the first run slower (BENCHMARKS.md).
+``GOTK_COMPILE_HELPER=0`` never starts one, ``=1`` starts one on every first run, whatever the encoder
+and the load. Anything else (a warm
 cache, a helper that fails or is killed) changes nothing but the time: this process compiles what the
 cache lacks, as it always did. Two processes saving into numba's cache at once are made safe by
 :data:`gotk.jit.CACHE_LOCK` (without it, no helper is started).
@@ -76,7 +79,11 @@ def start(options: W.ShardOptions) -> Helper | None:
     from gotk import jit
 
     mode = os.environ.get(ENV, "auto")
-    if mode == "0" or not jit.CACHE_LOCK or (mode != "1" and not idle_cpu()) or W.encoder_in_cache(options):
+    if mode == "0" or not jit.CACHE_LOCK:
+        return None
+    if mode != "1" and not (W.encoder_compiles_ahead(options) and idle_cpu()):
+        return None
+    if W.encoder_in_cache(options):
         return None
     spec = {"encoder": options.encoder, "encoder_options": options.encoder_options,
             "board_size": options.board_size, "include_passes": options.include_passes,

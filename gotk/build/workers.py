@@ -369,6 +369,12 @@ def encoder_in_cache(options: ShardOptions) -> bool:
     return loop is None or jit.in_cache(loop)
 
 
+def encoder_compiles_ahead(options: ShardOptions) -> bool:
+    """Whether ``options``' encoder gains from compiling in a helper process on a first run: its own kernels
+    are much more than the scan's (alphago's ladder reader), not a copy of them (the small encoders)."""
+    return bool(getattr(_encoder(options), "compile_ahead", False))
+
+
 # --- encoding ---------------------------------------------------------------------------------
 
 _ENCODERS: dict[str, object] = {}

@@ -359,6 +359,7 @@ class AlphaGoEncoder(FillEncoder):
     name = "alphago"
     version = 1
     dtype = "bit"
+    compile_ahead = True  # its own kernels are most of a first run's compile (BENCHMARKS.md)
 
     def __init__(self, board_size: int = 19, player_plane: bool = False, ladders: bool = True, *,
                  cache_ladders: bool = True) -> None:

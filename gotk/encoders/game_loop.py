@@ -212,6 +212,7 @@ class FillEncoder(Encoder):
 
     fill: Any = None
     game_fill: Any = None
+    compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.build.precompile)
     state_maker: Any = None
     names: tuple[str, ...] = ()
 
