@@ -301,6 +301,8 @@ def _play(scr, d, point, color, nbr):
     ssize[pt] = 1
     libs[pt] = 0
     h = pt
+    merged = 0
+    old_libs = 0  # liberties of the one string merged, before the move
     for k in range(4):
         q = nbr[pt, k]
         if q < 0:
@@ -308,6 +310,8 @@ def _play(scr, d, point, color, nbr):
         if board[q] == color:
             hq = head[q]
             if hq != h:
+                old_libs = libs[hq]
+                merged += 1
                 a = K._merge(h, hq, head, nxt, ssize)
                 _log(lg, ctl, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
                 h = a
@@ -332,7 +336,30 @@ def _play(scr, d, point, color, nbr):
                     _remove(hq, board, head, nxt, libs, ssize, nbr, lg, ctl)
     h = head[pt]
     _log(lg, ctl, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
-    libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
+    if merged == 0 or (merged == 1 and captured == 0):
+        # without a walk: a lone stone's liberties are its empty neighbours; a stone joining one string
+        # S (capturing nothing) leaves S's liberties but ``pt`` and adds its empty neighbours next to no
+        # other stone of S
+        cnt = old_libs - 1 if merged == 1 else 0
+        for k in range(4):
+            q = nbr[pt, k]
+            if q < 0:
+                break
+            if board[q] == 0:
+                shared = False
+                if merged == 1:
+                    for j in range(4):
+                        r = nbr[q, j]
+                        if r < 0:
+                            break
+                        if r != pt and board[r] == color and head[r] == h:
+                            shared = True
+                            break
+                if not shared:
+                    cnt += 1
+        libs[h] = cnt
+    else:
+        libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
     _log(lg, ctl, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
     if captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[K.M_KO] = captured_point
