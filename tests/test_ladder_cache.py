@@ -233,7 +233,7 @@ def test_the_python_scratch_is_the_compiled_one(size):
     assert len(py) == len(nb) == LD.VERS + 1
     for i, (a, b) in enumerate(zip(py, nb, strict=True)):
         assert a.shape == b.shape and a.dtype == b.dtype, i
-    for i in (2, 5, LD.CTL, LD.FP, LD.MASKS, LD.VERS):  # every array that starts with values (the others are written first)
+    for i in (2, 5, LD.CTL, LD.FP, LD.MASKS, LD.VERS):  # every array that starts with values (the rest: written first)
         assert np.array_equal(py[i], nb[i]), i
     assert py[LD.MASKS][3, 0] == size and py[LD.MASKS][2].sum() > 0
     for a, b in zip(new_lists(n), make_lists(n), strict=True):
