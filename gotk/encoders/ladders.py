@@ -94,7 +94,7 @@ def max_plies(n):
 
 def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple:
-    ``(board[n], ints[4, n] (head, nxt, libs, ssize), meta[M], cand[L, 3 + MAX_CANDIDATES], log[G, 3],
+    ``(board[n], ints[4, n] (head, nxt, libs, ssize), meta[M], cand[L, 4 + MAX_CANDIDATES], log[G, 3],
     mark, start[L], ctl, core, masks, walked)`` with ``L = plies + 2`` plies. ``log`` is the undo log
     (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
     a line of play captures at most the ``n`` stones of the root and the ones it placed); ``ctl`` holds
@@ -125,7 +125,7 @@ def new_scratch(n, plies):
     masks[3, 0] = size
     # only meta (its stamp), mark and ctl need initial values; the others are written before they are read
     return (np.empty(n, dtype=np.int8), np.empty((4, n), dtype=np.int32), np.zeros(K.META_LEN, dtype=np.int64),
-            np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
+            np.empty((layers, _C0 + MAX_CANDIDATES + 1), dtype=np.int32),
             np.empty((25 * layers + 9 * n + 64, 3), dtype=np.int32), np.zeros(n, dtype=np.int32),
             np.empty(layers, dtype=np.int64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), masks,
             np.zeros(n, dtype=np.int64))
@@ -447,6 +447,22 @@ def _add_liberties(scr, t, row, limit, nbr):
 
 
 @internal_kernel
+def _first_liberty(sb, si, h, nbr):
+    """The first empty neighbour of the string with head ``h`` (its only liberty when it is in atari)."""
+    p = h
+    while True:
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                break
+            if sb[q] == 0:
+                return q
+        p = si[1, p]
+        if p == h:
+            return -1
+
+
+@internal_kernel
 def _empty_nbrs(sb, p, nbr):
     c = 0
     for k in range(4):
@@ -532,23 +548,52 @@ def _open(scr, d, kind, t, nbr):
             else:
                 cand[d, _C_N] = 1
         return
-    # the target's liberty first, then the liberty of each attacker string next to it in atari; every
-    # string next to the target is touched (one walk of the target's stones does both)
-    _add_liberties(scr, t, d, np.int64(1), nbr)
+    # the target's liberty first, then the liberty of each attacker string next to it in atari, in the
+    # order one walk of the target's stones meets them (the first 16 distinct points); every string next
+    # to the target is touched. Collected in columns 1.. of the row, then the target's liberty put first.
+    touch_string(scr, t, nbr)
     h = si[0, t]
+    tl = -1
+    nc = 0
+    last = -1
     p = h
     while True:
         for k in range(4):
             q = nbr[p, k]
             if q < 0:
                 break
-            if sb[q] != 0 and si[0, q] != h:  # a stone next to the string is the attacker's
-                touch_string(scr, np.int64(q), nbr)
-                if si[2, si[0, q]] == 1:
-                    _add_liberties(scr, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
+            if sb[q] == 0:
+                if tl < 0:
+                    tl = q
+                continue
+            hq = si[0, q]
+            if hq == h or hq == last:  # own stone, or the attacker string just looked at
+                continue
+            last = hq
+            touch_string(scr, np.int64(q), nbr)
+            if si[2, hq] == 1 and nc < MAX_CANDIDATES:
+                lib = _first_liberty(sb, si, hq, nbr)
+                seen = False
+                for i in range(nc):
+                    if cand[d, _C0 + 1 + i] == lib:
+                        seen = True
+                        break
+                if not seen:
+                    cand[d, _C0 + 1 + nc] = lib
+                    nc += 1
         p = si[1, p]
         if p == h:
             break
+    j = 0
+    if tl >= 0:
+        cand[d, _C0] = tl
+        j = 1
+    for i in range(nc):
+        x = cand[d, _C0 + 1 + i]
+        if x != tl and j < MAX_CANDIDATES:
+            cand[d, _C0 + j] = x
+            j += 1
+    cand[d, _C_N] = j
 
 
 @internal_kernel
