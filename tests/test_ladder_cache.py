@@ -230,11 +230,11 @@ def test_the_python_scratch_is_the_compiled_one(size):
     n = size * size
     plies = LD.max_plies(n)
     py, nb = LD.new_scratch(n, plies), LD.make_scratch(n, plies)
-    assert len(py) == len(nb) == LD.VERS + 1
+    assert len(py) == len(nb) == LD.BITS + 1
     for i, (a, b) in enumerate(zip(py, nb, strict=True)):
         assert a.shape == b.shape and a.dtype == b.dtype, i
-    for i in (2, 5, LD.CTL, LD.FP, LD.MASKS, LD.VERS):  # every array that starts with values (the rest: written first)
+    for i in (1, LD.WIDE, LD.BITS):  # every array that starts with values (the others are written first)
         assert np.array_equal(py[i], nb[i]), i
-    assert py[LD.MASKS][3, 0] == size and py[LD.MASKS][2].sum() > 0
+    assert py[LD.BITS][3, 0] == size and py[LD.BITS][2].sum() > 0
     for a, b in zip(new_lists(n), make_lists(n), strict=True):
         assert a.shape == b.shape and a.dtype == b.dtype

@@ -131,7 +131,7 @@ def _clean(fp, dirty):
 def _store(scr, fp):
     """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
     LD.footprint(scr, fp[0])
-    core = scr[LD.FP]
+    core = scr[LD.BITS][LD.CORE]
     for i in range(core.shape[0]):
         fp[1, i] = core[i]
 
@@ -177,7 +177,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 loaded = True
             res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
             stats[S_READS] += 1
-            stats[S_NODES] += scr[LD.CTL][1]
+            stats[S_NODES] += scr[LD.WIDE][LD.CTL, 1]
             if slot < 0:
                 for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
                     if cap_stamp[ci, p, k] != now:
@@ -200,7 +200,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 loaded = True
             res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
             stats[S_READS] += 1
-            stats[S_NODES] += scr[LD.CTL][1]
+            stats[S_NODES] += scr[LD.WIDE][LD.CTL, 1]
             esc_res[ci, p] = res
             _store(scr, esc_fp[ci, p])
         esc_stamp[ci, p] = now

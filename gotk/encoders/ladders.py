@@ -29,9 +29,9 @@ fresh copy with the same moves played would hold: the same stones, heads, links,
 sizes and ko point. A move writes about fifteen entries where a copy of the position was 1,800.
 
 **Footprint.** Every query also records the points whose contents it may depend on (its
-*footprint*). Before any read it *touches* what that read looks at, in the layer it reads, adding
-points to a *core* bitset (``scr[FP]``); the footprint is the core plus every neighbour of a core
-point (:func:`footprint`, one shift of the bitset per direction):
+*footprint*). Before any read it *touches* what that read looks at, in the position it reads, adding
+points to a *core* bitset (``scr[BITS][CORE]``); the footprint is the core plus every neighbour of a
+core point (:func:`footprint`, one shift of the bitset per direction):
 
 * ``touch_string(x)``: every stone of the string through ``x`` (``x`` alone if empty); with the
   neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
@@ -71,12 +71,13 @@ NODE_BUDGET = 4000
 ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-ply candidate table
-LOG = 4  # index of the undo log in the scratch tuple
-START = 6  # index of the per-ply log positions: where the move into ply d starts in the log
-CTL = 7  # index of the control scalars
-FP = 8  # index of the touched-core bitset in the scratch tuple
-MASKS = 9  # index of the board masks used by footprint()
-VERS = 10  # index of the per-head array: the query each string head was last walked in (ctl[4]: this query)
+# the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
+WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-head walk marks
+LOG = 4  # index of the undo log
+BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
+MARK = 4  # row of ``mark`` in scr[1]
+META, CTL, START, WALKED = 0, 1, 2, 3  # rows of scr[WIDE]
+CORE = 4  # row of the touched-core bitset in scr[BITS]
 _TOP = 5  # ctl[_TOP]: entries in the undo log
 # kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head),
 # _L_KO: (old ko point, old ko colour)
@@ -93,28 +94,29 @@ def max_plies(n):
 
 
 def new_scratch(n, plies):
-    """Preallocated search state, passed around as one tuple:
-    ``(board[n], ints[4, n] (head, nxt, libs, ssize), meta[M], cand[L, 4 + MAX_CANDIDATES], log[G, 3],
-    mark, start[L], ctl, core, masks, walked)`` with ``L = plies + 2`` plies. ``log`` is the undo log
+    """Preallocated search state, passed around as one tuple of six arrays:
+    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, walked),
+    cand[L, 4 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
+    ``R = max(n, L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
     (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
-    a line of play captures at most the ``n`` stones of the root and the ones it placed); ``ctl`` holds
-    the node count, the ply limit, the node budget, the number of the current query and the log's
-    length; ``core`` is the bitset (``W = (n + 63) // 64`` words) of the points the last query touched;
-    ``masks[4, W]``: points not in the first column, not in the last column, on the board, and the
-    board size (for :func:`footprint`); ``walked[n]``: per string head, the query it was last walked
-    in (see *Footprint* above). ``meta[M_STAMP]`` is the stamp of ``mark``, kept across positions.
+    a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
+    where the move into ply ``d`` starts in it. ``ctl`` holds the node count, the ply limit, the node
+    budget, the number of the current query and the log's length; ``walked``: per string head, the query
+    it was last walked in (see *Footprint* above); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
+    across positions. ``bits``: points not in the first column, not in the last column, on the board,
+    the board size (for :func:`footprint`), and the core: the points the last query touched.
 
     Plain Python here (numpy: nothing to compile, for the per-thread caches); compiled code calls
     :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
-    ctl = np.zeros(6, dtype=np.int64)
-    ctl[2] = plies
-    ctl[3] = NODE_BUDGET
+    wide = np.zeros((4, max(n, layers, K.META_LEN)), dtype=np.int64)
+    wide[CTL, 2] = plies
+    wide[CTL, 3] = NODE_BUDGET
     size = 1
     while size * size < n:
         size += 1
-    masks = np.zeros((4, (n + 63) // 64), dtype=np.uint64)
+    masks = np.zeros((5, (n + 63) // 64), dtype=np.uint64)
     for x in range(n):
         b = np.uint64(1) << np.uint64(x & 63)
         if x % size != 0:
@@ -123,12 +125,10 @@ def new_scratch(n, plies):
             masks[1, x >> 6] |= b
         masks[2, x >> 6] |= b
     masks[3, 0] = size
-    # only meta (its stamp), mark and ctl need initial values; the others are written before they are read
-    return (np.empty(n, dtype=np.int8), np.empty((4, n), dtype=np.int32), np.zeros(K.META_LEN, dtype=np.int64),
+    # only ints (mark), wide and masks need initial values; board, cand and log are written before read
+    return (np.empty(n, dtype=np.int8), np.zeros((5, n), dtype=np.int32), wide,
             np.empty((layers, _C0 + MAX_CANDIDATES + 1), dtype=np.int32),
-            np.empty((25 * layers + 9 * n + 64, 3), dtype=np.int32), np.zeros(n, dtype=np.int32),
-            np.empty(layers, dtype=np.int64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), masks,
-            np.zeros(n, dtype=np.int64))
+            np.empty((25 * layers + 9 * n + 64, 3), dtype=np.int32), masks)
 
 
 make_scratch = compiled(new_scratch)
@@ -143,12 +143,12 @@ def _fp_set(fp, x):
 def touch_string(scr, x, nbr):
     """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
     a head already walked in this query is not walked again (see *Footprint* above)."""
-    sb, si, fp = scr[0], scr[1], scr[FP]
+    sb, si, fp = scr[0], scr[1], scr[BITS][CORE]
     if sb[x] == 0:
         _fp_set(fp, x)
         return
     h = si[0, x]
-    walked, query = scr[VERS], scr[CTL][4]
+    walked, query = scr[WIDE][WALKED], scr[WIDE][CTL, 4]
     if walked[h] == query:
         return
     walked[h] = query
@@ -164,7 +164,7 @@ def touch_string(scr, x, nbr):
 def touch_point(scr, x, nbr):
     """Add ``x`` and the strings next to it (current position) to the core."""
     sb = scr[0]
-    _fp_set(scr[FP], x)
+    _fp_set(scr[BITS][CORE], x)
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
@@ -177,7 +177,8 @@ def touch_point(scr, x, nbr):
 def footprint(scr, out):
     """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
     (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
-    core, masks = scr[FP], scr[MASKS]
+    masks = scr[BITS]
+    core = masks[CORE]
     size = np.uint64(masks[3, 0])
     w = core.shape[0]
     one = np.uint64(1)
@@ -196,17 +197,17 @@ def footprint(scr, out):
 @internal_kernel
 def clear_footprint(scr):
     """Start a query: an empty core and a new query number (no head walked yet)."""
-    fp = scr[FP]
+    fp = scr[BITS][CORE]
     for i in range(fp.shape[0]):
         fp[i] = 0
-    scr[CTL][4] += 1
+    scr[WIDE][CTL, 4] += 1
 
 
 @kernel
 def load_position(scr, board, head, nxt, libs, ssize, meta):
     """Copy the engine position into the scratch (searches undo every move they play, so once per
     position is enough); the scratch keeps its own ``mark`` stamp."""
-    sb, si, sm = scr[0], scr[1], scr[2]
+    sb, si, sm = scr[0], scr[1], scr[WIDE][META]
     for j in range(board.shape[0]):
         sb[j] = board[j]
         si[0, j] = head[j]
@@ -216,7 +217,7 @@ def load_position(scr, board, head, nxt, libs, ssize, meta):
     for j in range(meta.shape[0]):
         if j != K.M_STAMP:
             sm[j] = meta[j]
-    scr[CTL][_TOP] = 0
+    scr[WIDE][CTL, _TOP] = 0
 
 
 @internal_kernel
@@ -281,9 +282,9 @@ def _play(scr, d, point, color, nbr):
     strings, liberty counts, heads, links and ko point as ``play_move``; only what the search never
     reads (``placed``, the hash, move and capture counters) is left out."""
     touch_point(scr, point, nbr)
-    board, si, meta, lg, mark, ctl = scr[0], scr[1], scr[2], scr[LOG], scr[5], scr[CTL]
-    head, nxt, libs, ssize = si[0], si[1], si[2], si[3]
-    scr[START][d + 1] = ctl[_TOP]
+    board, si, wide, lg = scr[0], scr[1], scr[WIDE], scr[LOG]
+    head, nxt, libs, ssize, mark, meta, ctl = si[0], si[1], si[2], si[3], si[MARK], wide[META], wide[CTL]
+    wide[START, d + 1] = ctl[_TOP]
     ctl[1] += 1
     pt = np.int32(point)
     # int32 points and these array types, as the engine's own callers pass: one compile of each helper
@@ -372,8 +373,8 @@ def _play(scr, d, point, color, nbr):
 @internal_kernel
 def _undo(scr, top):
     """Undo the logged writes back to log length ``top``, newest first."""
-    board, si, meta, lg, ctl = scr[0], scr[1], scr[2], scr[LOG], scr[CTL]
-    head, nxt, libs, ssize = si[0], si[1], si[2], si[3]
+    board, si, lg = scr[0], scr[1], scr[LOG]
+    head, nxt, libs, ssize, meta, ctl = si[0], si[1], si[2], si[3], scr[WIDE][META], scr[WIDE][CTL]
     i = ctl[_TOP]
     while i > top:
         i -= 1
@@ -481,7 +482,8 @@ def _escapes_by_extension(scr, t, x, y, nbr):
     board changes and only playing tells)."""
     touch_point(scr, x, nbr)
     touch_point(scr, y, nbr)
-    sb, si, mark = scr[0], scr[1], scr[5]
+    sb, si = scr[0], scr[1]
+    mark = si[MARK]
     dcol = sb[t]
     for k in range(4):
         q = nbr[x, k]
@@ -489,7 +491,7 @@ def _escapes_by_extension(scr, t, x, y, nbr):
             break
         if sb[q] == dcol and si[2, si[0, q]] == 1:
             return 0
-    s = K.next_stamp(mark, scr[2])
+    s = K.next_stamp(mark, scr[WIDE][META])
     mark[x] = s
     mark[y] = s
     ht = si[0, t]
@@ -602,7 +604,7 @@ def read_ladder(scr, root, kind, t, nbr):
     the string through ``t``. ``kind`` says who moves at the root (``ATT``: target has 2 liberties;
     ``DEF``: 1). Cut-offs (ply limit, node budget) count as the defender surviving. Every move it plays
     is undone before it returns."""
-    sb, cand, ctl, start = scr[0], scr[3], scr[CTL], scr[START]
+    sb, cand, ctl, start = scr[0], scr[3], scr[WIDE][CTL], scr[WIDE][START]
     dcol = sb[t]
     acol = 3 - dcol
     ctl[1] = 0
@@ -643,7 +645,8 @@ def read_ladder(scr, root, kind, t, nbr):
                 lib = _add_liberties(scr, t, e, np.int64(0), nbr)
                 si = scr[1]
                 touch_point(scr, lib, nbr)
-                if K.check_move(sb, si[0], si[2], scr[2], nbr, np.int32(lib), acol, np.bool_(False)) != K.OK:
+                if K.check_move(sb, si[0], si[2], scr[WIDE][META], nbr, np.int32(lib), acol,
+                                np.bool_(False)) != K.OK:
                     val = 0
             if pushed:
                 _open(scr, e, np.int64(DEF if kind == ATT else ATT), t, nbr)
@@ -666,7 +669,7 @@ def ladder_capture(point, color, target, nbr, scr):
     """True if ``color`` playing ``point`` (legal, a liberty of the 2-liberty opponent string through
     ``target``) leaves that string in atari and it cannot escape the ladder. The scratch must hold the
     position (:func:`load_position`); it holds it again afterwards. The query's footprint is left in
-    ``scr[FP]``."""
+    ``scr[BITS][CORE]``."""
     clear_footprint(scr)
     t = np.int64(target)
     if _play(scr, np.int64(0), np.int64(point), np.int64(color), nbr) != K.OK:
@@ -674,7 +677,7 @@ def ladder_capture(point, color, target, nbr, scr):
     res = False
     if _libs_of(scr, t, nbr) == 1:
         res = read_ladder(scr, np.int64(1), np.int64(DEF), t, nbr)
-    _undo(scr, scr[START][1])
+    _undo(scr, scr[WIDE][START, 1])
     return res
 
 
@@ -683,7 +686,7 @@ def ladder_escape(point, color, nbr, scr):
     """True if ``color`` playing ``point`` (legal, the liberty of its own string in atari) leaves
     that string with ≥3 liberties, or with 2 and no working ladder for the opponent. The scratch must
     hold the position (:func:`load_position`); it holds it again afterwards. The query's footprint is
-    left in ``scr[FP]``."""
+    left in ``scr[BITS][CORE]``."""
     clear_footprint(scr)
     x = np.int64(point)
     if _play(scr, np.int64(0), x, np.int64(color), nbr) != K.OK:
@@ -692,5 +695,5 @@ def ladder_escape(point, color, nbr, scr):
     res = nl >= 3
     if nl == 2:
         res = not read_ladder(scr, np.int64(1), np.int64(ATT), x, nbr)
-    _undo(scr, scr[START][1])
+    _undo(scr, scr[WIDE][START, 1])
     return res
