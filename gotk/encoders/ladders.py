@@ -479,9 +479,7 @@ def _empty_nbrs(sb, p, nbr):
 def _escapes_by_extension(scr, t, x, y, nbr):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
     extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
-    board changes and only playing tells)."""
-    touch_point(scr, x, nbr)
-    touch_point(scr, y, nbr)
+    board changes and only playing tells). The caller touched ``x`` and ``y``."""
     sb, si = scr[0], scr[1]
     mark = si[MARK]
     dcol = sb[t]
@@ -536,6 +534,8 @@ def _open(scr, d, kind, t, nbr):
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
+            touch_point(scr, a, nbr)
+            touch_point(scr, b, nbr)
             keep_a = _escapes_by_extension(scr, t, a, b, nbr) < 3
             keep_b = _escapes_by_extension(scr, t, b, a, nbr) < 3
             if keep_a and keep_b:
