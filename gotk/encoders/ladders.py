@@ -48,9 +48,11 @@ the string that was walked (merges keep the larger string's head), or it was cap
 and was touched then. So the core, and with it every footprint, is the one the walks without the mark
 give.
 
-Each ``_play`` touches its point first (``play_move`` reads only the point, its neighbours, the
-strings next to it — merged or captured — and the neighbours of their stones: the liberty updates
-of strings next to a captured one are writes whose values are read later only through a touch);
+Each ``_play`` touches its point first (a move reads only the point, its neighbours, the strings
+next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
+next to a captured one are writes whose values are read later only through a touch; the new string's
+liberty count, taken without a walk where possible, is the engine's count, which only those stones and
+their neighbours fix, though computing it also looks next to the point's empty neighbours);
 each liberty count or liberty list of the target touches the target string; the defender's frame
 also touches every string next to the target; the atari filter touches both liberties (which
 covers the empty-neighbour counts of the move order); the ko-retake test touches the liberty. The ko
@@ -280,7 +282,8 @@ def _play(scr, d, point, color, nbr):
     """Play ``point`` in the current position (suicide forbidden, simple ko), logging every write so that
     :func:`_undo` back to ``start[d + 1]`` restores the position; returns the engine status. The same
     strings, liberty counts, heads, links and ko point as ``play_move``; only what the search never
-    reads (``placed``, the hash, move and capture counters) is left out."""
+    reads (``placed``, the hash, move and capture counters) is left out, and the new string's liberties
+    are counted without walking it when it is a lone stone or joins one string capturing nothing."""
     touch_point(scr, point, nbr)
     board, si, wide, lg = scr[0], scr[1], scr[WIDE], scr[LOG]
     head, nxt, libs, ssize, mark, meta, ctl = si[0], si[1], si[2], si[3], si[MARK], wide[META], wide[CTL]
