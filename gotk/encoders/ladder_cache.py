@@ -17,10 +17,7 @@ induction on the steps: before a step both are in the same frame with the same h
   point of ``F`` or a field of a string ``S`` of the current layer whose stones the old search put
   in ``T`` before reading it. A stone outside ``T`` is only ever seen for its colour: the one other
   use of its head (de-duplicating liberty increments when a string next to it is captured) writes
-  only to its own string, which nothing reads without touching it first. (A move's liberty count
-  without a walk also looks two points from the move, but only to tell whether a point is a stone of
-  the string it joins; that string's stones are in ``T`` and the points next to them in ``F``, so the
-  answer, and the count, which is the engine's, are the same in both.)
+  only to its own string, which nothing reads without touching it first.
 * A point of the position at a ply differs from the root only where the search played or captured
   (the same in both, by the same history; undone moves leave nothing behind); elsewhere it holds the
   root's value. So the colours on ``F`` are equal in both positions: ``S`` is the same set of stones

@@ -50,9 +50,7 @@ give.
 
 Each ``_play`` touches its point first (a move reads only the point, its neighbours, the strings
 next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
-next to a captured one are writes whose values are read later only through a touch; the new string's
-liberty count, taken without a walk where possible, is the engine's count, which only those stones and
-their neighbours fix, though computing it also looks next to the point's empty neighbours);
+next to a captured one are writes whose values are read later only through a touch);
 each liberty count or liberty list of the target touches the target string; the defender's frame
 also touches every string next to the target; the atari filter touches both liberties (which
 covers the empty-neighbour counts of the move order); the ko-retake test touches the liberty. The ko
@@ -98,7 +96,7 @@ def max_plies(n):
 def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple of six arrays:
     ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, walked),
-    cand[L, 4 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
+    cand[L, 3 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
     ``R = max(n, L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
     (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
     a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
@@ -129,7 +127,7 @@ def new_scratch(n, plies):
     masks[3, 0] = size
     # only ints (mark), wide and masks need initial values; board, cand and log are written before read
     return (np.empty(n, dtype=np.int8), np.zeros((5, n), dtype=np.int32), wide,
-            np.empty((layers, _C0 + MAX_CANDIDATES + 1), dtype=np.int32),
+            np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
             np.empty((25 * layers + 9 * n + 64, 3), dtype=np.int32), masks)
 
 
@@ -282,8 +280,7 @@ def _play(scr, d, point, color, nbr):
     """Play ``point`` in the current position (suicide forbidden, simple ko), logging every write so that
     :func:`_undo` back to ``start[d + 1]`` restores the position; returns the engine status. The same
     strings, liberty counts, heads, links and ko point as ``play_move``; only what the search never
-    reads (``placed``, the hash, move and capture counters) is left out, and the new string's liberties
-    are counted without walking it when it is a lone stone or joins one string capturing nothing."""
+    reads (``placed``, the hash, move and capture counters) is left out."""
     touch_point(scr, point, nbr)
     board, si, wide, lg = scr[0], scr[1], scr[WIDE], scr[LOG]
     head, nxt, libs, ssize, mark, meta, ctl = si[0], si[1], si[2], si[3], si[MARK], wide[META], wide[CTL]
@@ -305,8 +302,6 @@ def _play(scr, d, point, color, nbr):
     ssize[pt] = 1
     libs[pt] = 0
     h = pt
-    merged = 0
-    old_libs = 0  # liberties of the one string merged, before the move
     for k in range(4):
         q = nbr[pt, k]
         if q < 0:
@@ -314,8 +309,6 @@ def _play(scr, d, point, color, nbr):
         if board[q] == color:
             hq = head[q]
             if hq != h:
-                old_libs = libs[hq]
-                merged += 1
                 a = K._merge(h, hq, head, nxt, ssize)
                 _log(lg, ctl, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
                 h = a
@@ -340,30 +333,7 @@ def _play(scr, d, point, color, nbr):
                     _remove(hq, board, head, nxt, libs, ssize, nbr, lg, ctl)
     h = head[pt]
     _log(lg, ctl, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
-    if merged == 0 or (merged == 1 and captured == 0):
-        # without a walk: a lone stone's liberties are its empty neighbours; a stone joining one string
-        # S (capturing nothing) leaves S's liberties but ``pt`` and adds its empty neighbours next to no
-        # other stone of S
-        cnt = old_libs - 1 if merged == 1 else 0
-        for k in range(4):
-            q = nbr[pt, k]
-            if q < 0:
-                break
-            if board[q] == 0:
-                shared = False
-                if merged == 1:
-                    for j in range(4):
-                        r = nbr[q, j]
-                        if r < 0:
-                            break
-                        if r != pt and board[r] == color and head[r] == h:
-                            shared = True
-                            break
-                if not shared:
-                    cnt += 1
-        libs[h] = cnt
-    else:
-        libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
+    libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
     _log(lg, ctl, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
     if captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[K.M_KO] = captured_point
@@ -451,22 +421,6 @@ def _add_liberties(scr, t, row, limit, nbr):
 
 
 @internal_kernel
-def _first_liberty(sb, si, h, nbr):
-    """The first empty neighbour of the string with head ``h`` (its only liberty when it is in atari)."""
-    p = h
-    while True:
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                break
-            if sb[q] == 0:
-                return q
-        p = si[1, p]
-        if p == h:
-            return -1
-
-
-@internal_kernel
 def _empty_nbrs(sb, p, nbr):
     c = 0
     for k in range(4):
@@ -482,7 +436,9 @@ def _empty_nbrs(sb, p, nbr):
 def _escapes_by_extension(scr, t, x, y, nbr):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
     extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
-    board changes and only playing tells). The caller touched ``x`` and ``y``."""
+    board changes and only playing tells)."""
+    touch_point(scr, x, nbr)
+    touch_point(scr, y, nbr)
     sb, si = scr[0], scr[1]
     mark = si[MARK]
     dcol = sb[t]
@@ -537,8 +493,6 @@ def _open(scr, d, kind, t, nbr):
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
-            touch_point(scr, a, nbr)
-            touch_point(scr, b, nbr)
             keep_a = _escapes_by_extension(scr, t, a, b, nbr) < 3
             keep_b = _escapes_by_extension(scr, t, b, a, nbr) < 3
             if keep_a and keep_b:
@@ -553,52 +507,23 @@ def _open(scr, d, kind, t, nbr):
             else:
                 cand[d, _C_N] = 1
         return
-    # the target's liberty first, then the liberty of each attacker string next to it in atari, in the
-    # order one walk of the target's stones meets them (the first 16 distinct points); every string next
-    # to the target is touched. Collected in columns 1.. of the row, then the target's liberty put first.
-    touch_string(scr, t, nbr)
+    # the target's liberty first, then the liberty of each attacker string next to it in atari; every
+    # string next to the target is touched (one walk of the target's stones does both)
+    _add_liberties(scr, t, d, np.int64(1), nbr)
     h = si[0, t]
-    tl = -1
-    nc = 0
-    last = -1
     p = h
     while True:
         for k in range(4):
             q = nbr[p, k]
             if q < 0:
                 break
-            if sb[q] == 0:
-                if tl < 0:
-                    tl = q
-                continue
-            hq = si[0, q]
-            if hq == h or hq == last:  # own stone, or the attacker string just looked at
-                continue
-            last = hq
-            touch_string(scr, np.int64(q), nbr)
-            if si[2, hq] == 1 and nc < MAX_CANDIDATES:
-                lib = _first_liberty(sb, si, hq, nbr)
-                seen = False
-                for i in range(nc):
-                    if cand[d, _C0 + 1 + i] == lib:
-                        seen = True
-                        break
-                if not seen:
-                    cand[d, _C0 + 1 + nc] = lib
-                    nc += 1
+            if sb[q] != 0 and si[0, q] != h:  # a stone next to the string is the attacker's
+                touch_string(scr, np.int64(q), nbr)
+                if si[2, si[0, q]] == 1:
+                    _add_liberties(scr, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
         p = si[1, p]
         if p == h:
             break
-    j = 0
-    if tl >= 0:
-        cand[d, _C0] = tl
-        j = 1
-    for i in range(nc):
-        x = cand[d, _C0 + 1 + i]
-        if x != tl and j < MAX_CANDIDATES:
-            cand[d, _C0 + j] = x
-            j += 1
-    cand[d, _C_N] = j
 
 
 @internal_kernel
