@@ -184,6 +184,46 @@ def test_answer_ignores_stones_outside_the_footprint(size):
     assert flipped_inside > 0  # stones inside a footprint do change answers: the check can fail
 
 
+@pytest.mark.parametrize("size", [9, 19])
+def test_every_query_undoes_its_moves(size):
+    """The reader plays on one scratch copy and undoes every move: after each query (ladder capture or
+    escape, whatever its answer) the scratch holds the loaded position again, field for field (stones,
+    heads, links, liberty counts, sizes, ko point), with an empty undo log."""
+    rng = np.random.default_rng(100 + size)
+    n = size * size
+    scr = LD.new_scratch(n, LD.max_plies(n))
+    queries = nodes = 0
+    for _ in range(8):
+        rec = random_record(size, int(rng.integers(1 << 31)), moves=int(n * 0.6))
+        state = GameState(size)
+        for c, p in rec.moves:
+            state.play(p, c)
+        LD.load_position(scr, state.board, state.head, state.nxt, state.libs, state.ssize, state.meta)
+        color = int(state.to_play)
+        for p in np.flatnonzero(state.board == 0):
+            p = int(p)
+            if not state.is_legal(p, color):
+                continue
+            asks = [(q, 3 - color) for q in state.nbr[p] if q >= 0 and state.board[q] == 3 - color]
+            asks += [(q, color) for q in state.nbr[p] if q >= 0 and state.board[q] == color]
+            for q, owner in asks:
+                h = int(state.head[q])
+                if owner != color and state.libs[h] == 2:
+                    LD.ladder_capture(p, color, h, state.nbr, scr)
+                elif owner == color and state.libs[h] == 1:
+                    LD.ladder_escape(p, color, state.nbr, scr)
+                else:
+                    continue
+                queries += 1
+                nodes += int(scr[LD.WIDE][LD.CTL, 1])
+                assert scr[LD.WIDE][LD.CTL, 5] == 0
+                assert np.array_equal(scr[0], state.board)
+                for row, arr in enumerate((state.head, state.nxt, state.libs, state.ssize)):
+                    assert np.array_equal(scr[1][row], arr), row
+                assert scr[LD.WIDE][LD.META, 1] == state.meta[1] and scr[LD.WIDE][LD.META, 2] == state.meta[2]
+    assert queries > 50 and nodes > 2 * queries
+
+
 def test_one_cache_per_thread_reused_from_game_to_game():
     import threading
 
@@ -230,11 +270,11 @@ def test_the_python_scratch_is_the_compiled_one(size):
     n = size * size
     plies = LD.max_plies(n)
     py, nb = LD.new_scratch(n, plies), LD.make_scratch(n, plies)
-    assert len(py) == len(nb) == LD.VERS + 1
+    assert len(py) == len(nb) == LD.BITS + 1
     for i, (a, b) in enumerate(zip(py, nb, strict=True)):
         assert a.shape == b.shape and a.dtype == b.dtype, i
-    for i in (5, 6, 7, 8, 9, LD.MASKS, LD.VERS):  # every array that starts with values (the others are written first)
+    for i in (1, LD.WIDE, LD.BITS):  # every array that starts with values (the others are written first)
         assert np.array_equal(py[i], nb[i]), i
-    assert py[LD.MASKS][3, 0] == size and py[LD.MASKS][2].sum() > 0
+    assert py[LD.BITS][3, 0] == size and py[LD.BITS][2].sum() > 0
     for a, b in zip(new_lists(n), make_lists(n), strict=True):
         assert a.shape == b.shape and a.dtype == b.dtype

@@ -22,7 +22,7 @@ Every plane is from the point of view of the player to move (``color``):
 "Legal" always means empty, not ko-forbidden for the player and not suicide, whatever the game's
 rules. The move planes are computed from the neighbouring strings without playing (union of the
 empty neighbours, the merged strings' liberties and the freed points next to the new string); only
-ladders are read by playing, on scratch copies (:mod:`gotk.encoders.ladders`, which defines the
+ladders are read by playing, on a scratch copy (:mod:`gotk.encoders.ladders`, which defines the
 ladder semantics). Option ``ladders=False`` leaves planes 46–47 zero (benchmarks time the ladder
 reading apart). ``encode_game`` is the generic compiled loop of :mod:`gotk.encoders.game_loop`.
 """
@@ -308,8 +308,8 @@ def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
     """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
 
     One pass over the points computes the local planes and collects the few moves that need ladder
-    reading (:func:`local_planes`); a second step reads every one of those ladders on scratch
-    copies. This is the uncached reference of :mod:`gotk.encoders.ladder_cache`.
+    reading (:func:`local_planes`); a second step reads every one of those ladders on a scratch
+    copy. This is the uncached reference of :mod:`gotk.encoders.ladder_cache`.
     """
     n = board.shape[0]
     # (move, target) pairs to read as ladder captures, moves to read as ladder escapes

@@ -7,7 +7,7 @@ loop therefore keeps, per player and per query — ``(move, target string)`` for
 points :mod:`gotk.encoders.ladders` records while reading), and reads again only the queries whose
 footprint holds a point that changed.
 
-**Why this is exact.** Let a query be read in position ``R`` (layer 0 of the scratch) with core ``T``
+**Why this is exact.** Let a query be read in position ``R`` (loaded into the scratch) with core ``T``
 and footprint ``F`` (``T`` plus its neighbours), and let ``R'`` be a later position, for the same
 player, that agrees with ``R`` in stone colour (``board``) on every point of ``F`` and also in string
 head and link (``head``, ``nxt``) on every point of ``T``. Run the two searches side by side;
@@ -18,15 +18,16 @@ induction on the steps: before a step both are in the same frame with the same h
   in ``T`` before reading it. A stone outside ``T`` is only ever seen for its colour: the one other
   use of its head (de-duplicating liberty increments when a string next to it is captured) writes
   only to its own string, which nothing reads without touching it first.
-* A layer's point differs from the root only where the search played or captured (the same in both,
-  by the same history); elsewhere it holds the root's value. So the colours on ``F`` are equal in
-  both layers: ``S`` is the same set of stones with the same liberty count and size (the engine
-  keeps liberty counts exact), and its heads and links are the root's on ``T`` (equal) changed by
-  the same merges — string identities and traversal orders, which fix candidate order and with it
-  where the node budget cuts, agree too.
+* A point of the position at a ply differs from the root only where the search played or captured
+  (the same in both, by the same history; undone moves leave nothing behind); elsewhere it holds the
+  root's value. So the colours on ``F`` are equal in both positions: ``S`` is the same set of stones
+  with the same liberty count and size (the reader's moves keep liberty counts exact, as the engine's
+  do), and its heads and links are the root's on ``T`` (equal) changed by the same merges — string
+  identities and traversal orders, which fix candidate order and with it where the node budget cuts,
+  agree too.
 * The ko point of ``R`` is read only by the first move, which the encoder asks for only where it is
-  legal (never the ko point); later ko points come from the search's own moves. Scratch stamps,
-  ``placed`` and hashes are never read for a decision.
+  legal (never the ko point); later ko points come from the search's own moves. Scratch stamps are
+  never read for a decision.
 
 Hence every step reads the same values and takes the same branch: the two searches return the same
 answer and record the same core and footprint.
@@ -130,7 +131,7 @@ def _clean(fp, dirty):
 def _store(scr, fp):
     """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
     LD.footprint(scr, fp[0])
-    core = scr[LD.FP]
+    core = scr[LD.BITS][LD.CORE]
     for i in range(core.shape[0]):
         fp[1, i] = core[i]
 
@@ -176,7 +177,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 loaded = True
             res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
             stats[S_READS] += 1
-            stats[S_NODES] += scr[8][1]
+            stats[S_NODES] += scr[LD.WIDE][LD.CTL, 1]
             if slot < 0:
                 for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
                     if cap_stamp[ci, p, k] != now:
@@ -199,7 +200,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
                 loaded = True
             res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
             stats[S_READS] += 1
-            stats[S_NODES] += scr[8][1]
+            stats[S_NODES] += scr[LD.WIDE][LD.CTL, 1]
             esc_res[ci, p] = res
             _store(scr, esc_fp[ci, p])
         esc_stamp[ci, p] = now

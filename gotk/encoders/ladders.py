@@ -21,14 +21,17 @@ are played on the real board.
 * Reading stops :func:`max_plies` plies (≥80; ``4 * size + 8``) past the first move or after
   :data:`NODE_BUDGET` moves per query; a search cut by either limit counts as "not captured".
 
-The search is iterative (numba cannot cache recursive functions reliably): ply ``d`` plays on layer
-``d`` of preallocated scratch arrays (a copy of layer ``d - 1``), so the engine's arrays are never
-written.
+The search is iterative (numba cannot cache recursive functions reliably) and plays on one scratch
+copy of the position (the engine's arrays are never written). Each move logs the old value of every
+array entry it writes (a merge logs the two heads and is undone by splitting the rings again);
+leaving a move undoes its log entries newest first, so the position at ply ``d`` is exactly what a
+fresh copy with the same moves played would hold: the same stones, heads, links, liberty counts,
+sizes and ko point. A move writes about fifteen entries where a copy of the position was 1,800.
 
 **Footprint.** Every query also records the points whose contents it may depend on (its
-*footprint*). Before any read it *touches* what that read looks at, in the layer it reads, adding
-points to a *core* bitset (``scr[FP]``); the footprint is the core plus every neighbour of a core
-point (:func:`footprint`, one shift of the bitset per direction):
+*footprint*). Before any read it *touches* what that read looks at, in the position it reads, adding
+points to a *core* bitset (``scr[BITS][CORE]``); the footprint is the core plus every neighbour of a
+core point (:func:`footprint`, one shift of the bitset per direction):
 
 * ``touch_string(x)``: every stone of the string through ``x`` (``x`` alone if empty); with the
   neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
@@ -36,17 +39,18 @@ point (:func:`footprint`, one shift of the bitset per direction):
 
 ``touch_string`` walks a string only if its head was not walked before in the same query (each head
 remembers the query it was last walked in). That skips only strings whose stones are all in the core
-already. Touches happen only in the search's current (deepest) layer. Claim: whenever head ``h`` is marked
-for this query, every stone of the string through ``h`` in the current layer is in the core. It holds when
-the mark is set. A move played into the next layer keeps every other string as it was; it merges the
+already. Touches happen only in the search's current position (its deepest ply). Claim: whenever head
+``h`` is marked for this query, every stone of the string through ``h`` in the current position is in
+the core. It holds when the mark is set. A move keeps every other string as it was; it merges the
 played point with strings next to it, and removes captured strings next to it. ``_play`` touched all of
-these first. Going back up to a parent layer: the string through ``h`` there is either a subset of the
-string that was walked (merges keep the larger string's head), or it was captured on the way down, and
-was touched then. So the core, and with it every footprint, is the one the walks without the mark give.
+these first. Undoing moves back to an earlier ply: the string through ``h`` there is either a subset of
+the string that was walked (merges keep the larger string's head), or it was captured on the way down,
+and was touched then. So the core, and with it every footprint, is the one the walks without the mark
+give.
 
-Each ``_play`` touches its point first (``play_move`` reads only the point, its neighbours, the
-strings next to it — merged or captured — and the neighbours of their stones: the liberty updates
-of strings next to a captured one are writes whose values are read later only through a touch);
+Each ``_play`` touches its point first (a move reads only the point, its neighbours, the strings
+next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
+next to a captured one are writes whose values are read later only through a touch);
 each liberty count or liberty list of the target touches the target string; the defender's frame
 also touches every string next to the target; the atari filter touches both liberties (which
 covers the empty-neighbour counts of the move order); the ko-retake test touches the liberty. The ko
@@ -66,10 +70,18 @@ MAX_CANDIDATES = 16
 NODE_BUDGET = 4000
 ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
-_C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-layer candidate table
-FP = 9  # index of the touched-core bitset in the scratch tuple
-MASKS = 10  # index of the board masks used by footprint()
-VERS = 11  # index of the per-head array: the query each string head was last walked in (ctl[4]: this query)
+_C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-ply candidate table
+# the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
+WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-head walk marks
+LOG = 4  # index of the undo log
+BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
+MARK = 4  # row of ``mark`` in scr[1]
+META, CTL, START, WALKED = 0, 1, 2, 3  # rows of scr[WIDE]
+CORE = 4  # row of the touched-core bitset in scr[BITS]
+_TOP = 5  # ctl[_TOP]: entries in the undo log
+# kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head),
+# _L_KO: (old ko point, old ko colour)
+_L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_KO = 0, 1, 2, 3, 4, 5, 6
 
 
 @kernel
@@ -82,26 +94,29 @@ def max_plies(n):
 
 
 def new_scratch(n, plies):
-    """Preallocated search state, passed around as one tuple:
-    ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M], cand[L, 3 + MAX_CANDIDATES],
-    placed, mark, hashv, zob, ctl, core, masks, walked)`` with ``L = plies + 2`` layers. ``ctl``
-    holds the shared ``mark`` stamp, the node count, the ply limit, the node budget and the number of
-    the current query; ``core`` is the bitset (``W = (n + 63) // 64`` words) of the points the last
-    query touched; ``masks[4, W]``: points not in the first column, not in the last column, on the
-    board, and the board size (for :func:`footprint`); ``walked[n]``: per string head, the query it
-    was last walked in (see *Footprint* above).
+    """Preallocated search state, passed around as one tuple of six arrays:
+    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, walked),
+    cand[L, 3 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
+    ``R = max(n, L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
+    (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
+    a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
+    where the move into ply ``d`` starts in it. ``ctl`` holds the node count, the ply limit, the node
+    budget, the number of the current query and the log's length; ``walked``: per string head, the query
+    it was last walked in (see *Footprint* above); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
+    across positions. ``bits``: points not in the first column, not in the last column, on the board,
+    the board size (for :func:`footprint`), and the core: the points the last query touched.
 
     Plain Python here (numpy: nothing to compile, for the per-thread caches); compiled code calls
     :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
-    ctl = np.zeros(5, dtype=np.int64)
-    ctl[2] = plies
-    ctl[3] = NODE_BUDGET
+    wide = np.zeros((4, max(n, layers, K.META_LEN)), dtype=np.int64)
+    wide[CTL, 2] = plies
+    wide[CTL, 3] = NODE_BUDGET
     size = 1
     while size * size < n:
         size += 1
-    masks = np.zeros((4, (n + 63) // 64), dtype=np.uint64)
+    masks = np.zeros((5, (n + 63) // 64), dtype=np.uint64)
     for x in range(n):
         b = np.uint64(1) << np.uint64(x & 63)
         if x % size != 0:
@@ -110,12 +125,10 @@ def new_scratch(n, plies):
             masks[1, x >> 6] |= b
         masks[2, x >> 6] |= b
     masks[3, 0] = size
-    # only mark and ctl need initial values; every layer is written before it is read
-    return (np.empty((layers, n), dtype=np.int8), np.empty((layers, 4, n), dtype=np.int32),
-            np.empty((layers, K.META_LEN), dtype=np.int64), np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
-            np.empty(n, dtype=np.int32), np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64),
-            np.zeros((3, n), dtype=np.uint64), ctl, np.zeros((n + 63) // 64, dtype=np.uint64), masks,
-            np.zeros(n, dtype=np.int64))
+    # only ints (mark), wide and masks need initial values; board, cand and log are written before read
+    return (np.empty(n, dtype=np.int8), np.zeros((5, n), dtype=np.int32), wide,
+            np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
+            np.empty((25 * layers + 9 * n + 64, 3), dtype=np.int32), masks)
 
 
 make_scratch = compiled(new_scratch)
@@ -127,44 +140,45 @@ def _fp_set(fp, x):
 
 
 @internal_kernel
-def touch_string(scr, d, x, nbr):
-    """Add the stones of the string through ``x`` (layer ``d``, the current one) to the core (just ``x``
-    if empty); a head already walked in this query is not walked again (see *Footprint* above)."""
-    sb, si, fp = scr[0], scr[1], scr[FP]
-    if sb[d, x] == 0:
+def touch_string(scr, x, nbr):
+    """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
+    a head already walked in this query is not walked again (see *Footprint* above)."""
+    sb, si, fp = scr[0], scr[1], scr[BITS][CORE]
+    if sb[x] == 0:
         _fp_set(fp, x)
         return
-    h = si[d, 0, x]
-    walked, query = scr[VERS], scr[8][4]
+    h = si[0, x]
+    walked, query = scr[WIDE][WALKED], scr[WIDE][CTL, 4]
     if walked[h] == query:
         return
     walked[h] = query
     p = h
     while True:
         _fp_set(fp, np.int64(p))
-        p = si[d, 1, p]
+        p = si[1, p]
         if p == h:
             break
 
 
 @internal_kernel
-def touch_point(scr, d, x, nbr):
-    """Add ``x`` and the strings next to it (layer ``d``) to the core."""
+def touch_point(scr, x, nbr):
+    """Add ``x`` and the strings next to it (current position) to the core."""
     sb = scr[0]
-    _fp_set(scr[FP], x)
+    _fp_set(scr[BITS][CORE], x)
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
             break
-        if sb[d, q] != 0:
-            touch_string(scr, d, np.int64(q), nbr)
+        if sb[q] != 0:
+            touch_string(scr, np.int64(q), nbr)
 
 
 @kernel
 def footprint(scr, out):
     """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
     (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
-    core, masks = scr[FP], scr[MASKS]
+    masks = scr[BITS]
+    core = masks[CORE]
     size = np.uint64(masks[3, 0])
     w = core.shape[0]
     one = np.uint64(1)
@@ -183,71 +197,210 @@ def footprint(scr, out):
 @internal_kernel
 def clear_footprint(scr):
     """Start a query: an empty core and a new query number (no head walked yet)."""
-    fp = scr[FP]
+    fp = scr[BITS][CORE]
     for i in range(fp.shape[0]):
         fp[i] = 0
-    scr[8][4] += 1
+    scr[WIDE][CTL, 4] += 1
 
 
 @kernel
 def load_position(scr, board, head, nxt, libs, ssize, meta):
-    """Copy the engine position into layer 0 (searches only read it, so once per position is enough)."""
-    sb, si, sm = scr[0], scr[1], scr[2]
+    """Copy the engine position into the scratch (searches undo every move they play, so once per
+    position is enough); the scratch keeps its own ``mark`` stamp."""
+    sb, si, sm = scr[0], scr[1], scr[WIDE][META]
     for j in range(board.shape[0]):
-        sb[0, j] = board[j]
-        si[0, 0, j] = head[j]
-        si[0, 1, j] = nxt[j]
-        si[0, 2, j] = libs[j]
-        si[0, 3, j] = ssize[j]
+        sb[j] = board[j]
+        si[0, j] = head[j]
+        si[1, j] = nxt[j]
+        si[2, j] = libs[j]
+        si[3, j] = ssize[j]
     for j in range(meta.shape[0]):
-        sm[0, j] = meta[j]
+        if j != K.M_STAMP:
+            sm[j] = meta[j]
+    scr[WIDE][CTL, _TOP] = 0
+
+
+@internal_kernel
+def _log(lg, ctl, kind, x, old):
+    i = ctl[_TOP]
+    lg[i, 0] = kind
+    lg[i, 1] = x
+    lg[i, 2] = old
+    ctl[_TOP] = i + 1
+
+
+@internal_kernel
+def _remove(h, board, head, nxt, libs, ssize, nbr, lg, ctl):
+    """The engine's ``_remove_string`` with every write logged: take the string with head ``h`` off the
+    board, its neighbours gain the freed liberties."""
+    color = board[h]
+    p = h
+    while True:
+        _log(lg, ctl, np.int64(_L_BOARD), np.int64(p), np.int64(color))
+        board[p] = 0
+        p = nxt[p]
+        if p == h:
+            break
+    p = h
+    while True:
+        h0 = -1
+        h1 = -1
+        h2 = -1
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                break
+            if board[q] != 0:
+                hq = head[q]
+                if hq != h0 and hq != h1 and hq != h2:
+                    _log(lg, ctl, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
+                    libs[hq] += 1
+                    if h0 < 0:
+                        h0 = hq
+                    elif h1 < 0:
+                        h1 = hq
+                    else:
+                        h2 = hq
+        nx = nxt[p]
+        _log(lg, ctl, np.int64(_L_HEAD), np.int64(p), np.int64(head[p]))
+        _log(lg, ctl, np.int64(_L_NXT), np.int64(p), np.int64(nx))
+        _log(lg, ctl, np.int64(_L_SSIZE), np.int64(p), np.int64(ssize[p]))
+        _log(lg, ctl, np.int64(_L_LIBS), np.int64(p), np.int64(libs[p]))
+        head[p] = p
+        nxt[p] = p
+        ssize[p] = 0
+        libs[p] = 0
+        p = nx
+        if p == h:
+            break
 
 
 @internal_kernel
 def _play(scr, d, point, color, nbr):
-    """Copy layer ``d`` to ``d + 1`` and play ``point`` there; returns the engine status."""
-    touch_point(scr, d, point, nbr)
-    sb, si, sm, ctl = scr[0], scr[1], scr[2], scr[8]
-    e = d + 1
-    n = sb.shape[1]
-    for j in range(n):  # explicit loops: much faster than 2-D slice assignment in numba
-        sb[e, j] = sb[d, j]
-    for a in range(4):
-        for j in range(n):
-            si[e, a, j] = si[d, a, j]
-    for j in range(sm.shape[1]):
-        sm[e, j] = sm[d, j]
-    sm[e, K.M_STAMP] = ctl[0]
-    # an int32 point, as the game loops pass: one compiled play_move for both
-    st = K.play_move(sb[e], si[e, 0], si[e, 1], si[e, 2], si[e, 3], scr[4], scr[5], sm[e], scr[6], nbr, scr[7],
-                     np.int32(point), color, np.bool_(False))
-    ctl[0] = sm[e, K.M_STAMP]
+    """Play ``point`` in the current position (suicide forbidden, simple ko), logging every write so that
+    :func:`_undo` back to ``start[d + 1]`` restores the position; returns the engine status. The same
+    strings, liberty counts, heads, links and ko point as ``play_move``; only what the search never
+    reads (``placed``, the hash, move and capture counters) is left out."""
+    touch_point(scr, point, nbr)
+    board, si, wide, lg = scr[0], scr[1], scr[WIDE], scr[LOG]
+    head, nxt, libs, ssize, mark, meta, ctl = si[0], si[1], si[2], si[3], si[MARK], wide[META], wide[CTL]
+    wide[START, d + 1] = ctl[_TOP]
     ctl[1] += 1
+    pt = np.int32(point)
+    # int32 points and these array types, as the engine's own callers pass: one compile of each helper
+    st = K.check_move(board, head, libs, meta, nbr, pt, color, np.bool_(False))
+    if st != K.OK:
+        return st
+    _log(lg, ctl, np.int64(_L_BOARD), np.int64(pt), np.int64(board[pt]))
+    _log(lg, ctl, np.int64(_L_HEAD), np.int64(pt), np.int64(head[pt]))
+    _log(lg, ctl, np.int64(_L_NXT), np.int64(pt), np.int64(nxt[pt]))
+    _log(lg, ctl, np.int64(_L_SSIZE), np.int64(pt), np.int64(ssize[pt]))
+    _log(lg, ctl, np.int64(_L_LIBS), np.int64(pt), np.int64(libs[pt]))
+    board[pt] = color
+    head[pt] = pt
+    nxt[pt] = pt
+    ssize[pt] = 1
+    libs[pt] = 0
+    h = pt
+    for k in range(4):
+        q = nbr[pt, k]
+        if q < 0:
+            break
+        if board[q] == color:
+            hq = head[q]
+            if hq != h:
+                a = K._merge(h, hq, head, nxt, ssize)
+                _log(lg, ctl, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
+                h = a
+    opp = 3 - color
+    captured = 0
+    captured_point = -1
+    s = K.next_stamp(mark, meta)
+    for k in range(4):
+        q = nbr[pt, k]
+        if q < 0:
+            break
+        if board[q] == opp:
+            hq = head[q]
+            if mark[hq] != s:
+                mark[hq] = s
+                _log(lg, ctl, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
+                libs[hq] -= 1
+                if libs[hq] == 0:
+                    if ssize[hq] == 1:
+                        captured_point = hq
+                    captured += ssize[hq]
+                    _remove(hq, board, head, nxt, libs, ssize, nbr, lg, ctl)
+    h = head[pt]
+    _log(lg, ctl, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
+    libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
+    _log(lg, ctl, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
+    if captured == 1 and ssize[h] == 1 and libs[h] == 1:
+        meta[K.M_KO] = captured_point
+        meta[K.M_KO_COLOR] = opp
+    else:
+        meta[K.M_KO] = -1
     return st
 
 
 @internal_kernel
-def _libs_of(scr, d, t, nbr):
-    touch_string(scr, d, t, nbr)
-    si = scr[1]
-    return si[d, 2, si[d, 0, t]]
+def _undo(scr, top):
+    """Undo the logged writes back to log length ``top``, newest first."""
+    board, si, lg = scr[0], scr[1], scr[LOG]
+    head, nxt, libs, ssize, meta, ctl = si[0], si[1], si[2], si[3], scr[WIDE][META], scr[WIDE][CTL]
+    i = ctl[_TOP]
+    while i > top:
+        i -= 1
+        kind, x, v = lg[i, 0], lg[i, 1], lg[i, 2]
+        if kind == _L_LIBS:
+            libs[x] = v
+        elif kind == _L_MERGE:  # split string v (its old head) back off string x
+            na = nxt[x]
+            nxt[x] = nxt[v]
+            nxt[v] = na
+            p = v
+            while True:
+                head[p] = v
+                p = nxt[p]
+                if p == v:
+                    break
+            ssize[x] -= ssize[v]
+        elif kind == _L_BOARD:
+            board[x] = v
+        elif kind == _L_HEAD:
+            head[x] = v
+        elif kind == _L_NXT:
+            nxt[x] = v
+        elif kind == _L_SSIZE:
+            ssize[x] = v
+        else:
+            meta[K.M_KO] = x
+            meta[K.M_KO_COLOR] = v
+    ctl[_TOP] = top
 
 
 @internal_kernel
-def _add_liberties(scr, d, t, row, limit, nbr):
-    """Append the distinct liberties of the string through ``t`` (layer ``d``) to candidate row
-    ``row`` until it holds ``limit`` candidates; returns the first liberty found (-1 if none)."""
-    touch_string(scr, d, t, nbr)
+def _libs_of(scr, t, nbr):
+    touch_string(scr, t, nbr)
+    si = scr[1]
+    return si[2, si[0, t]]
+
+
+@internal_kernel
+def _add_liberties(scr, t, row, limit, nbr):
+    """Append the distinct liberties of the string through ``t`` to candidate row ``row`` until it holds
+    ``limit`` candidates; returns the first liberty found (-1 if none)."""
+    touch_string(scr, t, nbr)
     sb, si, cand = scr[0], scr[1], scr[3]
     first = -1
-    h = si[d, 0, t]
+    h = si[0, t]
     p = h
     while True:
         for k in range(4):
             q = nbr[p, k]
             if q < 0:
                 break
-            if sb[d, q] == 0:
+            if sb[q] == 0:
                 if first < 0:
                     first = q
                 nc = cand[row, _C_N]
@@ -261,67 +414,66 @@ def _add_liberties(scr, d, t, row, limit, nbr):
                 if not seen:
                     cand[row, _C0 + nc] = q
                     cand[row, _C_N] = nc + 1
-        p = si[d, 1, p]
+        p = si[1, p]
         if p == h:
             break
     return first
 
 
 @internal_kernel
-def _empty_nbrs(sb, d, p, nbr):
+def _empty_nbrs(sb, p, nbr):
     c = 0
     for k in range(4):
         q = nbr[p, k]
         if q < 0:
             break
-        if sb[d, q] == 0:
+        if sb[q] == 0:
             c += 1
     return c
 
 
 @internal_kernel
-def _escapes_by_extension(scr, d, t, x, y, nbr):
-    """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``, layer
-    ``d``) gets by extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture
-    something (then the board changes and only playing tells)."""
-    touch_point(scr, d, x, nbr)
-    touch_point(scr, d, y, nbr)
-    sb, si, sm, ctl, mark = scr[0], scr[1], scr[2], scr[8], scr[5]
-    dcol = sb[d, t]
+def _escapes_by_extension(scr, t, x, y, nbr):
+    """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
+    extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
+    board changes and only playing tells)."""
+    touch_point(scr, x, nbr)
+    touch_point(scr, y, nbr)
+    sb, si = scr[0], scr[1]
+    mark = si[MARK]
+    dcol = sb[t]
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
             break
-        if sb[d, q] == dcol and si[d, 2, si[d, 0, q]] == 1:
+        if sb[q] == dcol and si[2, si[0, q]] == 1:
             return 0
-    sm[d, K.M_STAMP] = ctl[0]
-    s = K.next_stamp(mark, sm[d])
-    ctl[0] = s
+    s = K.next_stamp(mark, scr[WIDE][META])
     mark[x] = s
     mark[y] = s
-    ht = si[d, 0, t]
+    ht = si[0, t]
     cnt = 0
     for k in range(4):
         q = nbr[y, k]
         if q < 0:
             break
-        v = sb[d, q]
+        v = sb[q]
         if v == 0:
             if mark[q] != s:
                 mark[q] = s
                 cnt += 1
-        elif v == dcol and si[d, 0, q] != ht:
-            h = si[d, 0, q]
+        elif v == dcol and si[0, q] != ht:
+            h = si[0, q]
             z = h
             while cnt < 3:
                 for j in range(4):
                     r = nbr[z, j]
                     if r < 0:
                         break
-                    if sb[d, r] == 0 and mark[r] != s:
+                    if sb[r] == 0 and mark[r] != s:
                         mark[r] = s
                         cnt += 1
-                z = si[d, 1, z]
+                z = si[1, z]
                 if z == h:
                     break
         if cnt >= 3:
@@ -331,21 +483,21 @@ def _escapes_by_extension(scr, d, t, x, y, nbr):
 
 @internal_kernel
 def _open(scr, d, kind, t, nbr):
-    """Set up the frame of layer ``d``: its side and candidate moves."""
+    """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, si, cand = scr[0], scr[1], scr[3]
     cand[d, _C_N] = 0
     cand[d, _C_IDX] = 0
     cand[d, _C_TYPE] = kind
     if kind == ATT:
-        _add_liberties(scr, d, t, d, np.int64(2), nbr)
+        _add_liberties(scr, t, d, np.int64(2), nbr)
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
-            keep_a = _escapes_by_extension(scr, d, t, a, b, nbr) < 3
-            keep_b = _escapes_by_extension(scr, d, t, b, a, nbr) < 3
+            keep_a = _escapes_by_extension(scr, t, a, b, nbr) < 3
+            keep_b = _escapes_by_extension(scr, t, b, a, nbr) < 3
             if keep_a and keep_b:
                 # first the atari that leaves the defender the liberty with fewer empty neighbours
-                if _empty_nbrs(sb, d, b, nbr) > _empty_nbrs(sb, d, a, nbr):
+                if _empty_nbrs(sb, b, nbr) > _empty_nbrs(sb, a, nbr):
                     cand[d, _C0], cand[d, _C0 + 1] = b, a
             elif keep_b:
                 cand[d, _C0] = b
@@ -357,30 +509,31 @@ def _open(scr, d, kind, t, nbr):
         return
     # the target's liberty first, then the liberty of each attacker string next to it in atari; every
     # string next to the target is touched (one walk of the target's stones does both)
-    _add_liberties(scr, d, t, d, np.int64(1), nbr)
-    h = si[d, 0, t]
+    _add_liberties(scr, t, d, np.int64(1), nbr)
+    h = si[0, t]
     p = h
     while True:
         for k in range(4):
             q = nbr[p, k]
             if q < 0:
                 break
-            if sb[d, q] != 0 and si[d, 0, q] != h:  # a stone next to the string is the attacker's
-                touch_string(scr, d, np.int64(q), nbr)
-                if si[d, 2, si[d, 0, q]] == 1:
-                    _add_liberties(scr, d, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
-        p = si[d, 1, p]
+            if sb[q] != 0 and si[0, q] != h:  # a stone next to the string is the attacker's
+                touch_string(scr, np.int64(q), nbr)
+                if si[2, si[0, q]] == 1:
+                    _add_liberties(scr, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
+        p = si[1, p]
         if p == h:
             break
 
 
 @internal_kernel
 def read_ladder(scr, root, kind, t, nbr):
-    """Iterative AND/OR search from layer ``root``: True if the attacker captures the string
-    through ``t``. ``kind`` says who moves at the root (``ATT``: target has 2 liberties; ``DEF``:
-    1). Cut-offs (ply limit, node budget) count as the defender surviving."""
-    sb, cand, ctl = scr[0], scr[3], scr[8]
-    dcol = sb[root, t]
+    """Iterative AND/OR search from ply ``root`` (the current position): True if the attacker captures
+    the string through ``t``. ``kind`` says who moves at the root (``ATT``: target has 2 liberties;
+    ``DEF``: 1). Cut-offs (ply limit, node budget) count as the defender surviving. Every move it plays
+    is undone before it returns."""
+    sb, cand, ctl, start = scr[0], scr[3], scr[WIDE][CTL], scr[WIDE][START]
+    dcol = sb[t]
     acol = 3 - dcol
     ctl[1] = 0
     _open(scr, root, kind, t, nbr)
@@ -402,7 +555,7 @@ def read_ladder(scr, root, kind, t, nbr):
             if _play(scr, d, m, acol if kind == ATT else dcol, nbr) != K.OK:
                 continue
             e = d + 1
-            nl = _libs_of(scr, e, t, nbr)
+            nl = _libs_of(scr, t, nbr)
             deeper = e + 2 <= ctl[2] and ctl[1] < ctl[3]
             if kind == ATT:
                 if nl == 1 and deeper:
@@ -417,21 +570,24 @@ def read_ladder(scr, root, kind, t, nbr):
             else:
                 # one liberty left: the attacker takes it unless that is illegal (ko)
                 cand[e, _C_N] = 0
-                lib = _add_liberties(scr, e, t, e, np.int64(0), nbr)
+                lib = _add_liberties(scr, t, e, np.int64(0), nbr)
                 si = scr[1]
-                touch_point(scr, e, lib, nbr)
-                if K.check_move(sb[e], si[e, 0], si[e, 2], scr[2][e], nbr, np.int32(lib), acol,
+                touch_point(scr, lib, nbr)
+                if K.check_move(sb, si[0], si[2], scr[WIDE][META], nbr, np.int32(lib), acol,
                                 np.bool_(False)) != K.OK:
                     val = 0
             if pushed:
                 _open(scr, e, np.int64(DEF if kind == ATT else ATT), t, nbr)
                 d = e
+            else:
+                _undo(scr, start[e])
         if pushed:
             continue
         if val < 0:
             val = 1 if kind == DEF else 0  # every defence failed / no atari worked
         if d == root:
             return val == 1
+        _undo(scr, start[d])
         d -= 1
         ret = val
 
@@ -439,29 +595,33 @@ def read_ladder(scr, root, kind, t, nbr):
 @inline_kernel
 def ladder_capture(point, color, target, nbr, scr):
     """True if ``color`` playing ``point`` (legal, a liberty of the 2-liberty opponent string through
-    ``target``) leaves that string in atari and it cannot escape the ladder. Layer 0 of ``scr`` must
-    hold the position (:func:`load_position`). The query's footprint is left in ``scr[FP]``."""
+    ``target``) leaves that string in atari and it cannot escape the ladder. The scratch must hold the
+    position (:func:`load_position`); it holds it again afterwards. The query's footprint is left in
+    ``scr[BITS][CORE]``."""
     clear_footprint(scr)
-    d0, d1, t = np.int64(0), np.int64(1), np.int64(target)
-    if _play(scr, d0, np.int64(point), np.int64(color), nbr) != K.OK:
+    t = np.int64(target)
+    if _play(scr, np.int64(0), np.int64(point), np.int64(color), nbr) != K.OK:
         return False
-    if _libs_of(scr, d1, t, nbr) != 1:
-        return False
-    return read_ladder(scr, d1, np.int64(DEF), t, nbr)
+    res = False
+    if _libs_of(scr, t, nbr) == 1:
+        res = read_ladder(scr, np.int64(1), np.int64(DEF), t, nbr)
+    _undo(scr, scr[WIDE][START, 1])
+    return res
 
 
 @inline_kernel
 def ladder_escape(point, color, nbr, scr):
     """True if ``color`` playing ``point`` (legal, the liberty of its own string in atari) leaves
-    that string with ≥3 liberties, or with 2 and no working ladder for the opponent. Layer 0 of
-    ``scr`` must hold the position (:func:`load_position`). The query's footprint is left in ``scr[FP]``."""
+    that string with ≥3 liberties, or with 2 and no working ladder for the opponent. The scratch must
+    hold the position (:func:`load_position`); it holds it again afterwards. The query's footprint is
+    left in ``scr[BITS][CORE]``."""
     clear_footprint(scr)
-    d0, d1, x = np.int64(0), np.int64(1), np.int64(point)
-    if _play(scr, d0, x, np.int64(color), nbr) != K.OK:
+    x = np.int64(point)
+    if _play(scr, np.int64(0), x, np.int64(color), nbr) != K.OK:
         return False
-    nl = _libs_of(scr, d1, x, nbr)
-    if nl >= 3:
-        return True
-    if nl <= 1:
-        return False
-    return not read_ladder(scr, d1, np.int64(ATT), x, nbr)
+    nl = _libs_of(scr, x, nbr)
+    res = nl >= 3
+    if nl == 2:
+        res = not read_ladder(scr, np.int64(1), np.int64(ATT), x, nbr)
+    _undo(scr, scr[WIDE][START, 1])
+    return res
