@@ -27,19 +27,23 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from gotk.build.splits import passes_min_rank
-from gotk.encoders.base import kept_count
+from gotk.encoders.base import kept_count, kept_counts
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_stream
-from gotk.sgf.record import GameRecord, value_targets
+from gotk.sgf.record import GameRecord, signed_value_targets, value_targets, winner_sign
 from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.shards.gameid import game_id
 from gotk.storage import Storage, join
+
+if TYPE_CHECKING:
+    from gotk.game.replay import GameBatch
 
 UNIT_META_KEY = b"gotk_unit"
 # version of the scan file layout (SCAN_SCHEMA + the stats under UNIT_META_KEY): part of every unit digest, so a
@@ -184,16 +188,43 @@ def peak_rss_mib() -> float:
     return round(peak / (1 << 20 if sys.platform == "darwin" else 1 << 10), 1)
 
 
-def _u16(values) -> bytes:
-    return np.asarray(values, dtype="<u2").tobytes()
-
-
 def _kept_rows(rec: GameRecord, played: int, include_passes: bool, skip_first: int) -> int:
     """Rows the encoder yields for ``played`` replayed moves (:func:`gotk.encoders.base.kept_count`)."""
     return kept_count(rec.points[:played], rec.size, include_passes, skip_first)
 
 
 _WHERE_AFTER_REPLAY = {"positions", "partial"}  # columns known only once the game is replayed
+_SCAN_ARRAYS = ("setup_black", "setup_white", "setup_empty", "colors", "points")  # the compact record's arrays
+
+
+def _binary_column(data: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> pa.Array:
+    """A binary column of the rows ``keep`` of a flat array cut at ``offsets`` (row ``g`` =
+    ``data[offsets[g]:offsets[g + 1]]``), each row its elements' little-endian bytes."""
+    lengths = (offsets[1:] - offsets[:-1])[keep]
+    starts = offsets[:-1][keep]
+    index = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
+    raw = np.ascontiguousarray(data[index]).view(np.uint8)
+    item = data.dtype.itemsize
+    ends = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths * item, out=ends[1:])
+    return pa.Array.from_buffers(pa.binary(), len(lengths), [None, pa.py_buffer(ends), pa.py_buffer(raw)])
+
+
+def _scan_arrays(batch, offsets: np.ndarray, kept: list[int]) -> dict[str, pa.Array]:
+    """The scan file's record arrays (:data:`_SCAN_ARRAYS`) of the games ``kept`` of the replayed ``batch``
+    (``offsets``: each game's main-line range): setup points and points as ``<u2``, colours as ``u1``."""
+    from gotk.game import kernels as K
+
+    keep = np.asarray(kept, dtype=np.int64)
+    moves = np.append(offsets[:, 0], offsets[-1, 1] if len(offsets) else 0)
+    games = batch.games
+    out = {"colors": _binary_column(batch.colors.astype("u1"), moves, keep),
+           "points": _binary_column(batch.points.astype("<u2"), moves, keep)}
+    for name, c0, pts in (("setup_black", K.G_B0, batch.setup_b), ("setup_white", K.G_W0, batch.setup_w),
+                          ("setup_empty", K.G_E0, batch.setup_e)):
+        off = np.append(games[:, c0], games[-1, c0 + 1] if len(games) else 0)
+        out[name] = _binary_column(pts.astype("<u2"), off, keep)
+    return out
 
 
 def _where(text: str | None):
@@ -203,8 +234,13 @@ def _where(text: str | None):
 
 
 def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
-    """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats."""
-    from gotk.game.replay import replay
+    """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats.
+
+    Three passes, so that the replays of the whole unit run in one compiled call: read and filter every
+    game (its skips noted in source order), replay the games left (:func:`gotk.game.replay.replay_batch`),
+    then settle each game in source order (skips and first examples exactly as one game at a time gives)."""
+    from gotk.game import kernels as K
+    from gotk.game.replay import GameBatch, replay, replay_batch, stop_error
     from gotk.sgf.metadata import BotList, default_bots, normalise_record
     from gotk.sgf.reader import iter_sgf
 
@@ -225,12 +261,16 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     examples: dict[str, str] = {}
     games_read = 0
     reader: Counter = Counter()  # inputs / games per SGF reader path (compiled or sgfmill)
-    cols: dict[str, list] = {name: [] for name in SCAN_SCHEMA.names}
+    cols: dict[str, list] = {name: [] for name in SCAN_SCHEMA.names if name not in _SCAN_ARRAYS}
 
     def skip(reason: str, where: str, message: str = "") -> None:
         skipped[reason] += 1
         examples.setdefault(reason, f"{where}: {message}" if message else where)
 
+    # pass 1: read, normalise, filter; ``steps`` holds, in source order, a skip (reason, where, message) or
+    # the index of a game to replay in ``games`` (place, path, record, row)
+    steps: list[tuple[str, str, str] | int] = []
+    games: list[tuple[str, str, GameRecord, dict]] = []
     for path, archive, member, data in unit.items:
         place = f"{archive}:{member}" if member else archive
         t = time.perf_counter()
@@ -239,13 +279,13 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         except GotkError as e:
             t_parse += time.perf_counter() - t
             games_read += 1
-            skip(e.reason, place, str(e))
+            steps.append((e.reason, place, str(e)))
             continue
         t_parse += time.perf_counter() - t
         for rec in records:
             games_read += 1
             if isinstance(rec, GotkError):
-                skip(rec.reason, place, str(rec))
+                steps.append((rec.reason, place, str(rec)))
                 continue
             meta = normalise_record(rec, bots)
             if rec.warnings:  # the reader's fallbacks (charset_mismatch) join the metadata warnings
@@ -254,24 +294,43 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
             if meta["warnings"]:
                 warnings.update(meta["warnings"].split(","))
             if rec.size != size:
-                skip("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}")
+                steps.append(("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}"))
                 continue
             if options.max_moves and rec.num_moves > options.max_moves:
-                skip("too_long", place, f"{rec.num_moves} moves, over --max-moves {options.max_moves}")
+                steps.append(("too_long", place, f"{rec.num_moves} moves, over --max-moves {options.max_moves}"))
                 continue
             if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
-                skip("filtered_handicap", place, f"handicap {rec.handicap}")
+                steps.append(("filtered_handicap", place, f"handicap {rec.handicap}"))
                 continue
             if not passes_min_rank(rec.black_rank, rec.white_rank, min_rank):
-                skip("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}")
+                steps.append(("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}"))
                 continue
             row = {"game_id": game_id(rec), "archive": archive, "member": member, "black": rec.black,
                    "white": rec.white, "handicap": int(rec.handicap), "result": str(rec.result),
                    "winner": rec.result.winner, "num_moves": rec.num_moves, **meta}
             if where is not None and not where_late and (why := where.reason(row)) is not None:
-                skip("filtered_where", place, why)
+                steps.append(("filtered_where", place, why))
                 filtered_where[why] += 1
                 continue
+            steps.append(len(games))
+            games.append((place, path, rec, row))
+
+    # pass 2: every game left replayed (and its rows counted) in one compiled call
+    t = time.perf_counter()
+    batch = GameBatch.from_records([g[2] for g in games])
+    replayed = replay_batch(batch)
+    offsets = batch.games[:, [K.G_M0, K.G_M1]]
+    played = replayed[:, 0].copy()
+    t_replay += time.perf_counter() - t
+
+    # pass 3: each game settled in source order
+    kept: list[int] = []
+    for step in steps:
+        if not isinstance(step, int):
+            skip(*step)
+            continue
+        place, path, rec, row = games[step]
+        if replayed[step, 1] == K.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
             t = time.perf_counter()
             try:
                 out = replay(rec, min_moves=0, keep_history=False)
@@ -280,31 +339,32 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
                 skip(e.reason, place, str(e))
                 continue
             t_replay += time.perf_counter() - t
-            rows = _kept_rows(rec, out.moves_played, include_passes, skip_first)
-            err = out.error
-            if err is not None and options.drop_partial:
-                skip(err.reason, place, str(err))
+            played[step], err = out.moves_played, out.error
+        else:
+            err = stop_error(rec, int(replayed[step, 1]), int(played[step]), rec.colors, rec.points)
+        rows = _kept_rows(rec, int(played[step]), include_passes, skip_first)
+        if err is not None and options.drop_partial:
+            skip(err.reason, place, str(err))
+            continue
+        if rows == 0:
+            skip(err.reason if err is not None else "too_short", place,
+                 str(err) if err is not None else f"{rec.num_moves} moves, no position kept")
+            continue
+        if where_late:
+            row.update(positions=rows, partial=err.reason if err is not None else None)
+            if (why := where.reason(row)) is not None:
+                skip("filtered_where", place, why)
+                filtered_where[why] += 1
                 continue
-            if rows == 0:
-                skip(err.reason if err is not None else "too_short", place,
-                     str(err) if err is not None else f"{rec.num_moves} moves, no position kept")
-                continue
-            if where_late:
-                row.update(positions=rows, partial=err.reason if err is not None else None)
-                if (why := where.reason(row)) is not None:
-                    skip("filtered_where", place, why)
-                    filtered_where[why] += 1
-                    continue
-            if err is not None:
-                partial[err.reason] += 1
-                examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
-            row.update(path=path, rows=rows, partial=err.reason if err is not None else None,
-                       size=rec.size, first_player=int(rec.first_player or 0),
-                       setup_black=_u16(rec.setup_black), setup_white=_u16(rec.setup_white),
-                       setup_empty=_u16(rec.setup_empty), colors=np.asarray(rec.colors, dtype="u1").tobytes(),
-                       points=_u16(rec.points))
-            for key in cols:
-                cols[key].append(row[key])
+        if err is not None:
+            partial[err.reason] += 1
+            examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
+        row.update(path=path, rows=rows, partial=err.reason if err is not None else None,
+                   size=rec.size, first_player=int(rec.first_player or 0))
+        for key in cols:
+            cols[key].append(row[key])
+        kept.append(step)
+    arrays = _scan_arrays(batch, offsets, kept)
 
     stats = {
         "unit_id": unit.unit_id,
@@ -318,7 +378,8 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         "filtered_where": dict(sorted(filtered_where.items())),
         "sgf_reader": dict(sorted(reader.items())),
     }
-    table = pa.Table.from_pydict(cols, schema=SCAN_SCHEMA)
+    table = pa.Table.from_pydict({name: arrays[name] if name in arrays else cols[name] for name in SCAN_SCHEMA.names},
+                                 schema=SCAN_SCHEMA)
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
@@ -379,6 +440,7 @@ class _UnitGames:
         self.first_player = table.column("first_player").to_numpy()
         self._bin = {name: self._binary(table.column(name))
                      for name in ("setup_black", "setup_white", "setup_empty", "colors", "points")}
+        self._batch: GameBatch | None = None
 
     @staticmethod
     def _binary(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -388,6 +450,42 @@ class _UnitGames:
         offsets = np.frombuffer(off, dtype=np.int32)[arr.offset: arr.offset + len(arr) + 1]
         raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         return offsets, raw
+
+    def batch(self, size: int) -> GameBatch | None:
+        """Every game of the unit as one :class:`~gotk.game.replay.GameBatch` (made once), or None unless
+        every game is on a ``size`` board."""
+        from gotk.game.replay import GameBatch
+
+        if self._batch is None:
+            if not bool(np.all(self.size == size)):
+                return None
+
+            def flat(name: str, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+                off, raw = self._bin[name]
+                item = np.dtype(dtype).itemsize
+                return raw[off[0]: off[-1]].view(dtype), (off - off[0]) // item
+
+            colors, moves = flat("colors", "i1")
+            points, point_moves = flat("points", "<i2")
+            if not np.array_equal(moves, point_moves):
+                raise ValueError("scan file: the colors and points columns disagree")
+            setup = [flat(name, "<u2") for name in ("setup_black", "setup_white", "setup_empty")]
+            self._batch = GameBatch.from_arrays(size, self.rules, (colors, points, moves), setup)
+            self.caps = {}
+            self.sign = np.array([winner_sign(w) for w in self.winner], dtype=np.int8)
+        return self._batch
+
+    def cap(self, include_passes: bool, skip_first: int) -> np.ndarray:
+        """Each game's :func:`~gotk.encoders.base.kept_count` of its whole main line: the rows an encoder
+        may touch (after :meth:`batch`)."""
+        from gotk.game import kernels as K
+
+        key = (include_passes, skip_first)
+        if key not in self.caps:
+            b = self._batch
+            moves = np.append(b.games[:, K.G_M0], b.games[-1, K.G_M1] if len(b) else 0)
+            self.caps[key] = kept_counts(b.points, moves, np.diff(moves), b.size, include_passes, skip_first)
+        return self.caps[key]
 
     def _bytes(self, name: str, i: int) -> np.ndarray:
         off, raw = self._bin[name]
@@ -514,17 +612,88 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         close_rows(rows, winner, gid)
         return True
 
+    def put_games(unit: _UnitGames, games: list[int]) -> None:
+        """Whole games of ``unit`` (each under ``chunk_moves`` rows) encoded straight into the batch, as
+        many per compiled call (:meth:`~gotk.encoders.game_loop.FillEncoder.encode_batch_into`) as the batch
+        (and, for bit encoders, ``scratch``) has room for; the same rows as :func:`put_whole` one by one."""
+        nonlocal scratch, pos, remaining
+        from gotk.game.replay import GameBatch
+
+        whole = unit.batch(enc.board_size)
+        caps = unit.cap(include_passes, skip_first)
+        index = np.asarray(games, dtype=np.int64)
+        k = 0
+        while k < len(index):
+            if pos + caps[index[k]] > len(cols["label"]):
+                flush()
+                new_batch(int(caps[index[k]]))
+            room_rows = len(cols["label"]) - pos
+            if packed_bits:
+                room_rows = min(room_rows, chunk_moves)
+            run = index[k:]
+            run = run[:max(1, int(np.searchsorted(np.cumsum(caps[run]), room_rows, side="right")))]
+            cap = int(caps[run].sum())
+            sub = GameBatch(whole.size, whole.games[run], whole.colors, whole.points, whole.setup_b, whole.setup_w,
+                            whole.setup_e)
+            sl = slice(pos, pos + cap)
+            if packed_bits:
+                if scratch is None:
+                    scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
+                out = scratch
+            else:
+                out = cols["feat"][sl].view(enc.np_dtype).reshape(cap, enc.num_planes, enc.num_points)
+            result, rows, done = enc.encode_batch_into(sub, out, cols["label"][sl], cols["move"][sl],
+                                                       cols["tp"][sl], include_passes, skip_first)
+            if done < len(run):  # unusable setup stones: the game's own first position raises the error
+                from gotk.game.replay import initial_state
+
+                initial_state(unit.record(int(run[done])))
+                raise RuntimeError(f"game {unit.game_id[run[done]]}: the batch loop refused its setup stones")
+            wrong = np.flatnonzero(result[:, 0] != unit.rows[run])
+            if wrong.size:
+                g = int(run[wrong[0]])
+                raise RuntimeError(f"encoder {desc['name']} gave {int(result[wrong[0], 0])} rows for game "
+                                   f"{unit.game_id[g]}, the scan counted {unit.rows[g]}")
+            sl = slice(pos, pos + rows)
+            if packed_bits:
+                cols["feat"][sl] = np.packbits(scratch[:rows].reshape(rows, -1), axis=1, bitorder="big")
+            per_game = result[:, 0]
+            cols["value"][sl] = signed_value_targets(np.repeat(unit.sign[run], per_game), cols["tp"][sl])
+            cols["gidx"][sl] = np.repeat(np.arange(len(gids), len(gids) + len(run), dtype=np.int32), per_game)
+            gids.extend(unit.game_id[g] for g in run.tolist())
+            pos += rows
+            remaining -= rows
+            k += len(run)
+
     # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
     chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
     scratch: np.ndarray | None = None
     into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes through its chunks
+    batchable = into is not None and getattr(enc, "batchable", False)
+    run: list[int] = []  # whole games of the current unit waiting for put_games
+
+    def put_run() -> None:
+        nonlocal t_encode
+        t, w = time.perf_counter(), t_write
+        put_games(unit, run)
+        t_encode += time.perf_counter() - t - (t_write - w)  # a flush on the way counts as writing
+        run.clear()
+
     try:
         unit_id_now, unit = None, None
         new_batch(0)
         for unit_id, game_index, lo, hi in spec["pieces"]:
             if unit_id != unit_id_now:  # pieces come in unit order: one unit's records at a time
+                if run:
+                    put_run()
                 unit = _UnitGames(read_scan_table(scan_path(options.work_dir, unit_id), st))
                 unit_id_now = unit_id
+            if (batchable and lo == 0 and hi == unit.rows[game_index] and unit.batch(enc.board_size) is not None
+                    and unit.cap(include_passes, skip_first)[game_index] <= chunk_moves):
+                run.append(game_index)
+                continue
+            if run:
+                put_run()
             rec = unit.record(game_index)
             game_rows = 0
             gid = unit.game_id[game_index]
@@ -544,6 +713,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
             if game_rows != unit.rows[game_index]:
                 raise RuntimeError(f"encoder {desc['name']} gave {game_rows} rows for game "
                                    f"{gid}, the scan counted {unit.rows[game_index]}")
+        if run:
+            put_run()
         flush()
         t = time.perf_counter()
         info = writer.close()

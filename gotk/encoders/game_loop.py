@@ -25,7 +25,8 @@ import numpy as np
 from gotk import jit
 from gotk.encoders.base import EncodedGame, Encoder, kept_count
 from gotk.game import kernels as K
-from gotk.game.replay import stop_error
+from gotk.game.replay import GameBatch, stop_error
+from gotk.game.state import tables
 
 FILL_ARGS = "board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color"
 
@@ -53,6 +54,56 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
     return j, points.shape[0], 0
 """
 
+#: The loop of :data:`LOOP_TEMPLATE` over every game of a :class:`~gotk.game.replay.GameBatch`, each from its own
+#: first position (``start_game``), rows end to end: game ``g`` writes ``result[g]`` = (rows, moves replayed,
+#: status). Each kept row is zeroed before its fill, so a row written for an illegal move and dropped is
+#: zeroed again when the next game's row takes its place. Stops at a game whose setup is unusable (its index
+#: is returned beside the rows written; the caller redoes it through :func:`encode_record_into`, which raises).
+BATCH_TEMPLATE = """\
+def {name}(out, labels, move_numbers, to_play, result, games, colors, points, setup_b, setup_w, setup_e, board,
+           head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head, e_nxt, e_libs,
+           e_ssize, e_placed, e_mark, e_meta, e_hashv, diag, include_passes, skip_first):
+    n = board.shape[0]
+    j = 0
+    for g in range(games.shape[0]):
+        s = start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head,
+                       e_nxt, e_libs, e_ssize, e_placed, e_mark, e_meta, e_hashv, games, g, colors, setup_b, setup_w,
+                       setup_e)
+        if s != -1:
+            return j, g
+        j0 = j
+        m0 = games[g, 0]
+        m1 = games[g, 1]
+        allow_suicide = games[g, 8] != 0
+        played = m1 - m0
+        st = 0
+        for i in range(m0, m1):
+            p = points[i]
+            color = colors[i]
+            kept = i - m0 >= skip_first and (include_passes or p != n)
+            if kept:
+                row = out[j]
+                for c in range(row.shape[0]):
+                    for q in range(row.shape[1]):
+                        row[c, q] = 0
+                fill(row, {fill_args})
+                labels[j] = p
+                move_numbers[j] = i - m0
+                to_play[j] = 1 if color == 1 else -1
+                j += 1
+            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, color,
+                           allow_suicide)
+            if st != 0:
+                if kept:
+                    j -= 1  # the label of that row is an illegal move: drop it
+                played = i - m0
+                break
+        result[g, 0] = j - j0
+        result[g, 1] = played
+        result[g, 2] = st
+    return j, games.shape[0]
+"""
+
 
 
 
@@ -67,13 +118,13 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
-    env = {"play_move": K.play_move, "np": np, "__name__": module}
+    env = {"play_move": K.play_move, "start_game": K.start_game, "np": np, "__name__": module}
     env.update(namespace)
     exec(compile(source, filename, "exec"), env)
     fn = env[name]
     fn.__module__ = module
     fn.__qualname__ = name
-    callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]
+    callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]  # (the engine's are kernels)
     return (jit.kernel if all(jit.is_kernel(v) for v in callees) else jit.compiled)(fn)
 
 
@@ -99,6 +150,22 @@ def game_loop_for(fill, with_state: bool = False):
                 f"{FILL_ARGS})", f"{FILL_ARGS}, state)", 1)
         entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)  # fill kept alive: ids stay unique
         _LOOPS[(id(fill), with_state)] = entry
+    return entry[0]
+
+
+_BATCH_LOOPS: dict[int, tuple[Any, Any]] = {}
+
+
+def batch_loop_for(fill):
+    """The compiled batch loop (:data:`BATCH_TEMPLATE`) calling ``fill``, built once per fill (cached across
+    processes, as :func:`game_loop_for`'s)."""
+    entry = _BATCH_LOOPS.get(id(fill))
+    if entry is None:
+        py = fill.py_func
+        name = f"_batch_loop_{py.__name__}"
+        source = BATCH_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)
+        _BATCH_LOOPS[id(fill)] = entry
     return entry[0]
 
 
@@ -157,6 +224,23 @@ def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_n
     rows, replayed, status = loop(*args)
     rows, replayed = int(rows), int(replayed)
     return rows, replayed, stop_error(record, int(status), replayed, colors, points)
+
+
+def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                      to_play: np.ndarray, include_passes: bool = False,
+                      skip_first: int = 0) -> tuple[np.ndarray, int, int]:
+    """:func:`encode_record_into` of every game of ``batch`` in one compiled call, rows end to end in the
+    caller's arrays (each at least as long as the sum of the games' :func:`~gotk.encoders.base.kept_count`
+    of their whole main lines; ``out`` need not be zeroed). Returns ``(result, rows, done)``: ``result[g]``
+    = (rows, moves replayed, engine status) of game ``g``, the rows written in all, and how many games
+    were encoded (fewer than the batch when game ``done``'s setup stones are unusable: redo it alone with
+    :func:`encode_record_into`, which raises the error)."""
+    result = np.zeros((len(batch), 3), dtype=np.int64)
+    b = batch
+    rows, done = batch_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, b.colors, b.points,
+                                      b.setup_b, b.setup_w, b.setup_e, *b.engine_args(), tables(b.size)[1],
+                                      bool(include_passes), max(0, int(skip_first)))
+    return result, int(rows), int(done)
 
 
 def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
@@ -246,6 +330,22 @@ class FillEncoder(Encoder):
             return encode_record_into(self.game_fill, record, out, labels, move_numbers, to_play, include_passes,
                                       skip_first, self.state_maker)
         return encode_record_into(self.fill, record, out, labels, move_numbers, to_play, include_passes, skip_first)
+
+    @property
+    def batchable(self) -> bool:
+        """Whether :meth:`encode_batch_into` can encode this encoder's games: a fill without per-game state."""
+        return self.game_fill is None
+
+    def encode_batch_into(self, batch: GameBatch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                          to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
+        """:meth:`encode_game_into` of every game of ``batch`` in one compiled call (:func:`encode_batch_into`);
+        only where :attr:`batchable`."""
+        if batch.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the games are {batch.size}x{batch.size}")
+        if not self.batchable:
+            raise ValueError(f"{self.name} keeps a state from one position of a game to the next: no batch loop")
+        return encode_batch_into(self.fill, batch, out, labels, move_numbers, to_play, include_passes, skip_first)
 
     def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
                            chunk_moves: int = 4096):

@@ -6,6 +6,7 @@ rules refuse ends the game there with a reason; the positions before it stay usa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from gotk.errors import GotkError, IllegalMoveError, SGFError
 from gotk.game import kernels as K
-from gotk.game.state import BLACK, WHITE, GameState, Rules
+from gotk.game.state import BLACK, WHITE, GameState, Rules, empty_arrays
 
 if TYPE_CHECKING:  # the record type only: the engine never parses SGF
     from gotk.sgf.record import GameRecord
@@ -104,6 +105,85 @@ def stop_error(record: GameRecord, status: int, played: int, colors: np.ndarray,
         reason, _, message = record.defect
         return SGFError(reason, f"move {played + 1}: {message}")
     return None
+
+
+@dataclass
+class GameBatch:
+    """Many games of one board size in flat arrays, for the compiled loops that take a whole batch in one call
+    (:func:`replay_batch`, the encoders' batch game loops): ``games`` ``(G, K.G_COLS)`` int64 (the
+    ``K.G_*`` columns: each game's ranges in the other arrays, and whether its rules allow suicide),
+    ``colors`` int64 and ``points`` int32 (every game's main line, end to end), ``setup_b``, ``setup_w``,
+    ``setup_e`` int32 (AB, AW, AE points). One Python call per batch instead of one per game."""
+
+    size: int
+    games: np.ndarray
+    colors: np.ndarray
+    points: np.ndarray
+    setup_b: np.ndarray
+    setup_w: np.ndarray
+    setup_e: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.games.shape[0])
+
+    @classmethod
+    def from_arrays(cls, size: int, rules: Sequence[str | None], moves: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    setup: Sequence[tuple[np.ndarray, np.ndarray]]) -> GameBatch:
+        """A batch from flat arrays: ``moves`` = (colors, points, offsets), game ``g``'s main line being
+        ``[offsets[g]:offsets[g + 1]]``; ``setup`` = ((points, offsets) of AB, of AW, of AE); ``rules`` each
+        game's ``RU`` (its suicide rule, :meth:`Rules.from_sgf`)."""
+        colors, points, offsets = moves
+        g = len(offsets) - 1
+        games = np.empty((g, K.G_COLS), dtype=np.int64)
+        games[:, K.G_M0] = offsets[:-1]
+        games[:, K.G_M1] = offsets[1:]
+        for (_, off), c0 in zip(setup, (K.G_B0, K.G_W0, K.G_E0), strict=True):
+            games[:, c0] = off[:-1]
+            games[:, c0 + 1] = off[1:]
+        games[:, K.G_SUICIDE] = [Rules.from_sgf(r).suicide for r in rules]
+        return cls(size, games, np.ascontiguousarray(colors, dtype=np.int64),
+                   np.ascontiguousarray(points, dtype=np.int32),
+                   *(np.ascontiguousarray(pts, dtype=np.int32) for pts, _ in setup))
+
+    @classmethod
+    def from_records(cls, records: Sequence[GameRecord]) -> GameBatch:
+        """A batch of ``records`` (all of one board size)."""
+        size = records[0].size if records else 19
+        if any(r.size != size for r in records):
+            raise ValueError("a game batch holds games of one board size")
+
+        def offsets(lengths) -> np.ndarray:
+            off = np.zeros(len(records) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(lengths, dtype=np.int64, count=len(records)), out=off[1:])
+            return off
+
+        def flat(arrays: list) -> np.ndarray:
+            return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+
+        moves = (flat([r.colors for r in records]), flat([r.points for r in records]),
+                 offsets(len(r.points) for r in records))
+        setup = []
+        for kind in ("setup_black", "setup_white", "setup_empty"):
+            pts = [getattr(r, kind) for r in records]
+            setup.append((np.fromiter((p for t in pts for p in t), dtype=np.int32), offsets(len(t) for t in pts)))
+        return cls.from_arrays(size, [r.rules for r in records], moves, setup)
+
+    def engine_args(self) -> tuple[np.ndarray, ...]:
+        """The arrays a batch loop plays on after the batch's own: a fresh position's (scratch, reset per game),
+        ``nbr``, ``zob``, an int32 ``stack`` and the empty-board template the games start from."""
+        s = GameState(self.size)
+        return (s.board, s.head, s.nxt, s.libs, s.ssize, s.placed, s.mark, s.meta, s.hashv, s.nbr, s.zob,
+                np.empty(self.size * self.size, dtype=np.int32), *empty_arrays(self.size))
+
+
+def replay_batch(batch: GameBatch) -> np.ndarray:
+    """:func:`replay` (default rules, no superko) of every game of ``batch`` in one compiled call:
+    ``(G, 2)`` int64 rows of (moves played, engine status); status ``K.SETUP_FAILED`` where
+    :func:`initial_state` would raise (redo that game with :func:`replay` for the error)."""
+    result = np.empty((len(batch), 2), dtype=np.int64)
+    K.replay_games(batch.games, result, batch.colors, batch.points, batch.setup_b, batch.setup_w, batch.setup_e,
+                   *batch.engine_args())
+    return result
 
 
 def iter_positions(record: GameRecord, rules: Rules | None = None):
