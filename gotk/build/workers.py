@@ -506,6 +506,28 @@ class _UnitGames:
         )
 
 
+_UNITS: dict[tuple, _UnitGames] = {}  # recently read local scan units (see unit_games)
+_UNITS_KEPT = 64
+
+
+def unit_games(work_dir: str, unit_id: int, st: Storage) -> _UnitGames:
+    """Scan unit ``unit_id``'s games. A process that writes several shards reads each unit once while it is
+    among the last :data:`_UNITS_KEPT` read (each split's shards take pieces of every unit): local files are
+    memory-mapped, and a file is known by its inode, size and modification time as well as its path, so a
+    scan file written afresh (``--resume``) is read afresh."""
+    path = scan_path(work_dir, unit_id)
+    if not st.is_local:
+        return _UnitGames(read_scan_table(path, st))
+    info = os.stat(path)
+    key = (str(work_dir), unit_id, info.st_ino, info.st_size, info.st_mtime_ns)
+    unit = _UNITS.get(key)
+    if unit is None:
+        if len(_UNITS) >= _UNITS_KEPT or any(k[0] != key[0] for k in _UNITS):
+            _UNITS.clear()  # too many, or another run's
+        unit = _UNITS[key] = _UnitGames(read_scan_table(path, st))
+    return unit
+
+
 #: Rows encoded before they are handed to the shard writer: about this many bytes of packed
 #: features (at least one row group), so memory stays bounded whatever ``--shard-rows``.
 BATCH_BYTES = 64 << 20
@@ -686,10 +708,12 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
             if unit_id != unit_id_now:  # pieces come in unit order: one unit's records at a time
                 if run:
                     put_run()
-                unit = _UnitGames(read_scan_table(scan_path(options.work_dir, unit_id), st))
+                unit = unit_games(options.work_dir, unit_id, st)
                 unit_id_now = unit_id
-            if (batchable and lo == 0 and hi == unit.rows[game_index] and unit.batch(enc.board_size) is not None
-                    and unit.cap(include_passes, skip_first)[game_index] <= chunk_moves):
+                # whole games of this unit the batch loop takes: the rows they yield, else -1
+                whole = (np.where(unit.cap(include_passes, skip_first) <= chunk_moves, unit.rows, -1).tolist()
+                         if batchable and unit.batch(enc.board_size) is not None else [-1] * len(unit.rows))
+            if lo == 0 and hi == whole[game_index]:
                 run.append(game_index)
                 continue
             if run:
