@@ -39,7 +39,7 @@ from gotk.hashing import sha256_bytes, sha256_stream
 from gotk.sgf.record import GameRecord, signed_value_targets, value_targets, winner_sign
 from gotk.shards import format as S
 from gotk.shards import manifest as M
-from gotk.shards.gameid import game_id
+from gotk.shards.gameid import game_id, game_ids
 from gotk.storage import Storage, join
 
 if TYPE_CHECKING:
@@ -261,7 +261,6 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     examples: dict[str, str] = {}
     games_read = 0
     reader: Counter = Counter()  # inputs / games per SGF reader path (compiled or sgfmill)
-    cols: dict[str, list] = {name: [] for name in SCAN_SCHEMA.names if name not in _SCAN_ARRAYS}
 
     def skip(reason: str, where: str, message: str = "") -> None:
         skipped[reason] += 1
@@ -305,8 +304,8 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
             if not passes_min_rank(rec.black_rank, rec.white_rank, min_rank):
                 steps.append(("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}"))
                 continue
-            row = {"game_id": game_id(rec), "archive": archive, "member": member, "black": rec.black,
-                   "white": rec.white, "handicap": int(rec.handicap), "result": str(rec.result),
+            row = {"game_id": game_id(rec) if where is not None else "", "archive": archive, "member": member,
+                   "black": rec.black, "white": rec.white, "handicap": int(rec.handicap), "result": str(rec.result),
                    "winner": rec.result.winner, "num_moves": rec.num_moves, **meta}
             if where is not None and not where_late and (why := where.reason(row)) is not None:
                 steps.append(("filtered_where", place, why))
@@ -320,11 +319,19 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     batch = GameBatch.from_records([g[2] for g in games])
     replayed = replay_batch(batch)
     offsets = batch.games[:, [K.G_M0, K.G_M1]]
+    moves = np.append(offsets[:, 0], offsets[-1, 1] if len(offsets) else 0)
     played = replayed[:, 0].copy()
+    rows_kept = kept_counts(batch.points, moves, played, size, include_passes, skip_first).tolist()
     t_replay += time.perf_counter() - t
+    if where is None:  # the ids of the whole batch at once (a --where may read them before the replay)
+        setup = [(pts, np.append(batch.games[:, c], batch.games[-1, c + 1] if len(batch) else 0))
+                 for pts, c in ((batch.setup_b, K.G_B0), (batch.setup_w, K.G_W0), (batch.setup_e, K.G_E0))]
+        for (_, _, _, row), gid in zip(games, game_ids(size, batch.colors, batch.points, moves, setup), strict=True):
+            row["game_id"] = gid
 
     # pass 3: each game settled in source order
     kept: list[int] = []
+    kept_rows: list[dict] = []
     for step in steps:
         if not isinstance(step, int):
             skip(*step)
@@ -340,9 +347,10 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
                 continue
             t_replay += time.perf_counter() - t
             played[step], err = out.moves_played, out.error
+            rows_kept[step] = _kept_rows(rec, out.moves_played, include_passes, skip_first)
         else:
             err = stop_error(rec, int(replayed[step, 1]), int(played[step]), rec.colors, rec.points)
-        rows = _kept_rows(rec, int(played[step]), include_passes, skip_first)
+        rows = rows_kept[step]
         if err is not None and options.drop_partial:
             skip(err.reason, place, str(err))
             continue
@@ -361,16 +369,18 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
             examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
         row.update(path=path, rows=rows, partial=err.reason if err is not None else None,
                    size=rec.size, first_player=int(rec.first_player or 0))
-        for key in cols:
-            cols[key].append(row[key])
+        kept_rows.append(row)
         kept.append(step)
-    arrays = _scan_arrays(batch, offsets, kept)
+    columns: dict[str, list | pa.Array] = _scan_arrays(batch, offsets, kept)
+    for name in SCAN_SCHEMA.names:
+        if name not in columns:
+            columns[name] = [row[name] for row in kept_rows]
 
     stats = {
         "unit_id": unit.unit_id,
         "digest": unit.digest,
         "games_read": games_read,
-        "candidates": len(cols["game_id"]),
+        "candidates": len(kept_rows),
         "skipped": dict(sorted(skipped.items())),
         "partial": dict(sorted(partial.items())),
         "examples": dict(sorted(examples.items())),
@@ -378,8 +388,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         "filtered_where": dict(sorted(filtered_where.items())),
         "sgf_reader": dict(sorted(reader.items())),
     }
-    table = pa.Table.from_pydict({name: arrays[name] if name in arrays else cols[name] for name in SCAN_SCHEMA.names},
-                                 schema=SCAN_SCHEMA)
+    table = pa.Table.from_pydict(columns, schema=SCAN_SCHEMA)
     table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
@@ -577,8 +586,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         nonlocal t_write
         t = time.perf_counter()
         if pos:
-            game_ids = pa.array(gids, pa.string()).take(pa.array(cols["gidx"][:pos]))
-            writer.write(S.rows_table(schema, game_ids, cols["move"][:pos], cols["tp"][:pos], cols["feat"][:pos],
+            ids = pa.array(gids, pa.string()).take(pa.array(cols["gidx"][:pos]))
+            writer.write(S.rows_table(schema, ids, cols["move"][:pos], cols["tp"][:pos], cols["feat"][:pos],
                                       cols["label"][:pos], cols["value"][:pos]))
         t_write += time.perf_counter() - t
 
