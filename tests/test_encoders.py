@@ -413,3 +413,21 @@ def test_encode_batch_into_writes_the_rows_of_encode_game(kgs_dir, name, kw):
     _, rows, done = enc.encode_batch_into(GameBatch.from_records([passes, bad, passes]), out, labels, move_numbers,
                                           to_play, **kw)
     assert done == 1 and rows == len(enc.encode_game(passes, **kw))
+
+
+def test_planes_said_to_write_every_point_do():
+    """A plane function in ``WRITES_EVERY_POINT`` gives the same plane over junk as over zeros (the batch loop
+    then skips zeroing the rows of a fill made of such planes, e.g. ``oneplane``)."""
+    from gotk.encoders import planes as P
+
+    state = GameState(5).setup([1, 2, 7], [3, 12, 13])
+    args = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
+            state.nbr, state.diag)
+    for fn in P.WRITES_EVERY_POINT:
+        params = (P.OWN,) if fn in (P.stones,) else ()
+        for color in (BLACK, WHITE):
+            zeros, junk = np.zeros(25, np.int8), np.full(25, 7, np.int8)
+            fn(zeros, *args, color, *params)
+            fn(junk, *args, color, *params)
+            assert np.array_equal(zeros, junk), fn.py_func.__name__
+    assert get_encoder("oneplane").dense and not get_encoder("sevenplane").dense

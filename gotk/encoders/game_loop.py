@@ -56,13 +56,14 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
 
 #: The loop of :data:`LOOP_TEMPLATE` over every game of a :class:`~gotk.game.replay.GameBatch`, each from its own
 #: first position (``start_game``), rows end to end: game ``g`` writes ``result[g]`` = (rows, moves replayed,
-#: status). Each kept row is zeroed before its fill, so a row written for an illegal move and dropped is
-#: zeroed again when the next game's row takes its place. Stops at a game whose setup is unusable (its index
+#: status). With ``zero_rows`` each kept row is zeroed before its fill (a fill that writes every element needs
+#: none), so a row written for an illegal move and dropped is clean again when the next game's row takes
+#: its place. Stops at a game whose setup is unusable (its index
 #: is returned beside the rows written; the caller redoes it through :func:`encode_record_into`, which raises).
 BATCH_TEMPLATE = """\
 def {name}(out, labels, move_numbers, to_play, result, games, colors, points, setup_b, setup_w, setup_e, board,
            head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head, e_nxt, e_libs,
-           e_ssize, e_placed, e_mark, e_meta, e_hashv, diag, include_passes, skip_first):
+           e_ssize, e_placed, e_mark, e_meta, e_hashv, diag, include_passes, skip_first, zero_rows):
     n = board.shape[0]
     j = 0
     for g in range(games.shape[0]):
@@ -83,9 +84,10 @@ def {name}(out, labels, move_numbers, to_play, result, games, colors, points, se
             kept = i - m0 >= skip_first and (include_passes or p != n)
             if kept:
                 row = out[j]
-                for c in range(row.shape[0]):
-                    for q in range(row.shape[1]):
-                        row[c, q] = 0
+                if zero_rows:
+                    for c in range(row.shape[0]):
+                        for q in range(row.shape[1]):
+                            row[c, q] = 0
                 fill(row, {fill_args})
                 labels[j] = p
                 move_numbers[j] = i - m0
@@ -227,11 +229,12 @@ def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_n
 
 
 def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
-                      to_play: np.ndarray, include_passes: bool = False,
-                      skip_first: int = 0) -> tuple[np.ndarray, int, int]:
+                      to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0,
+                      dense: bool = False) -> tuple[np.ndarray, int, int]:
     """:func:`encode_record_into` of every game of ``batch`` in one compiled call, rows end to end in the
     caller's arrays (each at least as long as the sum of the games' :func:`~gotk.encoders.base.kept_count`
-    of their whole main lines; ``out`` need not be zeroed). Returns ``(result, rows, done)``: ``result[g]``
+    of their whole main lines; ``out`` need not be zeroed: each row is, before its fill, unless ``dense``
+    says that ``fill`` writes every element). Returns ``(result, rows, done)``: ``result[g]``
     = (rows, moves replayed, engine status) of game ``g``, the rows written in all, and how many games
     were encoded (fewer than the batch when game ``done``'s setup stones are unusable: redo it alone with
     :func:`encode_record_into`, which raises the error)."""
@@ -239,7 +242,7 @@ def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarra
     b = batch
     rows, done = batch_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, b.colors, b.points,
                                       b.setup_b, b.setup_w, b.setup_e, *b.engine_args(), tables(b.size)[1],
-                                      bool(include_passes), max(0, int(skip_first)))
+                                      bool(include_passes), max(0, int(skip_first)), not dense)
     return result, int(rows), int(done)
 
 
@@ -295,6 +298,7 @@ class FillEncoder(Encoder):
     (a cache carried from one position to the next; it must give the same planes as ``fill``)."""
 
     fill: Any = None
+    dense: bool = False  # the fill writes every element of its output (zero or not): rows need no zeroing first
     game_fill: Any = None
     state_maker: Any = None
     names: tuple[str, ...] = ()
@@ -345,7 +349,8 @@ class FillEncoder(Encoder):
                              f"the games are {batch.size}x{batch.size}")
         if not self.batchable:
             raise ValueError(f"{self.name} keeps a state from one position of a game to the next: no batch loop")
-        return encode_batch_into(self.fill, batch, out, labels, move_numbers, to_play, include_passes, skip_first)
+        return encode_batch_into(self.fill, batch, out, labels, move_numbers, to_play, include_passes, skip_first,
+                                 self.dense)
 
     def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
                            chunk_moves: int = 4096):

@@ -107,6 +107,16 @@ def ko_forbidden(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
         dst[ko] = 1
 
 
+#: The plane functions that write every point of their plane, zero or not: a fill made of these alone needs no
+#: zeroed output (:func:`writes_every_point`).
+WRITES_EVERY_POINT = frozenset({stone_sign, stones, empty, ones})
+
+
+def writes_every_point(planes: tuple[Plane, ...]) -> bool:
+    """Whether the fill of ``planes`` writes every element of its output (see :data:`WRITES_EVERY_POINT`)."""
+    return all(p.fn in WRITES_EVERY_POINT for p in planes)
+
+
 def compose_fill(name: str, planes: tuple[Plane, ...], module: str):
     """One compiled (cached) fill function calling each plane function on ``out[k]`` in order.
 
