@@ -47,12 +47,12 @@ class Result:
 def value_targets(winner: str | None, to_play: np.ndarray) -> np.ndarray:
     """The value target of each position (int8): +1 where the player to move (``to_play``: +1 black, -1
     white) went on to win, -1 where they lost, 0 everywhere when ``winner`` (``"b"``/``"w"``) is None
-    (unknown, void or drawn). The one place this rule is coded."""
+    (unknown, void or drawn). The one place this rule is coded (with :func:`signed_value_targets`)."""
     return signed_value_targets(winner_sign(winner), to_play)
 
 
 def winner_sign(winner: str | None) -> int:
-    """``winner`` as :func:`signed_value_targets` takes it: +1 ``"b"``, -1 ``"w"``, 0 None."""
+    """``winner`` as :func:`signed_value_targets` takes it: 0 None, +1 ``"b"``, else -1 (``"w"``)."""
     return 0 if winner is None else 1 if winner == "b" else -1
 
 
