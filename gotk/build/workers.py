@@ -408,15 +408,23 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
 
 def warm_up(options: ShardOptions) -> None:
     """Compile (or load from numba's cache) every kernel a work unit runs: the SGF reader, the
-    replay and ``options``' encoder (and only that one), on a four-move game. Called in the parent
-    before a process pool forks, so the workers inherit the compiled code instead of each compiling
-    its own copy at once."""
-    from gotk.game.replay import replay
+    scan's batch replay and ``options``' encoder (and only that one: its batch loop, else its game loop),
+    on a four-move game. Called in the parent before a process pool forks, so the workers inherit the
+    compiled code instead of each compiling its own copy at once."""
+    from gotk.game.replay import GameBatch, replay_batch
     from gotk.sgf.reader import read_sgf
 
     (rec,) = read_sgf(b"(;GM[1]SZ[%d];B[aa];W[ba];B[];W[])" % options.board_size)
-    replay(rec, min_moves=0, keep_history=False)
-    _encoder(options).encode_game(rec, include_passes=options.include_passes, skip_first=options.skip_first)
+    batch = GameBatch.from_records([rec])
+    replay_batch(batch)
+    enc = _encoder(options)
+    if getattr(enc, "batchable", False):
+        n = rec.num_moves
+        enc.encode_batch_into(batch, np.empty((n, enc.num_planes, enc.num_points), enc.np_dtype),
+                              np.empty(n, np.int16), np.empty(n, np.int32), np.empty(n, np.int8),
+                              options.include_passes, options.skip_first)
+    else:
+        enc.encode_game(rec, include_passes=options.include_passes, skip_first=options.skip_first)
 
 
 # --- encoding ---------------------------------------------------------------------------------
@@ -660,16 +668,41 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         close_rows(rows, winner, gid)
         return True
 
-    def put_games(unit: _UnitGames, games: list[int]) -> None:
-        """Whole games of ``unit`` (each under ``chunk_moves`` rows) encoded straight into the batch, as
-        many per compiled call (:meth:`~gotk.encoders.game_loop.FillEncoder.encode_batch_into`) as the batch
-        (and, for bit encoders, ``scratch``) has room for; the same rows as :func:`put_whole` one by one."""
-        nonlocal scratch, pos, remaining
-        from gotk.game.replay import GameBatch
+    def encode_run(unit: _UnitGames, run: np.ndarray, out: np.ndarray, sl: slice) -> tuple[np.ndarray, int]:
+        """Games ``run`` of ``unit`` encoded by one compiled call (the encoder's batch loop), planes into ``out``
+        and labels, move numbers and colours to play into rows ``sl`` of ``rows_to`` (the batch, or
+        ``part_rows``); checked against the rows the scan counted. Returns (rows per game, rows in all)."""
+        from gotk.game.replay import GameBatch, initial_state
 
         whole = unit.batch(enc.board_size)
+        sub = GameBatch(whole.size, whole.games[run], whole.colors, whole.points, whole.setup_b, whole.setup_w,
+                        whole.setup_e)
+        result, rows, done = enc.encode_batch_into(sub, out, rows_to["label"][sl], rows_to["move"][sl],
+                                                   rows_to["tp"][sl], include_passes, skip_first)
+        if done < len(run):  # unusable setup stones: the game's own first position raises the error
+            initial_state(unit.record(int(run[done])))
+            raise RuntimeError(f"game {unit.game_id[run[done]]}: the batch loop refused its setup stones")
+        wrong = np.flatnonzero(result[:, 0] != unit.rows[run])
+        if wrong.size:
+            g = int(run[wrong[0]])
+            raise RuntimeError(f"encoder {desc['name']} gave {int(result[wrong[0], 0])} rows for game "
+                               f"{unit.game_id[g]}, the scan counted {unit.rows[g]}")
+        return result[:, 0], rows
+
+    def planes_scratch() -> np.ndarray:
+        nonlocal scratch
+        if scratch is None:
+            scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
+        return scratch
+
+    def put_games(unit: _UnitGames, games: list[int]) -> None:
+        """Whole games of ``unit`` (each under ``chunk_moves`` rows) encoded straight into the batch, as
+        many per compiled call (:func:`encode_run`) as the batch (and, for bit encoders, ``scratch``) has
+        room for; the same rows as :func:`put_whole` one by one."""
+        nonlocal pos, remaining, rows_to
         caps = unit.cap(include_passes, skip_first)
         index = np.asarray(games, dtype=np.int64)
+        rows_to = cols
         k = 0
         while k < len(index):
             if pos + caps[index[k]] > len(cols["label"]):
@@ -681,31 +714,13 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
             run = index[k:]
             run = run[:max(1, int(np.searchsorted(np.cumsum(caps[run]), room_rows, side="right")))]
             cap = int(caps[run].sum())
-            sub = GameBatch(whole.size, whole.games[run], whole.colors, whole.points, whole.setup_b, whole.setup_w,
-                            whole.setup_e)
             sl = slice(pos, pos + cap)
-            if packed_bits:
-                if scratch is None:
-                    scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
-                out = scratch
-            else:
-                out = cols["feat"][sl].view(enc.np_dtype).reshape(cap, enc.num_planes, enc.num_points)
-            result, rows, done = enc.encode_batch_into(sub, out, cols["label"][sl], cols["move"][sl],
-                                                       cols["tp"][sl], include_passes, skip_first)
-            if done < len(run):  # unusable setup stones: the game's own first position raises the error
-                from gotk.game.replay import initial_state
-
-                initial_state(unit.record(int(run[done])))
-                raise RuntimeError(f"game {unit.game_id[run[done]]}: the batch loop refused its setup stones")
-            wrong = np.flatnonzero(result[:, 0] != unit.rows[run])
-            if wrong.size:
-                g = int(run[wrong[0]])
-                raise RuntimeError(f"encoder {desc['name']} gave {int(result[wrong[0], 0])} rows for game "
-                                   f"{unit.game_id[g]}, the scan counted {unit.rows[g]}")
+            out = (planes_scratch() if packed_bits else
+                   cols["feat"][sl].view(enc.np_dtype).reshape(cap, enc.num_planes, enc.num_points))
+            per_game, rows = encode_run(unit, run, out, sl)
             sl = slice(pos, pos + rows)
             if packed_bits:
-                cols["feat"][sl] = np.packbits(scratch[:rows].reshape(rows, -1), axis=1, bitorder="big")
-            per_game = result[:, 0]
+                cols["feat"][sl] = np.packbits(out[:rows].reshape(rows, -1), axis=1, bitorder="big")
             cols["value"][sl] = signed_value_targets(np.repeat(unit.sign[run], per_game), cols["tp"][sl])
             cols["gidx"][sl] = np.repeat(np.arange(len(gids), len(gids) + len(run), dtype=np.int32), per_game)
             gids.extend(unit.game_id[g] for g in run.tolist())
@@ -713,9 +728,27 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
             remaining -= rows
             k += len(run)
 
+    def put_part(unit: _UnitGames, g: int, lo: int, hi: int) -> None:
+        """Rows ``lo:hi`` of game ``g`` of ``unit`` (under ``chunk_moves`` rows; the rest of it goes to another
+        shard): the whole game encoded by the batch loop into scratch, those rows copied into the batch."""
+        nonlocal rows_to
+        rows_to = part_rows
+        out = planes_scratch()
+        encode_run(unit, np.array([g], dtype=np.int64), out, slice(0, chunk_moves))
+        k = hi - lo
+        sl = room(k)
+        feats = out[lo:hi].reshape(k, -1)
+        cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
+        for name in ("move", "tp", "label"):
+            cols[name][sl] = part_rows[name][lo:hi]
+        close_rows(k, unit.winner[g], unit.game_id[g])
+
     # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
     chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
     scratch: np.ndarray | None = None
+    part_rows = {"label": np.empty(chunk_moves, np.int16), "move": np.empty(chunk_moves, np.int32),
+                 "tp": np.empty(chunk_moves, np.int8)}  # put_part's rows of one game
+    rows_to = cols  # where encode_run writes labels, move numbers and colours to play
     into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes through its chunks
     batchable = into is not None and getattr(enc, "batchable", False)
     run: list[int] = []  # whole games of the current unit waiting for put_games
@@ -739,8 +772,15 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
                 # whole games of this unit the batch loop takes: the rows they yield, else -1
                 whole = (np.where(unit.cap(include_passes, skip_first) <= chunk_moves, unit.rows, -1).tolist()
                          if batchable and unit.batch(enc.board_size) is not None else [-1] * len(unit.rows))
-            if lo == 0 and hi == whole[game_index]:
-                run.append(game_index)
+            if whole[game_index] >= 0:
+                if lo == 0 and hi == whole[game_index]:
+                    run.append(game_index)
+                    continue
+                if run:
+                    put_run()
+                t, w = time.perf_counter(), t_write
+                put_part(unit, game_index, lo, hi)
+                t_encode += time.perf_counter() - t - (t_write - w)
                 continue
             if run:
                 put_run()
