@@ -6,7 +6,7 @@ kinds of work unit, both in :mod:`gotk.build.workers`):
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
    parse, hash, filter and replay each unit (to count the rows every game yields) and write
-   ``.work/scan/unit-NNNNN.arrow``. At most ``2 × workers`` units are in flight, so memory stays
+   ``.work/unit-NNNNN.arrow``. At most ``2 × workers`` units are in flight, so memory stays
    bounded whatever the archive size.
 2. The parent consumes scan results strictly in unit order: global dedupe by ``game_id`` (first in
    source order wins), split assignment (from ``game_id``, or ``test`` for ``--test-from``
