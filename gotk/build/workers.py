@@ -322,8 +322,8 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     replayed = replay_batch(batch)
     offsets = batch.games[:, [K.G_M0, K.G_M1]]
     moves = np.append(offsets[:, 0], offsets[-1, 1] if len(offsets) else 0)
-    played = replayed[:, 0].copy()
-    rows_kept = kept_counts(batch.points, moves, played, size, include_passes, skip_first).tolist()
+    rows_kept = kept_counts(batch.points, moves, replayed[:, 0], size, include_passes, skip_first).tolist()
+    played, status = replayed[:, 0].tolist(), replayed[:, 1].tolist()
     t_replay += time.perf_counter() - t
     if where is None:  # the ids of the whole batch at once (a --where may read them before the replay)
         setup = [(pts, np.append(batch.games[:, c], batch.games[-1, c + 1] if len(batch) else 0))
@@ -339,7 +339,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
             skip(*step)
             continue
         place, path, rec, row = games[step]
-        if replayed[step, 1] == K.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
+        if status[step] == K.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
             t = time.perf_counter()
             try:
                 out = replay(rec, min_moves=0, keep_history=False)
@@ -348,10 +348,10 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
                 skip(e.reason, place, str(e))
                 continue
             t_replay += time.perf_counter() - t
-            played[step], err = out.moves_played, out.error
+            err = out.error
             rows_kept[step] = _kept_rows(rec, out.moves_played, include_passes, skip_first)
-        elif replayed[step, 1] != K.OK or rec.defect is not None:
-            err = stop_error(rec, int(replayed[step, 1]), int(played[step]), rec.colors, rec.points)
+        elif status[step] != K.OK or rec.defect is not None:
+            err = stop_error(rec, status[step], played[step], rec.colors, rec.points)
         else:
             err = None
         rows = rows_kept[step]
