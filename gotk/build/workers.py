@@ -399,9 +399,10 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
         w.write_table(table)
     blob = sink.getvalue()
     st = options.storage()
+    digest = sha256_bytes(blob)
     st.write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), blob)
-    st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), sha256_bytes(blob))
-    remember_unit(options.work_dir, unit.unit_id, st, table)
+    st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), digest)
+    remember_unit(options.work_dir, unit.unit_id, st, table, digest)
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -532,11 +533,6 @@ _UNITS: dict[tuple, _UnitGames] = {}  # recently read local scan units (see unit
 _UNITS_KEPT = 64
 
 
-def _unit_key(work_dir: str, unit_id: int) -> tuple:
-    info = os.stat(scan_path(work_dir, unit_id))
-    return str(work_dir), unit_id, info.st_ino, info.st_size, info.st_mtime_ns
-
-
 def _keep_unit(key: tuple, unit: _UnitGames) -> _UnitGames:
     if len(_UNITS) >= _UNITS_KEPT or any(k[0] != key[0] for k in _UNITS):
         _UNITS.clear()  # too many, or another run's
@@ -546,22 +542,22 @@ def _keep_unit(key: tuple, unit: _UnitGames) -> _UnitGames:
 
 def unit_games(work_dir: str, unit_id: int, st: Storage) -> _UnitGames:
     """Scan unit ``unit_id``'s games. A process that writes several shards reads each unit once while it is
-    among the last :data:`_UNITS_KEPT` read or scanned here (each split's shards take pieces of every unit):
-    local files are memory-mapped, and a file is known by its inode, size and modification time as well as
-    its path, so a scan file written afresh (``--resume``) is read afresh."""
+    among the last :data:`_UNITS_KEPT` read or scanned here (each split's shards take pieces of every unit).
+    Local files only; a unit is known by the sha256 written beside its scan file, so a scan file written
+    afresh (``--resume``, another run in the same folder) is read afresh."""
     if not st.is_local:
         return _UnitGames(read_scan_table(scan_path(work_dir, unit_id), st))
-    key = _unit_key(work_dir, unit_id)
+    key = (str(work_dir), unit_id, st.read_text(scan_sum_path(work_dir, unit_id)).strip())
     unit = _UNITS.get(key)
     return unit if unit is not None else _keep_unit(key, _UnitGames(read_scan_table(scan_path(work_dir, unit_id),
                                                                                      st)))
 
 
-def remember_unit(work_dir: str, unit_id: int, st: Storage, table: pa.Table) -> None:
-    """Keep the table of the scan file this process just wrote for :func:`unit_games` (local files only):
-    with one worker the shards then read no scan file back."""
+def remember_unit(work_dir: str, unit_id: int, st: Storage, table: pa.Table, sha256: str) -> None:
+    """Keep the table of the scan file (of that ``sha256``) this process just wrote for :func:`unit_games`
+    (local files only): with one worker the shards then read no scan file back."""
     if st.is_local:
-        _keep_unit(_unit_key(work_dir, unit_id), _UnitGames(table))
+        _keep_unit((str(work_dir), unit_id, sha256), _UnitGames(table))
 
 
 #: Rows encoded before they are handed to the shard writer: about this many bytes of packed
