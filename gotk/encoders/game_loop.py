@@ -58,8 +58,9 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
 #: first position (``start_game``), rows end to end: game ``g`` writes ``result[g]`` = (rows, moves replayed,
 #: status). With ``zero_rows`` each kept row is zeroed before its fill (a fill that writes every element needs
 #: none), so a row written for an illegal move and dropped is clean again when the next game's row takes
-#: its place. Stops at a game whose setup is unusable (its index
-#: is returned beside the rows written; the caller redoes it through :func:`encode_record_into`, which raises).
+#: its place. Stops at a game whose setup is unusable (its index is returned beside the rows written; the
+#: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]`` and
+#: ``[g, 8]`` are the ``K.G_M0``, ``K.G_M1`` and ``K.G_SUICIDE`` columns.
 BATCH_TEMPLATE = """\
 def {name}(out, labels, move_numbers, to_play, result, games, colors, points, setup_b, setup_w, setup_e, board,
            head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head, e_nxt, e_libs,
@@ -126,7 +127,7 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     fn = env[name]
     fn.__module__ = module
     fn.__qualname__ = name
-    callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]  # (the engine's are kernels)
+    callees = [v for v in namespace.values() if hasattr(v, "targetoptions")]
     return (jit.kernel if all(jit.is_kernel(v) for v in callees) else jit.compiled)(fn)
 
 
