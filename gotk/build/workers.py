@@ -671,11 +671,9 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         """Games ``run`` of ``unit`` encoded by one compiled call (the encoder's batch loop), planes into ``out``
         and labels, move numbers and colours to play into rows ``sl`` of ``rows_to`` (the batch, or
         ``part_rows``); checked against the rows the scan counted. Returns (rows per game, rows in all)."""
-        from gotk.game.replay import GameBatch, initial_state
+        from gotk.game.replay import initial_state
 
-        whole = unit.batch(enc.board_size)
-        sub = GameBatch(whole.size, whole.games[run], whole.colors, whole.points, whole.setup_b, whole.setup_w,
-                        whole.setup_e)
+        sub = unit.batch(enc.board_size).take(run)
         result, rows, done = enc.encode_batch_into(sub, out, rows_to["label"][sl], rows_to["move"][sl],
                                                    rows_to["tp"][sl], include_passes, skip_first)
         if done < len(run):  # unusable setup stones: the game's own first position raises the error

@@ -59,23 +59,23 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
 #: status). With ``zero_rows`` each kept row is zeroed before its fill (a fill that writes every element needs
 #: none), so a row written for an illegal move and dropped is clean again when the next game's row takes
 #: its place. Stops at a game whose setup is unusable (its index is returned beside the rows written; the
-#: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]`` and
-#: ``[g, 8]`` are the ``K.G_M0``, ``K.G_M1`` and ``K.G_SUICIDE`` columns.
+#: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]``, ``[g, 8]``
+#: and ``[g, 9]`` are the ``K.G_M0``, ``K.G_M1``, ``K.G_SUICIDE`` and ``K.G_START`` columns.
 BATCH_TEMPLATE = """\
-def {name}(out, labels, move_numbers, to_play, result, games, colors, points, setup_b, setup_w, setup_e, board,
-           head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head, e_nxt, e_libs,
-           e_ssize, e_placed, e_mark, e_meta, e_hashv, diag, include_passes, skip_first, zero_rows):
+def {name}(out, labels, move_numbers, to_play, result, games, colors, points, board, head, nxt, libs, ssize, placed,
+           mark, meta, hashv, nbr, zob, s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv,
+           diag, include_passes, skip_first, zero_rows):
     n = board.shape[0]
     j = 0
     for g in range(games.shape[0]):
-        s = start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head,
-                       e_nxt, e_libs, e_ssize, e_placed, e_mark, e_meta, e_hashv, games, g, colors, setup_b, setup_w,
-                       setup_e)
-        if s != -1:
-            return j, g
-        j0 = j
+        t = games[g, 9]
         m0 = games[g, 0]
         m1 = games[g, 1]
+        if t < 0:
+            return j, g
+        start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
+                   s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
+        j0 = j
         allow_suicide = games[g, 8] != 0
         played = m1 - m0
         st = 0
@@ -242,8 +242,8 @@ def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarra
     result = np.zeros((len(batch), 3), dtype=np.int64)
     b = batch
     rows, done = batch_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, b.colors, b.points,
-                                      b.setup_b, b.setup_w, b.setup_e, *b.engine_args(), tables(b.size)[1],
-                                      bool(include_passes), max(0, int(skip_first)), not dense)
+                                      *b.engine_args(), tables(b.size)[1], bool(include_passes),
+                                      max(0, int(skip_first)), not dense)
     return result, int(rows), int(done)
 
 

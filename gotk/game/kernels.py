@@ -435,81 +435,50 @@ def legal_mask(board, head, libs, meta, nbr, color, allow_suicide, out):
 
 # columns of a game batch's table (``games[g]``, int64): the game's main line is ``colors[M0:M1]`` /
 # ``points[M0:M1]``, its setup stones ``setup_b[B0:B1]``, ``setup_w[W0:W1]``, ``setup_e[E0:E1]`` (one
-# concatenated array per kind, for the whole batch), ``SUICIDE`` 1 where its rules allow suicide
-G_M0, G_M1, G_B0, G_B1, G_W0, G_W1, G_E0, G_E1, G_SUICIDE = range(9)
-G_COLS = 9
+# concatenated array per kind, for the whole batch), ``SUICIDE`` 1 where its rules allow suicide, ``START`` the
+# row of its first position in the batch's ``s_*`` arrays (-1: its setup stones are unusable)
+G_M0, G_M1, G_B0, G_B1, G_W0, G_W1, G_E0, G_E1, G_SUICIDE, G_START = range(10)
+G_COLS = 10
 SETUP_FAILED = -2  # replay_games' status of a game whose setup stones are unusable
 
 
 @internal_kernel
-def start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head, e_nxt,
-               e_libs, e_ssize, e_placed, e_mark, e_meta, e_hashv, games, g, colors, setup_b, setup_w, setup_e):
-    """Set the engine arrays to game ``g``'s first position, as ``gotk.game.replay.initial_state`` builds it:
-    copies of the empty board (the ``e_*`` arrays: :mod:`gotk.game.state`'s template), then the setup
-    stones placed black, white, empty in that order (``GameState.setup``), then the first move's colour to
-    play. Returns -1, or where the setup is unusable (a point off the board: -2; a string left without
-    liberties: its point) for the caller to redo the game through ``initial_state``, which raises the
-    error."""
-    n = board.shape[0]
-    for p in range(n):
-        board[p] = e_board[p]
-        head[p] = e_head[p]
-        nxt[p] = e_nxt[p]
-        libs[p] = e_libs[p]
-        ssize[p] = e_ssize[p]
-        placed[p] = e_placed[p]
-        mark[p] = e_mark[p]
+def start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
+               s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1):
+    """Set the engine arrays to a game's first position: row ``t`` of the ``s_*`` arrays (the position
+    ``gotk.game.replay.initial_state`` builds, setup stones placed), then, as it does, the first move's colour to
+    play (a game without moves plays and encodes nothing, so it is left as is)."""
+    for p in range(board.shape[0]):
+        board[p] = s_board[t, p]
+        head[p] = s_head[t, p]
+        nxt[p] = s_nxt[t, p]
+        libs[p] = s_libs[t, p]
+        ssize[p] = s_ssize[t, p]
+        placed[p] = s_placed[t, p]
+        mark[p] = s_mark[t, p]
     for j in range(meta.shape[0]):
-        meta[j] = e_meta[j]
-    hashv[0] = e_hashv[0]
-    b0, b1, w0, w1, e0, e1 = games[g, G_B0], games[g, G_B1], games[g, G_W0], games[g, G_W1], games[g, G_E0], \
-        games[g, G_E1]
-    if b1 > b0 or w1 > w0 or e1 > e0:
-        for k in range(b0, b1):
-            p = setup_b[k]
-            if p < 0 or p >= n:
-                return -2
-            board[p] = BLACK
-            placed[p] = -1
-        for k in range(w0, w1):
-            p = setup_w[k]
-            if p < 0 or p >= n:
-                return -2
-            board[p] = WHITE
-            placed[p] = -1
-        for k in range(e0, e1):
-            p = setup_e[k]
-            if p < 0 or p >= n:
-                return -2
-            board[p] = EMPTY
-            placed[p] = -1
-        p = setup_position(board, head, nxt, libs, ssize, nbr, mark, meta, zob, hashv, stack)
-        if p >= 0:
-            return p
-        meta[M_KO] = -1
-    # initial_state's first player; a game without moves plays and encodes nothing, so it is left as is
-    if games[g, G_M1] > games[g, G_M0]:
-        meta[M_TO_PLAY] = colors[games[g, G_M0]]
-    return -1
+        meta[j] = s_meta[t, j]
+    hashv[0] = s_hashv[t, 0]
+    if m1 > m0:
+        meta[M_TO_PLAY] = colors[m0]
 
 
 @kernel
-def replay_games(games, result, colors, points, setup_b, setup_w, setup_e, board, head, nxt, libs, ssize, placed,
-                 mark, meta, hashv, nbr, zob, stack, e_board, e_head, e_nxt, e_libs, e_ssize, e_placed, e_mark,
-                 e_meta, e_hashv):
+def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
+                 s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv):
     """:func:`replay_moves` (without superko) of every game of a batch (``games``: the ``G_*`` columns), each
     from its own first position (:func:`start_game`), in one call: ``result[g]`` = (moves played, status),
     status :data:`SETUP_FAILED` when the setup stones are unusable."""
     for g in range(games.shape[0]):
-        s = start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, stack, e_board, e_head,
-                       e_nxt, e_libs, e_ssize, e_placed, e_mark, e_meta, e_hashv, games, g, colors, setup_b, setup_w,
-                       setup_e)
-        if s != -1:
+        t = games[g, G_START]
+        m0 = games[g, G_M0]
+        m1 = games[g, G_M1]
+        if t < 0:
             result[g, 0] = 0
             result[g, 1] = SETUP_FAILED
             continue
-        m0 = games[g, G_M0]
-        m1 = games[g, G_M1]
+        start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
+                   s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
         allow_suicide = games[g, G_SUICIDE] != 0
         played = m1 - m0
         st = OK

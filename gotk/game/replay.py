@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gotk.errors import GotkError, IllegalMoveError, SGFError
 from gotk.game import kernels as K
-from gotk.game.state import BLACK, WHITE, GameState, Rules, empty_arrays
+from gotk.game.state import BLACK, WHITE, GameState, Rules
 
 if TYPE_CHECKING:  # the record type only: the engine never parses SGF
     from gotk.sgf.record import GameRecord
@@ -55,14 +56,35 @@ def first_to_play(record: GameRecord) -> int:
 def initial_state(record: GameRecord, rules: Rules | None = None) -> GameState:
     """The position before the first main-line move (setup stones placed)."""
     rules = rules or Rules.from_sgf(record.rules)
-    state = GameState(record.size, rules, record.komi)
-    if record.setup_black or record.setup_white or record.setup_empty:
-        try:
-            state.setup(record.setup_black, record.setup_white, record.setup_empty)
-        except IllegalMoveError as e:
-            raise SGFError("bad_setup", str(e)) from e
+    state = _set_up(record.size, rules, record.komi, record.setup_black, record.setup_white, record.setup_empty)
     state.to_play = first_to_play(record)
     return state
+
+
+def _set_up(size: int, rules: Rules | None, komi: float, black, white, empty) -> GameState:
+    """A new position with these setup stones placed (``SGFError`` ``bad_setup`` when they are unusable)."""
+    state = GameState(size, rules, komi)
+    if black or white or empty:
+        try:
+            state.setup(black, white, empty)
+        except IllegalMoveError as e:
+            raise SGFError("bad_setup", str(e)) from e
+    return state
+
+
+@lru_cache(maxsize=4096)
+def _first_position(size: int, black: tuple, white: tuple, empty: tuple) -> tuple[np.ndarray, ...] | None:
+    """The engine arrays (read-only) of :func:`initial_state`'s position for these setup stones, or None when
+    they are unusable. Handicap placements repeat from game to game: each is set up once per process."""
+    try:
+        state = _set_up(size, None, 0.0, black, white, empty)
+    except SGFError:
+        return None
+    arrays = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
+              state.hashv)
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
 
 
 def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
@@ -113,7 +135,8 @@ class GameBatch:
     (:func:`replay_batch`, the encoders' batch game loops): ``games`` ``(G, K.G_COLS)`` int64 (the
     ``K.G_*`` columns: each game's ranges in the other arrays, and whether its rules allow suicide),
     ``colors`` int64 and ``points`` int32 (every game's main line, end to end), ``setup_b``, ``setup_w``,
-    ``setup_e`` int32 (AB, AW, AE points). One Python call per batch instead of one per game."""
+    ``setup_e`` int32 (AB, AW, AE points), ``starts`` the distinct first positions of the games (the engine's nine
+    arrays, one row each; ``K.G_START`` says a game's row). One Python call per batch instead of one per game."""
 
     size: int
     games: np.ndarray
@@ -122,9 +145,15 @@ class GameBatch:
     setup_b: np.ndarray
     setup_w: np.ndarray
     setup_e: np.ndarray
+    starts: tuple[np.ndarray, ...]
 
     def __len__(self) -> int:
         return int(self.games.shape[0])
+
+    def take(self, index: np.ndarray) -> GameBatch:
+        """The games ``index`` of this batch (the arrays are shared)."""
+        return GameBatch(self.size, self.games[index], self.colors, self.points, self.setup_b, self.setup_w,
+                         self.setup_e, self.starts)
 
     @classmethod
     def from_arrays(cls, size: int, rules: Sequence[str | None], moves: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -141,9 +170,27 @@ class GameBatch:
             games[:, c0] = off[:-1]
             games[:, c0 + 1] = off[1:]
         games[:, K.G_SUICIDE] = [Rules.from_sgf(r).suicide for r in rules]
+        # each game's first position: one row per distinct set of setup stones (most games have none)
+        lists = [(pts.tolist(), off.tolist()) for pts, off in setup]
+        rows: dict[tuple, int] = {}
+        positions: list[tuple[np.ndarray, ...]] = []
+        start = np.empty(g, dtype=np.int64)
+        for i in range(g):
+            key = tuple(tuple(pts[off[i]:off[i + 1]]) for pts, off in lists)
+            t = rows.get(key)
+            if t is None:
+                arrays = _first_position(size, *key)
+                t = rows[key] = -1 if arrays is None else len(positions)
+                if arrays is not None:
+                    positions.append(arrays)
+            start[i] = t
+        games[:, K.G_START] = start
+        if not positions:
+            positions.append(_first_position(size, (), (), ()))
+        starts = tuple(np.stack(kind) for kind in zip(*positions, strict=True))
         return cls(size, games, np.ascontiguousarray(colors, dtype=np.int64),
                    np.ascontiguousarray(points, dtype=np.int32),
-                   *(np.ascontiguousarray(pts, dtype=np.int32) for pts, _ in setup))
+                   *(np.ascontiguousarray(pts, dtype=np.int32) for pts, _ in setup), starts)
 
     @classmethod
     def from_records(cls, records: Sequence[GameRecord]) -> GameBatch:
@@ -169,11 +216,11 @@ class GameBatch:
         return cls.from_arrays(size, [r.rules for r in records], moves, setup)
 
     def engine_args(self) -> tuple[np.ndarray, ...]:
-        """The arrays a batch loop plays on after the batch's own: a fresh position's (scratch, reset per game),
-        ``nbr``, ``zob``, an int32 ``stack`` and the empty-board template the games start from."""
+        """The arrays a batch loop plays on after the batch's own: a position's nine (scratch, set to each game's
+        first position in turn), ``nbr``, ``zob`` and the :attr:`starts`."""
         s = GameState(self.size)
         return (s.board, s.head, s.nxt, s.libs, s.ssize, s.placed, s.mark, s.meta, s.hashv, s.nbr, s.zob,
-                np.empty(self.size * self.size, dtype=np.int32), *empty_arrays(self.size))
+                *self.starts)
 
 
 def replay_batch(batch: GameBatch) -> np.ndarray:
@@ -181,8 +228,7 @@ def replay_batch(batch: GameBatch) -> np.ndarray:
     ``(G, 2)`` int64 rows of (moves played, engine status); status ``K.SETUP_FAILED`` where
     :func:`initial_state` would raise (redo that game with :func:`replay` for the error)."""
     result = np.empty((len(batch), 2), dtype=np.int64)
-    K.replay_games(batch.games, result, batch.colors, batch.points, batch.setup_b, batch.setup_w, batch.setup_e,
-                   *batch.engine_args())
+    K.replay_games(batch.games, result, batch.colors, batch.points, *batch.engine_args())
     return result
 
 

@@ -71,7 +71,7 @@ def tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @cache
-def empty_arrays(size: int) -> tuple[np.ndarray, ...]:
+def _empty_arrays(size: int) -> tuple[np.ndarray, ...]:
     """The engine arrays of an empty board (read-only templates that :class:`GameState` copies)."""
     n = size * size
     meta = np.zeros(K.META_LEN, dtype=np.int64)
@@ -96,7 +96,7 @@ class GameState:
 
     def __init__(self, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> None:
         nbr, diag, zob = tables(size)
-        board, head, nxt, libs, ssize, placed, mark, meta, hashv = empty_arrays(size)
+        board, head, nxt, libs, ssize, placed, mark, meta, hashv = _empty_arrays(size)
         self.size = size
         self.rules = rules or Rules()
         self.komi = komi
