@@ -157,10 +157,12 @@ class GameBatch:
 
     @classmethod
     def from_arrays(cls, size: int, rules: Sequence[str | None], moves: tuple[np.ndarray, np.ndarray, np.ndarray],
-                    setup: Sequence[tuple[np.ndarray, np.ndarray]]) -> GameBatch:
+                    setup: Sequence[tuple[np.ndarray, np.ndarray]], setup_keys: Sequence[tuple] | None = None
+                    ) -> GameBatch:
         """A batch from flat arrays: ``moves`` = (colors, points, offsets), game ``g``'s main line being
         ``[offsets[g]:offsets[g + 1]]``; ``setup`` = ((points, offsets) of AB, of AW, of AE); ``rules`` each
-        game's ``RU`` (its suicide rule, :meth:`Rules.from_sgf`)."""
+        game's ``RU`` (its suicide rule, :meth:`Rules.from_sgf`); ``setup_keys`` (optional) each game's
+        (AB, AW, AE) tuples, as ``setup`` holds them."""
         colors, points, offsets = moves
         g = len(offsets) - 1
         games = np.empty((g, K.G_COLS), dtype=np.int64)
@@ -171,12 +173,13 @@ class GameBatch:
             games[:, c0 + 1] = off[1:]
         games[:, K.G_SUICIDE] = [Rules.from_sgf(r).suicide for r in rules]
         # each game's first position: one row per distinct set of setup stones (most games have none)
-        lists = [(pts.tolist(), off.tolist()) for pts, off in setup]
+        if setup_keys is None:
+            lists = [(pts.tolist(), off.tolist()) for pts, off in setup]
+            setup_keys = [tuple(tuple(pts[off[i]:off[i + 1]]) for pts, off in lists) for i in range(g)]
         rows: dict[tuple, int] = {}
         positions: list[tuple[np.ndarray, ...]] = []
         start = np.empty(g, dtype=np.int64)
-        for i in range(g):
-            key = tuple(tuple(pts[off[i]:off[i + 1]]) for pts, off in lists)
+        for i, key in enumerate(setup_keys):
             t = rows.get(key)
             if t is None:
                 arrays = _first_position(size, *key)
@@ -209,11 +212,12 @@ class GameBatch:
 
         moves = (flat([r.colors for r in records]), flat([r.points for r in records]),
                  offsets(len(r.points) for r in records))
+        keys = [(tuple(r.setup_black), tuple(r.setup_white), tuple(r.setup_empty)) for r in records]
         setup = []
-        for kind in ("setup_black", "setup_white", "setup_empty"):
-            pts = [getattr(r, kind) for r in records]
+        for k in range(3):
+            pts = [key[k] for key in keys]
             setup.append((np.fromiter((p for t in pts for p in t), dtype=np.int32), offsets(len(t) for t in pts)))
-        return cls.from_arrays(size, [r.rules for r in records], moves, setup)
+        return cls.from_arrays(size, [r.rules for r in records], moves, setup, keys)
 
     def engine_args(self) -> tuple[np.ndarray, ...]:
         """The arrays a batch loop plays on after the batch's own: a position's nine (scratch, set to each game's
