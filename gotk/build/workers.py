@@ -406,7 +406,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     digest = sha256_bytes(blob)
     st.write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), blob)
     st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), digest)
-    remember_unit(options.work_dir, unit.unit_id, st, table, digest)
+    remember_unit(options.work_dir, unit.unit_id, st, table, digest, batch.take(np.asarray(kept, dtype=np.int64)))
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -499,9 +499,14 @@ class _UnitGames:
             if not np.array_equal(moves, point_moves):
                 raise ValueError("scan file: the colors and points columns disagree")
             setup = [flat(name, "<u2") for name in ("setup_black", "setup_white", "setup_empty")]
-            self._batch = GameBatch.from_arrays(size, self.rules, (colors, points, moves), setup)
-            self.sign = np.array([winner_sign(w) for w in self.winner], dtype=np.int8)
-        return self._batch
+            self.use_batch(GameBatch.from_arrays(size, self.rules, (colors, points, moves), setup))
+        return self._batch if self._batch.size == size else None
+
+    def use_batch(self, batch: GameBatch) -> None:
+        """Take ``batch`` (the unit's games, in order, as the scan that wrote the table replayed them) as
+        :meth:`batch`'s, instead of building it from the table's columns."""
+        self._batch = batch
+        self.sign = np.array([winner_sign(w) for w in self.winner], dtype=np.int8)
 
     def cap(self, include_passes: bool, skip_first: int) -> np.ndarray:
         """Each game's :func:`~gotk.encoders.base.kept_count` of its whole main line: the rows an encoder
@@ -558,11 +563,14 @@ def unit_games(work_dir: str, unit_id: int, st: Storage) -> _UnitGames:
                                                                                      st)))
 
 
-def remember_unit(work_dir: str, unit_id: int, st: Storage, table: pa.Table, sha256: str) -> None:
-    """Keep the table of the scan file (of that ``sha256``) this process just wrote for :func:`unit_games`
-    (local files only): with one worker the shards then read no scan file back."""
+def remember_unit(work_dir: str, unit_id: int, st: Storage, table: pa.Table, sha256: str, batch: GameBatch) -> None:
+    """Keep the table of the scan file (of that ``sha256``) this process just wrote, and the batch of its games
+    the scan replayed, for :func:`unit_games` (local files only): with one worker the shards then read no scan
+    file back."""
     if st.is_local:
-        _keep_unit((str(work_dir), unit_id, sha256), _UnitGames(table))
+        unit = _UnitGames(table)
+        unit.use_batch(batch)
+        _keep_unit((str(work_dir), unit_id, sha256), unit)
 
 
 #: Rows encoded before they are handed to the shard writer: about this many bytes of packed
