@@ -98,7 +98,7 @@ class Planner:
                 if self._cur_rows[split] == self.shard_rows:
                     ready.append(self._cut(split))
         if keep:
-            kept = table.take(pa.array(keep, pa.int64()))
+            kept = table if len(keep) == table.num_rows else table.take(pa.array(keep, pa.int64()))
             columns = [pa.array(keep_split, f.type) if f.name == "split" else
                        pa.array(keep_rows, f.type) if f.name == "positions" else kept.column(f.name).cast(f.type)
                        for f in M.GAMES_SCHEMA]
