@@ -312,12 +312,13 @@ class EncodeRun:
         batch: list = []
         for f in self.files:
             t = time.perf_counter()
+            path = escape_name(str(f))
             for item in iter_sources([f], self.opts.max_member_bytes):
                 if isinstance(item, Skip):
                     self.inputs_skipped[item.reason] += 1
                     self.planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
                     continue
-                batch.append((escape_name(str(f)), item.archive, item.member, item.data))
+                batch.append((path, item.archive, item.member, item.data))
                 if len(batch) >= self.unit_size:
                     self.read_s += time.perf_counter() - t
                     yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))

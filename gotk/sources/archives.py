@@ -245,6 +245,9 @@ def _octal(field: bytes) -> int:
     return int(text, 8) if text else 0
 
 
+_ZERO_BLOCK = bytes(512)
+
+
 def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     name = escape_name(path.name)
     chunks = _decompressed(path)
@@ -281,7 +284,7 @@ def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     headers = 0
     while fill(512):
         h = bytes(buf[pos:pos + 512])
-        if not h.strip(b"\0"):
+        if h == _ZERO_BLOCK:
             return  # end-of-archive block
         magic, typ = h[257:265], h[156:157]
         try:
