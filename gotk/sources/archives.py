@@ -248,6 +248,12 @@ def _octal(field: bytes) -> int:
 _ZERO_BLOCK = bytes(512)
 
 
+def _byte_sum(block: bytes) -> int:
+    """``sum(block)`` of a 512-byte tar header, 6x faster: Adler-32's first half is 1 + the byte sum mod 65521,
+    exact for 256 bytes (at most 65,280), so two halves give the sum."""
+    return (zlib.adler32(block[:256]) & 0xFFFF) + (zlib.adler32(block[256:]) & 0xFFFF) - 2
+
+
 def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     name = escape_name(path.name)
     chunks = _decompressed(path)
@@ -291,7 +297,7 @@ def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
             stored, size = _octal(h[148:156]), _octal(h[124:136])
         except ValueError:
             stored = size = -1
-        unsigned = sum(h) - sum(h[148:156]) + 8 * 32
+        unsigned = _byte_sum(h) - sum(h[148:156]) + 8 * 32
         if stored != unsigned:
             signed = unsigned - 256 * sum(1 for b in h[:148] + h[156:] if b > 127)
             if stored == signed:  # some old tar writers sum signed chars: tarfile takes those
