@@ -107,4 +107,4 @@ def run_and_kill(cmd: list[str], ready, timeout: float = 120, env: dict | None =
 def local_run_progressed(out: Path) -> bool:
     """Some scan units (3) and at least one shard of a local encode run are finished."""
     work = out / ".work"
-    return len(list((work / "scan").glob("*.arrow"))) >= 3 and bool(list((work / "shards").glob("*.json")))
+    return len(list(work.glob("unit-*.arrow"))) >= 3 and bool(list(work.glob("shard-*.json")))

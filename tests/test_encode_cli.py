@@ -79,6 +79,21 @@ def test_workers_1_and_2_are_byte_identical(tmp_path, slices):
     assert not any(".work" in k or k.endswith(".tmp") for k in outs[0])
 
 
+def test_a_folder_encoded_again_in_the_same_process_gives_the_new_run_s_bytes(tmp_path, slices):
+    """One worker keeps each scan unit it wrote or read for the shards of its process (known by the sha256 of
+    the scan file): a second run into the same folder, with other options, must not use the first run's."""
+    import shutil
+
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    src = [str(slices / "first40.zip"), str(slices / "crafted")]
+    assert _encode(*src, "-e", "oneplane", "-o", str(out), "--workers", "1")[0] == 0
+    shutil.rmtree(out)
+    again = ["-e", "oneplane", "--workers", "1", "--skip-first", "3", "--include-passes", "--shard-rows", "900"]
+    assert _encode(*src, *again, "-o", str(out))[0] == 0
+    assert _encode(*src, *again, "-o", str(fresh))[0] == 0
+    assert _files(out) == _files(fresh)
+
+
 def test_layout_manifest_games_and_rows(tmp_path, slices, sample_archive):
     out = tmp_path / "ds"
     code, text = _encode(str(slices / "first40.zip"), str(slices / "copy40.tar.gz"), str(slices / "crafted"),

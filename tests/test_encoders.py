@@ -372,3 +372,62 @@ def test_kept_count_is_the_rows_encode_game_yields(include_passes, skip_first):
     assert kept_count(rec.points, 5, include_passes, skip_first) == len(game)
     expect = sum(1 for i, p in enumerate(rec.points.tolist()) if i >= skip_first and (include_passes or p != 25))
     assert len(game) == expect
+
+
+@pytest.mark.parametrize("name", BASIC)
+@pytest.mark.parametrize("kw", [{}, {"include_passes": True}, {"skip_first": 2}])
+def test_encode_batch_into_writes_the_rows_of_encode_game(kgs_dir, name, kw):
+    """``encode_batch_into`` (many games in one compiled call, rows end to end) gives exactly each game's
+    ``encode_game`` rows, into arrays full of junk (each row is zeroed first), also where a game stops at an
+    illegal move (its dropped row is the next game's first) and on a handicap game; a game with unusable
+    setup stones stops the batch at its index."""
+    from gotk.encoders.base import kept_count, kept_counts
+    from gotk.game.replay import GameBatch
+
+    enc = get_encoder(name)
+    ko = record(19, [(BLACK, (1, 2)), (WHITE, (1, 1)), (BLACK, (4, 4))], KO_BLACK, KO_WHITE)
+    passes = record(19, [(BLACK, (2, 2)), (WHITE, None), (BLACK, (1, 1)), (WHITE, (3, 3)), (BLACK, None)])
+    handicap = record(19, [(WHITE, (2, 2)), (BLACK, (5, 5))], black=[(3, 3), (15, 15)])
+    recs = [ko, *real_records(kgs_dir, 2), passes, ko, handicap, ko]
+    ip, sf = kw.get("include_passes", False), kw.get("skip_first", 0)
+    caps = [kept_count(r.points, r.size, ip, sf) for r in recs]
+    batch = GameBatch.from_records(recs)
+    moves = np.append(batch.games[:, 0], batch.games[-1, 1])
+    assert kept_counts(batch.points, moves, np.diff(moves), 19, ip, sf).tolist() == caps
+    cap = sum(caps)
+    out = np.full((cap, enc.num_planes, enc.num_points), 5, dtype=enc.np_dtype)
+    labels, move_numbers, to_play = np.full(cap, -7, np.int16), np.full(cap, -7, np.int32), np.zeros(cap, np.int8)
+    result, rows, done = enc.encode_batch_into(batch, out, labels, move_numbers, to_play, **kw)
+    assert done == len(recs)
+    j = 0
+    for rec, (k, replayed, status) in zip(recs, result.tolist(), strict=True):
+        want = enc.encode_game(rec, **kw)
+        assert k == len(want) and replayed == want.moves_replayed and (status == 0) == (want.error is None)
+        assert np.array_equal(out[j:j + k].reshape(want.features.shape), want.features)
+        assert np.array_equal(labels[j:j + k], want.labels) and np.array_equal(move_numbers[j:j + k],
+                                                                               want.move_numbers)
+        assert np.array_equal(to_play[j:j + k], want.to_play)
+        j += k
+    assert rows == j
+    bad = GameRecord(size=19, setup_black=(1, 19), setup_white=(0,))  # white's corner stone has no liberty
+    _, rows, done = enc.encode_batch_into(GameBatch.from_records([passes, bad, passes]), out, labels, move_numbers,
+                                          to_play, **kw)
+    assert done == 1 and rows == len(enc.encode_game(passes, **kw))
+
+
+def test_planes_said_to_write_every_point_do():
+    """A plane function in ``WRITES_EVERY_POINT`` gives the same plane over junk as over zeros (the batch loop
+    then skips zeroing the rows of a fill made of such planes, e.g. ``oneplane``)."""
+    from gotk.encoders import planes as P
+
+    state = GameState(5).setup([1, 2, 7], [3, 12, 13])
+    args = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
+            state.nbr, state.diag)
+    for fn in P.WRITES_EVERY_POINT:
+        params = (P.OWN,) if fn in (P.stones,) else ()
+        for color in (BLACK, WHITE):
+            zeros, junk = np.zeros(25, np.int8), np.full(25, 7, np.int8)
+            fn(zeros, *args, color, *params)
+            fn(junk, *args, color, *params)
+            assert np.array_equal(zeros, junk), fn.py_func.__name__
+    assert get_encoder("oneplane").dense and not get_encoder("sevenplane").dense

@@ -606,3 +606,43 @@ def test_iter_positions_stops_at_an_illegal_move():
     (rec,) = read_sgf(b"(;GM[1]SZ[9];B[aa];W[bb];B[aa];W[cc])")
     seen = [(i, c, p) for _, i, c, p in iter_positions(rec)]
     assert seen == [(0, BLACK, 0), (1, WHITE, 10)]
+
+
+def test_replay_batch_equals_replay_game_by_game():
+    """``replay_batch`` (every game of a batch in one compiled call) plays each game as ``replay`` does: the
+    same moves played and stop, suicide per each game's rules, and ``SETUP_FAILED`` exactly where
+    ``replay`` raises (a string without liberties, a point off the board)."""
+    from gotk.sgf.record import GameRecord
+
+    def rec(data: bytes):
+        return read_sgf(data)[0]
+
+    base = b"(;GM[1]SZ[5]AB[ba][ab][bc][cb]AW[ca][db][cc]%s)"
+    suicide = b"(;GM[1]SZ[5]RU[%s]AB[ba][bb][ac]AW[aa];W[ab];B[ee])"
+    records = [
+        rec(base % b";W[bb];B[cb]"),  # ko retake
+        rec(suicide % b"NZ"),  # suicide allowed: plays on
+        rec(base % b";W[aa]"),  # suicide
+        rec(suicide % b"Japanese"),
+        GameRecord(size=5, setup_black=(0, 1, 5), setup_white=(6,)),  # no moves
+        GameRecord(size=5, setup_black=(1, 5), setup_white=(0,), colors=np.array([BLACK], dtype=np.int8),
+                   points=np.array([12], dtype=np.int16)),  # white's corner stone has no liberty
+        rec(base % b";W[bb];B[ba]"),  # occupied
+        GameRecord(size=5, setup_white=(30,), colors=np.array([BLACK], dtype=np.int8),
+                   points=np.array([3], dtype=np.int16)),  # a setup point off the board
+        GameRecord(size=5, colors=np.array([BLACK, WHITE], dtype=np.int8), points=np.array([6, 99], np.int16)),
+        rec(b"(;GM[1]SZ[5]AB[aa]AE[aa];B[aa];W[bb];B[])"),  # AE empties a point set up black
+    ]
+    from gotk.game.replay import GameBatch, replay_batch, stop_error
+
+    result = replay_batch(GameBatch.from_records(records))
+    assert result[:, 1].tolist().count(K.SETUP_FAILED) == 2
+    for r, (played, status) in zip(records, result.tolist(), strict=True):
+        try:
+            want = replay(r, min_moves=0, keep_history=False)
+        except Exception as e:  # noqa: BLE001 - compared below
+            assert status == K.SETUP_FAILED and getattr(e, "reason", "") == "bad_setup"
+            continue
+        error = stop_error(r, status, played, r.colors, r.points)
+        assert played == want.moves_played and str(error) == str(want.error)
+    assert len(replay_batch(GameBatch.from_records([]))) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from gotk.build.splits import (
@@ -48,6 +49,24 @@ def test_game_id_is_stable_across_versions():
 
 
 PINNED_ID = "a443ee818665a67430859923992401cf"
+
+
+def test_game_ids_of_a_batch_are_each_game_id():
+    """``game_ids`` (many games at once, as the scan computes them) gives each record's ``game_id``: with setup
+    stones in any order, empties, passes, games without moves and the pinned game."""
+    from gotk.game import kernels as K
+    from gotk.game.replay import GameBatch
+    from gotk.shards.gameid import game_ids
+
+    recs = [read_sgf(data)[0] for data in (
+        GAME, b"(;GM[1]SZ[19]AB[pp][dd][jj];W[qd];B[])", b"(;GM[1]SZ[19]AW[dd][pp]AE[aa])",
+        b"(;GM[1]SZ[19]AB[dd]AW[pp]AE[qq][cc];B[tt];W[ab])", GAME.replace(b";W[dd]", b""))]
+    b = GameBatch.from_records(recs)
+    moves = np.append(b.games[:, 0], b.games[-1, 1])
+    setup = [(pts, np.append(b.games[:, c], b.games[-1, c + 1]))
+             for pts, c in ((b.setup_b, K.G_B0), (b.setup_w, K.G_W0), (b.setup_e, K.G_E0))]
+    assert game_ids(19, b.colors, b.points, moves, setup) == [game_id(r) for r in recs]
+    assert game_ids(19, b.colors, b.points, moves, setup)[0] == PINNED_ID
 
 
 def test_parse_split():

@@ -7,7 +7,7 @@ import pytest
 
 from gotk import jit
 from gotk.encoders.alphago import AlphaGoEncoder, fill_noladders_lists, local_planes
-from gotk.encoders.game_loop import game_loop_for
+from gotk.encoders.game_loop import batch_loop_for, game_loop_for
 from gotk.encoders.registry import get_encoder
 from gotk.game import kernels as K
 
@@ -17,13 +17,14 @@ pytestmark = pytest.mark.skipif(not jit.NRT_OFF, reason="this numba has no _nrt 
 def test_hot_kernels_count_no_references():
     """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
     a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
-    for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, K.replay_moves, local_planes,
+    for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, K.replay_moves, K.replay_games, local_planes,
                fill_noladders_lists):
         assert jit.is_kernel(fn), fn.py_func.__name__
     for name in ("oneplane", "sevenplane", "simple"):
         enc = get_encoder(name)
         assert jit.is_kernel(enc.fill)
         assert jit.is_kernel(game_loop_for(enc.fill))
+        assert jit.is_kernel(batch_loop_for(enc.fill))
     ag = AlphaGoEncoder(ladders=False)
     assert jit.is_kernel(game_loop_for(ag.game_fill, True))
 
@@ -166,8 +167,8 @@ def test_helpers_python_never_calls_are_internal():
 
     if not jit._CPYTHON_WRAPPER_OPTIONAL:
         pytest.skip("this numba compiles every function for Python")
-    for fn in (K.next_stamp, K.count_libs, K._remove_string, K._merge, K._restore, LD.read_ladder, LD._open,
-               LD._play, LC._changed_points):
+    for fn in (K.next_stamp, K.count_libs, K._remove_string, K._merge, K._restore, K.start_game, LD.read_ladder,
+               LD._open, LD._play, LC._changed_points):
         assert isinstance(fn, jit.InternalDispatcher), fn.py_func.__name__
     for fn in (K.play_move, K.check_move, K.replay_moves, K.legal_mask, LD.footprint, LD.load_position):
         assert not isinstance(fn, jit.InternalDispatcher), fn.py_func.__name__

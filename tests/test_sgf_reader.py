@@ -143,6 +143,7 @@ def test_latin1_without_charset(name):
 def test_declared_charset_that_lies_or_is_unknown():
     assert one(b"(;GM[1]CA[UTF-8]PB[Jos\xe9])").black == "José"
     assert one(b"(;GM[1]CA[no-such-charset]PB[abc])").black == "abc"
+    assert one(b"(;GM[1]CA[\xff\xfe\x00]PB[abc])").black == "abc"  # a NUL byte: codecs.lookup raises ValueError
     assert one("(;GM[1]CA[ISO-8859-1]PW[Göran])".encode("latin-1")).white == "Göran"
 
 

@@ -270,3 +270,13 @@ def test_concatenated_gzip_streams_and_a_damaged_header(tmp_path):
     found, skips = collect([damaged])
     assert [m for _, m in found] == ["a.sgf"]  # what came before is kept ...
     assert skips == [("bad_archive", "damaged.tar")]  # ... and the damage is reported, not passed over
+
+
+def test_tar_header_byte_sum_is_the_plain_sum():
+    """The tar reader's header checksum sums through Adler-32 (two 256-byte halves): the same as ``sum``."""
+    import os
+
+    from gotk.sources.archives import _byte_sum
+
+    for block in [bytes(512), b"\xff" * 512, b"\x80" * 256 + b"\x7f" * 256, *(os.urandom(512) for _ in range(2000))]:
+        assert _byte_sum(block) == sum(block)

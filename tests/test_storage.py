@@ -155,7 +155,7 @@ def test_s3_sigkill_then_resume_is_byte_identical(s3, source, expected):
     url, opt = f"s3://{BUCKET}/killed", ["--storage-option", f"endpoint_url={endpoint}"]
     def in_bucket() -> bool:  # some scan units and a shard are in the bucket
         keys = _keys(client, "killed")
-        return sum(k.startswith(".work/scan/") for k in keys) >= 3 and any(k.startswith(".work/shards/") for k in keys)
+        return sum(k.startswith(".work/unit-") for k in keys) >= 3 and any(k.startswith(".work/shard-") for k in keys)
 
     run_and_kill(encode_cmd(source, url, "--workers", "2", *opt), in_bucket, timeout=90, env=env)
     assert "manifest.json" not in _keys(client, "killed")

@@ -6,7 +6,7 @@ kinds of work unit, both in :mod:`gotk.build.workers`):
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
    parse, hash, filter and replay each unit (to count the rows every game yields) and write
-   ``.work/scan/unit-NNNNN.arrow``. At most ``2 × workers`` units are in flight, so memory stays
+   ``.work/unit-NNNNN.arrow``. At most ``2 × workers`` units are in flight, so memory stays
    bounded whatever the archive size.
 2. The parent consumes scan results strictly in unit order: global dedupe by ``game_id`` (first in
    source order wins), split assignment (from ``game_id``, or ``test`` for ``--test-from``
@@ -315,12 +315,13 @@ class EncodeRun:
         batch: list = []
         for f in self.files:
             t = time.perf_counter()
+            path = escape_name(str(f))
             for item in iter_sources([f], self.opts.max_member_bytes):
                 if isinstance(item, Skip):
                     self.inputs_skipped[item.reason] += 1
                     self.planner.examples.setdefault(f"input:{item.reason}", f"{item.where}: {item.message}")
                     continue
-                batch.append((escape_name(str(f)), item.archive, item.member, item.data))
+                batch.append((path, item.archive, item.member, item.data))
                 if len(batch) >= self.unit_size:
                     self.read_s += time.perf_counter() - t
                     yield W.ScanUnit(uid, batch, W.unit_digest(batch, self.scan_opts))

@@ -72,33 +72,35 @@ class Planner:
         keep: list[int] = []
         keep_split: list[str] = []
         keep_rows: list[int] = []
+        seen, splits, test_from, shard_rows = self.seen, self.splits, self.test_from, self.shard_rows
+        cur, cur_rows = self._cur, self._cur_rows
         for i, gid in enumerate(t["game_id"]):
-            if gid in self.seen:
+            if gid in seen:
                 where = f"{t['archive'][i]}:{t['member'][i]}" if t["member"][i] else t["archive"][i]
                 self.skipped["duplicate"] += 1
                 self.examples.setdefault("duplicate", f"{where}: game_id {gid}")
                 if t["partial"][i]:
                     self.partial[t["partial"][i]] -= 1
                 continue
-            self.seen.add(gid)
-            split = "test" if matches_test_from(t["path"][i], self.test_from) else assign_split(gid, self.splits)
+            seen.add(gid)
+            split = "test" if test_from and matches_test_from(t["path"][i], test_from) else assign_split(gid, splits)
             rows = int(t["rows"][i])
-            self.split_games[split] += 1
-            self.split_rows[split] += rows
             keep.append(i)
             keep_split.append(split)
             keep_rows.append(rows)
             lo = 0
             while lo < rows:
-                room = self.shard_rows - self._cur_rows[split]
-                hi = min(rows, lo + room)
-                self._cur[split].append([unit_id, i, lo, hi])
-                self._cur_rows[split] += hi - lo
+                hi = min(rows, lo + shard_rows - cur_rows[split])
+                cur[split].append([unit_id, i, lo, hi])
+                cur_rows[split] += hi - lo
                 lo = hi
-                if self._cur_rows[split] == self.shard_rows:
+                if cur_rows[split] == shard_rows:
                     ready.append(self._cut(split))
+        self.split_games.update(keep_split)
+        for split, rows in zip(keep_split, keep_rows, strict=True):
+            self.split_rows[split] += rows
         if keep:
-            kept = table.take(pa.array(keep, pa.int64()))
+            kept = table if len(keep) == table.num_rows else table.take(pa.array(keep, pa.int64()))
             columns = [pa.array(keep_split, f.type) if f.name == "split" else
                        pa.array(keep_rows, f.type) if f.name == "positions" else kept.column(f.name).cast(f.type)
                        for f in M.GAMES_SCHEMA]

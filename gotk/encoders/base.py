@@ -135,3 +135,17 @@ def kept_count(points: np.ndarray, size: int, include_passes: bool = False, skip
     ``include_passes``. The one statement of the rule (the compiled game loops apply it move by move)."""
     pts = np.asarray(points)[max(0, int(skip_first)):]
     return len(pts) if include_passes else len(pts) - int(np.count_nonzero(pts == size * size))
+
+
+def kept_counts(points: np.ndarray, offsets: np.ndarray, played: np.ndarray, size: int, include_passes: bool = False,
+                skip_first: int = 0) -> np.ndarray:
+    """:func:`kept_count` of many games at once (int64, one per game): game ``g``'s main line is
+    ``points[offsets[g]:offsets[g + 1]]``, of which its first ``played[g]`` moves count."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    game = np.repeat(np.arange(len(lengths)), lengths)
+    index = np.arange(int(offsets[-1] - offsets[0])) - np.repeat(offsets[:-1] - offsets[0], lengths)
+    keep = (index >= max(0, int(skip_first))) & (index < np.repeat(np.asarray(played, dtype=np.int64), lengths))
+    if not include_passes:
+        keep &= np.asarray(points)[offsets[0]:offsets[-1]] != size * size
+    return np.bincount(game[keep], minlength=len(lengths)).astype(np.int64)

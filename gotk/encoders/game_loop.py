@@ -25,7 +25,8 @@ import numpy as np
 from gotk import jit
 from gotk.encoders.base import EncodedGame, Encoder, kept_count
 from gotk.game import kernels as K
-from gotk.game.replay import stop_error
+from gotk.game.replay import GameBatch, stop_error
+from gotk.game.state import tables
 
 FILL_ARGS = "board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color"
 
@@ -53,6 +54,59 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
     return j, points.shape[0], 0
 """
 
+#: The loop of :data:`LOOP_TEMPLATE` over every game of a :class:`~gotk.game.replay.GameBatch`, each from its own
+#: first position (``start_game``), rows end to end: game ``g`` writes ``result[g]`` = (rows, moves replayed,
+#: status). With ``zero_rows`` each kept row is zeroed before its fill (a fill that writes every element needs
+#: none), so a row written for an illegal move and dropped is clean again when the next game's row takes
+#: its place. Stops at a game whose setup is unusable (its index is returned beside the rows written; the
+#: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]``, ``[g, 8]``
+#: and ``[g, 9]`` are the ``K.G_M0``, ``K.G_M1``, ``K.G_SUICIDE`` and ``K.G_START`` columns.
+BATCH_TEMPLATE = """\
+def {name}(out, labels, move_numbers, to_play, result, games, colors, points, board, head, nxt, libs, ssize, placed,
+           mark, meta, hashv, nbr, zob, s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv,
+           diag, include_passes, skip_first, zero_rows):
+    n = board.shape[0]
+    j = 0
+    for g in range(games.shape[0]):
+        t = games[g, 9]
+        m0 = games[g, 0]
+        m1 = games[g, 1]
+        if t < 0:
+            return j, g
+        start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
+                   s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
+        j0 = j
+        allow_suicide = games[g, 8] != 0
+        played = m1 - m0
+        st = 0
+        for i in range(m0, m1):
+            p = points[i]
+            color = colors[i]
+            kept = i - m0 >= skip_first and (include_passes or p != n)
+            if kept:
+                row = out[j]
+                if zero_rows:
+                    for c in range(row.shape[0]):
+                        for q in range(row.shape[1]):
+                            row[c, q] = 0
+                fill(row, {fill_args})
+                labels[j] = p
+                move_numbers[j] = i - m0
+                to_play[j] = 1 if color == 1 else -1
+                j += 1
+            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, color,
+                           allow_suicide)
+            if st != 0:
+                if kept:
+                    j -= 1  # the label of that row is an illegal move: drop it
+                played = i - m0
+                break
+        result[g, 0] = j - j0
+        result[g, 1] = played
+        result[g, 2] = st
+    return j, games.shape[0]
+"""
+
 
 
 
@@ -67,7 +121,7 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
-    env = {"play_move": K.play_move, "np": np, "__name__": module}
+    env = {"play_move": K.play_move, "start_game": K.start_game, "np": np, "__name__": module}
     env.update(namespace)
     exec(compile(source, filename, "exec"), env)
     fn = env[name]
@@ -99,6 +153,22 @@ def game_loop_for(fill, with_state: bool = False):
                 f"{FILL_ARGS})", f"{FILL_ARGS}, state)", 1)
         entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)  # fill kept alive: ids stay unique
         _LOOPS[(id(fill), with_state)] = entry
+    return entry[0]
+
+
+_BATCH_LOOPS: dict[int, tuple[Any, Any]] = {}
+
+
+def batch_loop_for(fill):
+    """The compiled batch loop (:data:`BATCH_TEMPLATE`) calling ``fill``, built once per fill (cached across
+    processes, as :func:`game_loop_for`'s)."""
+    entry = _BATCH_LOOPS.get(id(fill))
+    if entry is None:
+        py = fill.py_func
+        name = f"_batch_loop_{py.__name__}"
+        source = BATCH_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)
+        _BATCH_LOOPS[id(fill)] = entry
     return entry[0]
 
 
@@ -159,6 +229,24 @@ def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_n
     return rows, replayed, stop_error(record, int(status), replayed, colors, points)
 
 
+def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                      to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0,
+                      dense: bool = False) -> tuple[np.ndarray, int, int]:
+    """:func:`encode_record_into` of every game of ``batch`` in one compiled call, rows end to end in the
+    caller's arrays (each at least as long as the sum of the games' :func:`~gotk.encoders.base.kept_count`
+    of their whole main lines; ``out`` need not be zeroed: each row is, before its fill, unless ``dense``
+    says that ``fill`` writes every element). Returns ``(result, rows, done)``: ``result[g]``
+    = (rows, moves replayed, engine status) of game ``g``, the rows written in all, and how many games
+    were encoded (fewer than the batch when game ``done``'s setup stones are unusable: redo it alone with
+    :func:`encode_record_into`, which raises the error)."""
+    result = np.zeros((len(batch), 3), dtype=np.int64)
+    b = batch
+    rows, done = batch_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, b.colors, b.points,
+                                      *b.engine_args(), tables(b.size)[1], bool(include_passes),
+                                      max(0, int(skip_first)), not dense)
+    return result, int(rows), int(done)
+
+
 def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
                          skip_first: int = 0, chunk_moves: int = 4096, state_maker=None):
     """:func:`encode_record` in pieces of at most ``chunk_moves`` main-line moves: yields
@@ -211,6 +299,7 @@ class FillEncoder(Encoder):
     (a cache carried from one position to the next; it must give the same planes as ``fill``)."""
 
     fill: Any = None
+    dense: bool = False  # the fill writes every element of its output (zero or not): rows need no zeroing first
     game_fill: Any = None
     compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.build.precompile)
     state_maker: Any = None
@@ -221,11 +310,12 @@ class FillEncoder(Encoder):
         return list(self.names)
 
     @property
-    def game_loop(self):
-        """The compiled game loop that :meth:`encode_game` runs: the top of this encoder's compiled tree."""
+    def shard_loop(self):
+        """The compiled loop ``gotk encode``'s shard step runs (the top of this encoder's compiled tree): the batch
+        loop where :attr:`batchable`, else the game loop."""
         if self.game_fill is not None:
             return game_loop_for(self.game_fill, True)
-        return game_loop_for(self.fill)
+        return batch_loop_for(self.fill)
 
     def encode(self, state, color: int | None = None) -> np.ndarray:
         """Planes ``(C, H, W)`` of ``state``; ``color`` overrides the player to move."""
@@ -254,6 +344,23 @@ class FillEncoder(Encoder):
             return encode_record_into(self.game_fill, record, out, labels, move_numbers, to_play, include_passes,
                                       skip_first, self.state_maker)
         return encode_record_into(self.fill, record, out, labels, move_numbers, to_play, include_passes, skip_first)
+
+    @property
+    def batchable(self) -> bool:
+        """Whether :meth:`encode_batch_into` can encode this encoder's games: a fill without per-game state."""
+        return self.game_fill is None
+
+    def encode_batch_into(self, batch: GameBatch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                          to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
+        """:meth:`encode_game_into` of every game of ``batch`` in one compiled call (:func:`encode_batch_into`);
+        only where :attr:`batchable`."""
+        if batch.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the games are {batch.size}x{batch.size}")
+        if not self.batchable:
+            raise ValueError(f"{self.name} keeps a state from one position of a game to the next: no batch loop")
+        return encode_batch_into(self.fill, batch, out, labels, move_numbers, to_play, include_passes, skip_first,
+                                 self.dense)
 
     def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
                            chunk_moves: int = 4096):

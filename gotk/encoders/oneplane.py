@@ -18,3 +18,4 @@ class OnePlaneEncoder(FillEncoder):
     dtype = "int8"
     fill = staticmethod(oneplane_fill)
     names = tuple(p.name for p in PLANES)
+    dense = P.writes_every_point(PLANES)

@@ -5,7 +5,7 @@ The run reuses the encode machinery (see :mod:`gotk.build.encode`):
 1. **scan** — the sources are read in a fixed order (:func:`gotk.sources.archives.iter_sources`), cut
    into units of members and handed to :func:`gotk.build.workers.scan_unit` (parse, ``game_id``,
    size / rank / handicap filters, full replay; games the engine refuses or with setup stones after
-   the root are skipped, ``drop_partial``), which writes ``.work/scan/unit-NNNNN.arrow``.
+   the root are skipped, ``drop_partial``), which writes ``.work/unit-NNNNN.arrow``.
 2. **plan** — the parent takes the units in order: duplicates (same ``game_id``, first in source order
    wins), games without a winner (``no_result``) and, for Leela Zero, games won on time (``won_on_time``, as
    ``dump_supervised``) are counted as skips (``--where``, as in encode, is applied by the scan); the kept

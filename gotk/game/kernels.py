@@ -431,3 +431,62 @@ def legal_mask(board, head, libs, meta, nbr, color, allow_suicide, out):
     for p in range(n):
         out[p] = 1 if check_move(board, head, libs, meta, nbr, p, color, allow_suicide) == OK else 0
     out[n] = 1
+
+
+# columns of a game batch's table (``games[g]``, int64): the game's main line is ``colors[M0:M1]`` /
+# ``points[M0:M1]``, its setup stones ``setup_b[B0:B1]``, ``setup_w[W0:W1]``, ``setup_e[E0:E1]`` (one
+# concatenated array per kind, for the whole batch), ``SUICIDE`` 1 where its rules allow suicide, ``START`` the
+# row of its first position in the batch's ``s_*`` arrays (-1: its setup stones are unusable)
+G_M0, G_M1, G_B0, G_B1, G_W0, G_W1, G_E0, G_E1, G_SUICIDE, G_START = range(10)
+G_COLS = 10
+SETUP_FAILED = -2  # replay_games' status of a game whose setup stones are unusable
+
+
+@internal_kernel
+def start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
+               s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1):
+    """Set the engine arrays to a game's first position: row ``t`` of the ``s_*`` arrays (the position
+    ``gotk.game.replay.initial_state`` builds, setup stones placed), then, as it does, the first move's colour to
+    play (a game without moves plays and encodes nothing, so it is left as is)."""
+    for p in range(board.shape[0]):
+        board[p] = s_board[t, p]
+        head[p] = s_head[t, p]
+        nxt[p] = s_nxt[t, p]
+        libs[p] = s_libs[t, p]
+        ssize[p] = s_ssize[t, p]
+        placed[p] = s_placed[t, p]
+        mark[p] = s_mark[t, p]
+    for j in range(meta.shape[0]):
+        meta[j] = s_meta[t, j]
+    hashv[0] = s_hashv[t, 0]
+    if m1 > m0:
+        meta[M_TO_PLAY] = colors[m0]
+
+
+@kernel
+def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
+                 s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv):
+    """:func:`replay_moves` (without superko) of every game of a batch (``games``: the ``G_*`` columns), each
+    from its own first position (:func:`start_game`), in one call: ``result[g]`` = (moves played, status),
+    status :data:`SETUP_FAILED` when the setup stones are unusable."""
+    for g in range(games.shape[0]):
+        t = games[g, G_START]
+        m0 = games[g, G_M0]
+        m1 = games[g, G_M1]
+        if t < 0:
+            result[g, 0] = 0
+            result[g, 1] = SETUP_FAILED
+            continue
+        start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
+                   s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
+        allow_suicide = games[g, G_SUICIDE] != 0
+        played = m1 - m0
+        st = OK
+        for i in range(m0, m1):
+            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, points[i], colors[i],
+                           allow_suicide)
+            if st != OK:
+                played = i - m0
+                break
+        result[g, 0] = played
+        result[g, 1] = st

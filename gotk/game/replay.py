@@ -6,7 +6,9 @@ rules refuse ends the game there with a reason; the positions before it stay usa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,14 +56,35 @@ def first_to_play(record: GameRecord) -> int:
 def initial_state(record: GameRecord, rules: Rules | None = None) -> GameState:
     """The position before the first main-line move (setup stones placed)."""
     rules = rules or Rules.from_sgf(record.rules)
-    state = GameState(record.size, rules, record.komi)
-    if record.setup_black or record.setup_white or record.setup_empty:
-        try:
-            state.setup(record.setup_black, record.setup_white, record.setup_empty)
-        except IllegalMoveError as e:
-            raise SGFError("bad_setup", str(e)) from e
+    state = _set_up(record.size, rules, record.komi, record.setup_black, record.setup_white, record.setup_empty)
     state.to_play = first_to_play(record)
     return state
+
+
+def _set_up(size: int, rules: Rules | None, komi: float, black, white, empty) -> GameState:
+    """A new position with these setup stones placed (``SGFError`` ``bad_setup`` when they are unusable)."""
+    state = GameState(size, rules, komi)
+    if black or white or empty:
+        try:
+            state.setup(black, white, empty)
+        except IllegalMoveError as e:
+            raise SGFError("bad_setup", str(e)) from e
+    return state
+
+
+@lru_cache(maxsize=4096)
+def _first_position(size: int, black: tuple, white: tuple, empty: tuple) -> tuple[np.ndarray, ...] | None:
+    """The engine arrays (read-only) of :func:`initial_state`'s position for these setup stones, or None when
+    they are unusable. Handicap placements repeat from game to game: each is set up once per process."""
+    try:
+        state = _set_up(size, None, 0.0, black, white, empty)
+    except SGFError:
+        return None
+    arrays = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
+              state.hashv)
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
 
 
 def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
@@ -104,6 +127,113 @@ def stop_error(record: GameRecord, status: int, played: int, colors: np.ndarray,
         reason, _, message = record.defect
         return SGFError(reason, f"move {played + 1}: {message}")
     return None
+
+
+@dataclass
+class GameBatch:
+    """Many games of one board size in flat arrays, for the compiled loops that take a whole batch in one call
+    (:func:`replay_batch`, the encoders' batch game loops): ``games`` ``(G, K.G_COLS)`` int64 (the
+    ``K.G_*`` columns: each game's ranges in the other arrays, and whether its rules allow suicide),
+    ``colors`` int64 and ``points`` int32 (every game's main line, end to end), ``setup_b``, ``setup_w``,
+    ``setup_e`` int32 (AB, AW, AE points), ``starts`` the distinct first positions of the games (the engine's nine
+    arrays, one row each; ``K.G_START`` says a game's row). One Python call per batch instead of one per game."""
+
+    size: int
+    games: np.ndarray
+    colors: np.ndarray
+    points: np.ndarray
+    setup_b: np.ndarray
+    setup_w: np.ndarray
+    setup_e: np.ndarray
+    starts: tuple[np.ndarray, ...]
+
+    def __len__(self) -> int:
+        return int(self.games.shape[0])
+
+    def take(self, index: np.ndarray) -> GameBatch:
+        """The games ``index`` of this batch (the arrays are shared)."""
+        return GameBatch(self.size, self.games[index], self.colors, self.points, self.setup_b, self.setup_w,
+                         self.setup_e, self.starts)
+
+    @classmethod
+    def from_arrays(cls, size: int, rules: Sequence[str | None], moves: tuple[np.ndarray, np.ndarray, np.ndarray],
+                    setup: Sequence[tuple[np.ndarray, np.ndarray]], setup_keys: Sequence[tuple] | None = None
+                    ) -> GameBatch:
+        """A batch from flat arrays: ``moves`` = (colors, points, offsets), game ``g``'s main line being
+        ``[offsets[g]:offsets[g + 1]]``; ``setup`` = ((points, offsets) of AB, of AW, of AE); ``rules`` each
+        game's ``RU`` (its suicide rule, :meth:`Rules.from_sgf`); ``setup_keys`` (optional) each game's
+        (AB, AW, AE) tuples, as ``setup`` holds them."""
+        colors, points, offsets = moves
+        g = len(offsets) - 1
+        games = np.empty((g, K.G_COLS), dtype=np.int64)
+        games[:, K.G_M0] = offsets[:-1]
+        games[:, K.G_M1] = offsets[1:]
+        for (_, off), c0 in zip(setup, (K.G_B0, K.G_W0, K.G_E0), strict=True):
+            games[:, c0] = off[:-1]
+            games[:, c0 + 1] = off[1:]
+        games[:, K.G_SUICIDE] = [Rules.from_sgf(r).suicide for r in rules]
+        # each game's first position: one row per distinct set of setup stones (most games have none)
+        if setup_keys is None:
+            lists = [(pts.tolist(), off.tolist()) for pts, off in setup]
+            setup_keys = [tuple(tuple(pts[off[i]:off[i + 1]]) for pts, off in lists) for i in range(g)]
+        rows: dict[tuple, int] = {}
+        positions: list[tuple[np.ndarray, ...]] = []
+        start = np.empty(g, dtype=np.int64)
+        for i, key in enumerate(setup_keys):
+            t = rows.get(key)
+            if t is None:
+                arrays = _first_position(size, *key)
+                t = rows[key] = -1 if arrays is None else len(positions)
+                if arrays is not None:
+                    positions.append(arrays)
+            start[i] = t
+        games[:, K.G_START] = start
+        if not positions:
+            positions.append(_first_position(size, (), (), ()))
+        starts = tuple(np.stack(kind) for kind in zip(*positions, strict=True))
+        return cls(size, games, np.ascontiguousarray(colors, dtype=np.int64),
+                   np.ascontiguousarray(points, dtype=np.int32),
+                   *(np.ascontiguousarray(pts, dtype=np.int32) for pts, _ in setup), starts)
+
+    @classmethod
+    def from_records(cls, records: Sequence[GameRecord]) -> GameBatch:
+        """A batch of ``records`` (all of one board size)."""
+        size = records[0].size if records else 19
+        if any(r.size != size for r in records):
+            raise ValueError("a game batch holds games of one board size")
+
+        def offsets(lengths) -> np.ndarray:
+            off = np.zeros(len(records) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(lengths, dtype=np.int64, count=len(records)), out=off[1:])
+            return off
+
+        def flat(arrays: list) -> np.ndarray:
+            return np.concatenate(arrays) if arrays else np.empty(0, dtype=np.int64)
+
+        moves = (flat([r.colors for r in records]), flat([r.points for r in records]),
+                 offsets(len(r.points) for r in records))
+        keys = [(tuple(r.setup_black), tuple(r.setup_white), tuple(r.setup_empty)) for r in records]
+        setup = []
+        for k in range(3):
+            pts = [key[k] for key in keys]
+            setup.append((np.fromiter((p for t in pts for p in t), dtype=np.int32), offsets(len(t) for t in pts)))
+        return cls.from_arrays(size, [r.rules for r in records], moves, setup, keys)
+
+    def engine_args(self) -> tuple[np.ndarray, ...]:
+        """The arrays a batch loop plays on after the batch's own: a position's nine (scratch, set to each game's
+        first position in turn), ``nbr``, ``zob`` and the :attr:`starts`."""
+        s = GameState(self.size)
+        return (s.board, s.head, s.nxt, s.libs, s.ssize, s.placed, s.mark, s.meta, s.hashv, s.nbr, s.zob,
+                *self.starts)
+
+
+def replay_batch(batch: GameBatch) -> np.ndarray:
+    """:func:`replay` (default rules, no superko) of every game of ``batch`` in one compiled call:
+    ``(G, 2)`` int64 rows of (moves played, engine status); status ``K.SETUP_FAILED`` where
+    :func:`initial_state` would raise (redo that game with :func:`replay` for the error)."""
+    result = np.empty((len(batch), 2), dtype=np.int64)
+    K.replay_games(batch.games, result, batch.colors, batch.points, *batch.engine_args())
+    return result
 
 
 def iter_positions(record: GameRecord, rules: Rules | None = None):

@@ -46,6 +46,7 @@ for _a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _NAMES[_code(_a)] = _a
     for _b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
         _NAMES[_code(_a + _b)] = _a + _b
+_NAME_OF = [_NAMES.get(code, "") for code in range(max(_NAMES) + 1)]  # the same, indexed by code
 # the codes the kernel spells out as numbers
 assert (_code("B"), _code("W"), _code("SZ"), _code("AB"), _code("AW"), _code("AE")) == (54, 621, 539, 29, 50, 32)
 
@@ -317,15 +318,13 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
     status = _scan(buf, games, props, moves, nodes, counts)
     if status != OK:
         raise Declined(DECLINE_REASONS[int(status)])
-    ng, nprops, nmoves = counts.tolist()
+    ng, nprops, _ = counts.tolist()
     plist = props[:nprops].tolist()
-    colors = moves[:nmoves, 0].astype(np.int8)
-    points = moves[:nmoves, 1].astype(np.int16)
     out: list = []
     for p0, p1, m0, m1, dkind, dindex, size in games[:ng].tolist():
         root: dict = {}
         for code, v0, v1 in plist[p0:p1]:
-            name = _NAMES[code]
+            name = _NAME_OF[code]
             value = data[v0:v1]
             values = root.get(name)
             if values is None:
@@ -337,7 +336,8 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
         def main_line(sz: int, size=size, m0=m0, m1=m1, defect=defect):
             if sz != size:
                 raise Declined(DECLINE_REASONS[6])
-            return colors[m0:m1].copy(), points[m0:m1].copy(), defect
+            # copies: ``moves`` is reused by the next input
+            return moves[m0:m1, 0].astype(np.int8), moves[m0:m1, 1].astype(np.int16), defect
 
         try:
             out.append(record_from_root(root, main_line, source, member))

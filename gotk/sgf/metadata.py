@@ -302,14 +302,26 @@ def guess_source(pc: str = "", ap: str = "", gn: str = "", ev: str = "", file_na
     (archive + member) wins: ``PC[The KGS Go Server …]`` or ``KGS-2017_01-….tar.gz`` → kgs, ``foxwq``/``野狐``
     → fox, ``Tygem``/``타이젬`` → tygem, ``online-go.com``/``OGS`` → ogs, ``CGOS`` → cgos, ``GoGoD`` → gogod;
     else ``other``."""
-    for text in (pc, ap, gn, ev, file_name):
-        low = (text or "").lower()
-        if not low:
-            continue
+    return _source_in_headers(pc or "", ap or "", gn or "", ev or "") or _source_in(file_name) or "other"
+
+
+@lru_cache(maxsize=_PARSE_CACHE)
+def _source_in_headers(pc: str, ap: str, gn: str, ev: str) -> str | None:
+    """:func:`guess_source`'s answer from the headers alone (None: none matches); they repeat across an archive."""
+    for text in (pc, ap, gn, ev):
+        if (name := _source_in(text)) is not None:
+            return name
+    return None
+
+
+def _source_in(text: str | None) -> str | None:
+    """The first source whose pattern matches ``text`` (lower-cased), or None."""
+    low = (text or "").lower()
+    if low:
         for name, pat in _SOURCE_PATTERNS:
             if pat.search(low):
                 return name
-    return "other"
+    return None
 
 
 # --- bots ----------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ def _charset_uncached(value: bytes) -> tuple[str | None, bool]:
     name = value.decode("ascii", "replace").strip()
     try:
         codec = codecs.lookup(name).name
-    except LookupError:
+    except (LookupError, ValueError):  # ValueError: a name with a NUL byte (CA[\xff\xfe\x00], found by the fuzzer)
         return None, False
     try:
         if _ASCII_PROBE.decode(codec) != _ASCII_PROBE.decode("ascii"):

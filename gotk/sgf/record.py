@@ -47,10 +47,20 @@ class Result:
 def value_targets(winner: str | None, to_play: np.ndarray) -> np.ndarray:
     """The value target of each position (int8): +1 where the player to move (``to_play``: +1 black, -1
     white) went on to win, -1 where they lost, 0 everywhere when ``winner`` (``"b"``/``"w"``) is None
-    (unknown, void or drawn). The one place this rule is coded."""
-    if winner is None:
-        return np.zeros(len(to_play), dtype=np.int8)
-    return np.where(np.asarray(to_play) == (1 if winner == "b" else -1), 1, -1).astype(np.int8)
+    (unknown, void or drawn). The one place this rule is coded (with :func:`signed_value_targets`)."""
+    return signed_value_targets(winner_sign(winner), to_play)
+
+
+def winner_sign(winner: str | None) -> int:
+    """``winner`` as :func:`signed_value_targets` takes it: 0 None, +1 ``"b"``, else -1 (``"w"``)."""
+    return 0 if winner is None else 1 if winner == "b" else -1
+
+
+def signed_value_targets(sign, to_play: np.ndarray) -> np.ndarray:
+    """:func:`value_targets` with the winner as :func:`winner_sign` gives it, one for all rows or one per row
+    (rows of many games at once)."""
+    sign = np.asarray(sign, dtype=np.int8)
+    return np.where(sign == 0, 0, np.where(np.asarray(to_play) == sign, 1, -1)).astype(np.int8)
 
 
 _RESULT_WIN = re.compile(r"^\s*([BW])\s*\+\s*(.*?)\s*$", re.IGNORECASE)

@@ -39,6 +39,30 @@ def game_id_from_parts(size: int, setup_black, setup_white, setup_empty, colors,
     return h.hexdigest()
 
 
+def game_ids(size: int, colors: np.ndarray, points: np.ndarray, moves: np.ndarray,
+             setup: list[tuple[np.ndarray, np.ndarray]]) -> list[str]:
+    """:func:`game_id_from_parts` of many games of one board size at once: game ``g``'s main line is
+    ``colors[moves[g]:moves[g + 1]]`` / ``points[...]``, its setup points ``pts[off[g]:off[g + 1]]`` for each
+    ``(pts, off)`` of ``setup`` (black, white, empty). The arrays are converted once, not per game."""
+    color_bytes = memoryview(np.asarray(colors, dtype="u1").tobytes())
+    point_bytes = memoryview(np.asarray(points, dtype="<u2").tobytes())
+    stones = [(np.asarray(pts, dtype="<u2"), np.asarray(off).tolist()) for pts, off in setup]
+    bounds = np.asarray(moves).tolist()
+    out: list[str] = []
+    for g in range(len(bounds) - 1):
+        m0, m1 = bounds[g], bounds[g + 1]
+        h = hashlib.blake2b(digest_size=16)
+        h.update(_PREFIX)
+        h.update(_HEADER.pack(size, *(off[g + 1] - off[g] for _, off in stones), m1 - m0))
+        for pts, off in stones:
+            if off[g + 1] > off[g]:  # an empty list adds no bytes
+                h.update(np.sort(pts[off[g]:off[g + 1]]).tobytes())
+        h.update(color_bytes[m0:m1])
+        h.update(point_bytes[2 * m0:2 * m1])
+        out.append(h.hexdigest())
+    return out
+
+
 def unit_fraction(gid: str) -> float:
     """A game id mapped uniformly onto [0, 1): the top 53 bits of its first 7 bytes (big-endian)
     / 2**53 — exact in a float64, so never rounds up to 1."""

@@ -245,6 +245,15 @@ def _octal(field: bytes) -> int:
     return int(text, 8) if text else 0
 
 
+_ZERO_BLOCK = bytes(512)
+
+
+def _byte_sum(block: bytes) -> int:
+    """``sum(block)`` of a 512-byte tar header, 6x faster: Adler-32's first half is 1 + the byte sum mod 65521,
+    exact for 256 bytes (at most 65,280), so two halves give the sum."""
+    return (zlib.adler32(block[:256]) & 0xFFFF) + (zlib.adler32(block[256:]) & 0xFFFF) - 2
+
+
 def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     name = escape_name(path.name)
     chunks = _decompressed(path)
@@ -281,14 +290,14 @@ def _fast_tar(path: Path, max_bytes: int) -> Iterator[SgfSource | Skip]:
     headers = 0
     while fill(512):
         h = bytes(buf[pos:pos + 512])
-        if not h.strip(b"\0"):
+        if h == _ZERO_BLOCK:
             return  # end-of-archive block
         magic, typ = h[257:265], h[156:157]
         try:
             stored, size = _octal(h[148:156]), _octal(h[124:136])
         except ValueError:
             stored = size = -1
-        unsigned = sum(h) - sum(h[148:156]) + 8 * 32
+        unsigned = _byte_sum(h) - sum(h[148:156]) + 8 * 32
         if stored != unsigned:
             signed = unsigned - 256 * sum(1 for b in h[:148] + h[156:] if b > 127)
             if stored == signed:  # some old tar writers sum signed chars: tarfile takes those

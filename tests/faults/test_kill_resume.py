@@ -44,7 +44,7 @@ def test_resume_after_kill_redoes_damaged_scan_and_shard(tmp_path, encode_source
 
     out = tmp_path / "out"
     run_and_kill(encode_cmd(encode_source, out, "--workers", "2"), lambda: local_run_progressed(out))
-    scans = sorted((out / ".work" / "scan").glob("*.arrow"))
+    scans = sorted((out / ".work").glob("unit-*.arrow"))
     shards = [p for p in sorted(out.rglob("part-*.parquet"))]
     assert scans and shards
     for p in (scans[0], shards[0]):
