@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, local_run_progressed, output_files, run_and_kill
 
+from gotk.build import shard_unit as SU
 from gotk.build import workers as W
 from gotk.build.encode import EncodeOptions, encode_dataset
 from gotk.build.executors import DaskExecutor, dask_available
@@ -64,7 +65,7 @@ def _kill_first_run(marker_dir: str, fn, *args):
     tag = None
     if fn is W.scan_unit and args[0].unit_id == 2:
         tag = "scan-00002"
-    elif fn is W.encode_shard and args[0]["file"] == "train/part-00000.parquet":
+    elif fn is SU.encode_shard and args[0]["file"] == "train/part-00000.parquet":
         tag = "shard-train-00000"
     marker = Path(marker_dir) / tag if tag else None
     if marker is not None and not marker.exists() and tag.startswith("scan"):

@@ -42,6 +42,7 @@ from pathlib import Path
 from gotk import __version__
 from gotk.build import executors as X
 from gotk.build import precompile as P
+from gotk.build import shard_unit as SU
 from gotk.build import workers as W
 from gotk.build.plan import Planner
 from gotk.build.progress import ProgressBars
@@ -351,9 +352,9 @@ class EncodeRun:
         self.precompile = P.start(self.shard_opts) if isinstance(executor, X.LocalExecutor) else None
         try:
             if isinstance(executor, X.LocalExecutor) and executor.workers > 1:
-                W.warm_scan(self.shard_opts)  # compile once here: the forked workers inherit the kernels
+                P.warm_scan(self.shard_opts)  # compile once here: the forked workers inherit the kernels
                 self._await_encoder()
-                W.warm_encoder(self.shard_opts)
+                P.warm_encoder(self.shard_opts)
             executor.start()  # start (fork) the workers now, before any progress-bar thread exists
         except BaseException:
             self._await_encoder(stop=True)
@@ -370,6 +371,8 @@ class EncodeRun:
             self.planner.games.abort()
             self.bars.close()
             raise
+        finally:
+            W.forget_units()
         self._await_encoder(stop=True)  # a run with no shard to encode
         executor.shutdown(wait=True)
         self.bars.close()
@@ -385,14 +388,14 @@ class EncodeRun:
 
     def _submit_shard(self, spec: dict, results: list[tuple[dict, Future | dict]]) -> None:
         self.bars.add_planned(sum(p[3] - p[2] for p in spec["pieces"]))
-        reused = W.reuse_shard(spec, self.shard_opts) if self.resume else None
+        reused = SU.reuse_shard(spec, self.shard_opts) if self.resume else None
         if reused is not None:
             self.counts["shards_reused"] += 1
             self.bars.rows(reused["rows"])
             results.append((spec, reused))
         else:
             self._await_encoder()  # the first shard: the encoder is in numba's cache now
-            fut = self.executor.submit(W.encode_shard, spec, self.shard_opts)
+            fut = self.executor.submit(SU.encode_shard, spec, self.shard_opts)
             fut.add_done_callback(lambda f: self.bars.rows(f.result()["rows"]) if not f.exception() else None)
             results.append((spec, fut))
 

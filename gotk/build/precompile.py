@@ -1,4 +1,5 @@
-"""First run: compile the encoder's kernels in a helper process while ``gotk encode`` scans.
+"""Compiling ahead: the warm-ups (every kernel a work unit runs, compiled before a pool forks) and, on a first
+run, the encoder's kernels compiled in a helper process while ``gotk encode`` scans.
 
 numba compiles one function at a time in a process. On a first run (numba's cache holds no entry for
 the encoder), ``gotk encode`` compiled the SGF reader and the replay for its scan, then the encoder's
@@ -27,9 +28,65 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from gotk.build import shard_unit as SU
 from gotk.build import workers as W
 
 WAIT_S = 600.0  # the longest a first shard waits for the helper before compiling itself
+
+
+def warm_up(options: W.ShardOptions) -> None:
+    """Compile (or load from numba's cache) every kernel a work unit runs: :func:`warm_scan` and
+    :func:`warm_encoder`. Called in the parent before a process pool forks, so the workers inherit the
+    compiled code instead of each compiling its own copy at once."""
+    warm_scan(options)
+    warm_encoder(options)
+
+
+_WARM_GAME = b"(;GM[1]SZ[%d];B[aa];W[ba];B[];W[])"
+
+
+def warm_scan(options: W.ShardOptions) -> None:
+    """Compile what a scan unit runs (the SGF reader and the batch replay), on a four-move game."""
+    from gotk.game.replay import GameBatch, replay_batch
+    from gotk.sgf.reader import read_sgf
+
+    (rec,) = read_sgf(_WARM_GAME % options.board_size)
+    replay_batch(GameBatch.from_records([rec]))
+
+
+def warm_encoder(options: W.ShardOptions) -> None:
+    """Compile what a shard runs: ``options``' encoder (and only that one: its batch loop, else its game loop),
+    on a four-move game."""
+    from gotk.game.replay import GameBatch, replay_batch
+    from gotk.sgf.reader import read_sgf
+
+    (rec,) = read_sgf(_WARM_GAME % options.board_size)
+    enc = SU.encoder_for(options)
+    if getattr(enc, "batchable", False):
+        batch = GameBatch.from_records([rec])
+        replay_batch(batch)
+        n = rec.num_moves
+        enc.encode_batch_into(batch, np.empty((n, enc.num_planes, enc.num_points), enc.np_dtype),
+                              np.empty(n, np.int16), np.empty(n, np.int32), np.empty(n, np.int8),
+                              options.include_passes, options.skip_first)
+    else:
+        enc.encode_game(rec, include_passes=options.include_passes, skip_first=options.skip_first)
+
+
+def encoder_in_cache(options: W.ShardOptions) -> bool:
+    """Whether numba's cache already holds ``options``' encoder (the loop its shards run): False on a first run."""
+    from gotk import jit
+
+    loop = getattr(SU.encoder_for(options), "shard_loop", None)
+    return loop is None or jit.in_cache(loop)
+
+
+def encoder_compiles_ahead(options: W.ShardOptions) -> bool:
+    """Whether ``options``' encoder gains from compiling in a helper process on a first run: its own kernels
+    are much more than the scan's (alphago's ladder reader), not a copy of them (the small encoders)."""
+    return bool(getattr(SU.encoder_for(options), "compile_ahead", False))
 
 
 ENV = "GOTK_COMPILE_HELPER"  # "0": never; "1": on every first run; unset or "auto": when a CPU is idle
@@ -81,9 +138,9 @@ def start(options: W.ShardOptions) -> Helper | None:
     mode = os.environ.get(ENV, "auto")
     if mode == "0" or not jit.CACHE_LOCK:
         return None
-    if mode != "1" and not (W.encoder_compiles_ahead(options) and idle_cpu()):
+    if mode != "1" and not (encoder_compiles_ahead(options) and idle_cpu()):
         return None
-    if W.encoder_in_cache(options):
+    if encoder_in_cache(options):
         return None
     spec = {"encoder": options.encoder, "encoder_options": options.encoder_options,
             "board_size": options.board_size, "include_passes": options.include_passes,
@@ -103,7 +160,7 @@ def start(options: W.ShardOptions) -> Helper | None:
 def main(argv: list[str] | None = None) -> int:
     """The helper: compile the encoder described by ``argv[0]`` (JSON) into numba's cache."""
     spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
-    W.warm_encoder(W.ShardOptions(work_dir="", out_dir="", **spec))
+    warm_encoder(W.ShardOptions(work_dir="", out_dir="", **spec))
     return 0
 
 
