@@ -1,7 +1,7 @@
 """``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
 
 Design (one executor — a local process pool or Dask, see :mod:`gotk.build.executors` — and two
-kinds of work unit, both in :mod:`gotk.build.workers`):
+kinds of work unit: the scan unit in :mod:`gotk.build.workers`, the shard unit in :mod:`gotk.build.shard_unit`):
 
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
