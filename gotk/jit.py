@@ -261,8 +261,12 @@ def _internal_library() -> Any:
 
         def serialize_using_object_code(self) -> tuple:
             self._ensure_finalized()
-            env_names = sorted(self.__dict__.get("_gotk_env_names", ()))
-            return self.name, "object", (_env_object(self._codegen, env_names),
+            # its own environment and those of the callees linked in: numba sets every one of them when it
+            # loads the function (CompileResult._find_referenced_environments reads the same globals)
+            env_names = set(self.__dict__.get("_gotk_env_names", ()))
+            env_names.update(gv.name for gv in self._final_module.global_variables
+                             if gv.name.startswith("_ZN08NumbaEnv"))
+            return self.name, "object", (_env_object(self._codegen, sorted(env_names)),
                                          self._get_module_for_linking().as_bitcode())
 
     return InternalLibrary

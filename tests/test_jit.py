@@ -223,8 +223,12 @@ _INNER = """
 from gotk.jit import internal_kernel
 
 @internal_kernel
+def leaf(x):
+    return x * 2
+
+@internal_kernel
 def twice(a, i):
-    return a[i] * 2
+    return leaf(a[i])
 """
 
 _OUTER = """
@@ -247,8 +251,9 @@ print({name}(np.arange(5, dtype=np.int64)), sum(twice.stats.cache_hits.values())
 
 @pytest.mark.skipif(jit.InternalLibrary is None, reason="this numba has no internal-kernel library")
 def test_an_internal_kernel_from_the_cache_serves_a_new_caller(tmp_path):
-    """A process compiles an internal kernel and a caller into numba's cache; a later process compiles a new
-    caller of it, taking the internal kernel from the cache (what it links is the cached IR), and runs it."""
+    """A process compiles an internal kernel (which calls another) and a caller into numba's cache; a later
+    process compiles a new caller of it, taking the internal kernel from the cache (what it links is the cached
+    IR; numba sets the environments of both kernels as it loads it), and runs it."""
     import os
     import subprocess
     import sys
