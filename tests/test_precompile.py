@@ -45,13 +45,46 @@ def test_a_first_encode_compiles_its_encoder_in_a_helper_and_writes_the_same_fil
     assert output_files(tmp_path / "first") == output_files(tmp_path / "again") == output_files(tmp_path / "off")
 
 
-def test_a_helper_that_fails_or_hangs_reports_false():
-    failing = P.Helper(subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"]))
-    assert failing.wait() is False
-    hanging = P.Helper(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+def _forked(fn) -> P.Helper:
+    helper = P.fork_call(fn)
+    if helper is None:
+        pytest.skip("no fork here, or this test process runs other Python threads")
+    return helper
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_forked_helper_reports_what_its_call_did(tmp_path):
+    mark = tmp_path / "ran"
+    done = _forked(lambda: mark.write_text(str(os.getpid())))
+    assert done.wait() is True and done.status == 0
+    assert int(mark.read_text()) == done.pid != os.getpid()  # it ran in the copy, not here
+    failing = _forked(lambda: 1 / 0)
+    assert failing.wait() is False and failing.status == 1
+    hanging = _forked(lambda: time.sleep(60))
     t = time.monotonic()
     assert hanging.wait(timeout=0.5) is False
-    assert time.monotonic() - t < 30 and hanging.proc.poll() is not None  # stopped, not left running
+    assert time.monotonic() - t < 30 and _gone(hanging.pid)  # stopped and reaped, not left running
+    hanging.close()  # closing again is harmless
+
+
+def test_no_fork_while_other_python_threads_run():
+    import threading
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert P.fork_call(lambda: None) is None
+    finally:
+        stop.set()
+        thread.join()
 
 
 _MODULE = """

@@ -4,9 +4,10 @@ run, the encoder's kernels compiled in a helper process while ``gotk encode`` sc
 numba compiles one function at a time in a process. On a first run (numba's cache holds no entry for
 the encoder), ``gotk encode`` compiled the SGF reader and the replay for its scan, then the encoder's
 game loop (for ``alphago`` with the ladder reader: most of the first run), one after the other. The
-encoder's kernels do not wait for the scan, so :func:`start` compiles them in a helper process into
-numba's cache while this process compiles and runs the scan; before its first shard, this process
-waits for the helper (:meth:`Helper.wait`) and then loads the encoder from the cache.
+encoder's kernels do not wait for the scan, so :func:`start` compiles them in a helper process (a fork of
+this one: :func:`fork_call`) into numba's cache while this process compiles and runs the scan; before its
+first shard, this process waits for the helper (:meth:`Helper.wait`) and then loads the encoder from the
+cache.
 
 Only on a first run, for a local executor, for an encoder whose own kernels are much more than the
 scan's (``compile_ahead``: alphago; the small encoders' kernels are mostly the replay's, which both
@@ -14,19 +15,21 @@ processes would then compile), and only when a CPU is idle (two or more usable C
 average leaves one free): on a busy host the two processes would only take turns on the same cores,
 and the helper's copy of the shared kernels makes the first run slower (BENCHMARKS.md).
 ``GOTK_COMPILE_HELPER=0`` never starts one, ``=1`` starts one on every first run, whatever the encoder
-and the load. Anything else (a warm
-cache, a helper that fails or is killed) changes nothing but the time: this process compiles what the
-cache lacks, as it always did. Two processes saving into numba's cache at once are made safe by
+and the load. Anything else (a warm cache, a process that runs other threads and so is not forked, a
+helper that fails or is killed) changes nothing but the time: this process compiles what the cache lacks,
+as it always did. Two processes saving into numba's cache at once are made safe by
 :data:`gotk.jit.CACHE_LOCK` (without it, no helper is started).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
+import signal
 import sys
-from pathlib import Path
+import threading
+import time
+import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,19 +53,24 @@ _WARM_GAME = b"(;GM[1]SZ[%d];B[aa];W[ba];B[];W[])"
 def warm_scan(options: W.ShardOptions) -> None:
     """Compile what a scan unit runs (the SGF reader and the batch replay), on a four-move game."""
     from gotk.game.replay import GameBatch, replay_batch
-    from gotk.sgf.reader import read_sgf
 
-    (rec,) = read_sgf(_WARM_GAME % options.board_size)
-    replay_batch(GameBatch.from_records([rec]))
+    replay_batch(GameBatch.from_records([_warm_record(options.board_size)]))
 
 
-def warm_encoder(options: W.ShardOptions) -> None:
+def _warm_record(size: int, fast: bool | None = None):
+    """The four-move warm-up game on a ``size`` board; ``fast=False`` reads it without the compiled SGF reader."""
+    from gotk.sgf.reader import iter_sgf
+
+    (rec,) = iter_sgf(_WARM_GAME % size, strict=True, fast=fast)
+    return rec
+
+
+def warm_encoder(options: W.ShardOptions, fast_reader: bool | None = None) -> None:
     """Compile what a shard runs: ``options``' encoder (and only that one: its batch loop, else its game loop),
-    on a four-move game."""
+    on a four-move game (read with the compiled SGF reader unless ``fast_reader`` is False)."""
     from gotk.game.replay import GameBatch, replay_batch
-    from gotk.sgf.reader import read_sgf
 
-    (rec,) = read_sgf(_WARM_GAME % options.board_size)
+    rec = _warm_record(options.board_size, fast_reader)
     enc = SU.encoder_for(options)
     if getattr(enc, "batchable", False):
         batch = GameBatch.from_records([rec])
@@ -110,29 +118,76 @@ def idle_cpu() -> bool:
 
 
 class Helper:
-    """A running helper process (:func:`start`)."""
+    """A running helper process (:func:`fork_call`), waited for or stopped by its pid."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.proc = proc
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.status: int | None = None  # the exit status once reaped
+
+    def poll(self) -> int | None:
+        """The exit status if the helper has ended (reaping it), else None."""
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+        return self.status
 
     def wait(self, timeout: float = WAIT_S) -> bool:
         """Wait for the helper to finish (at most ``timeout`` s, then stop it); True if it compiled."""
-        try:
-            return self.proc.wait(timeout) == 0
-        except subprocess.TimeoutExpired:
-            self.close()
-            return False
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= deadline:
+                self.close()
+                return False
+            time.sleep(0.005)
+        return self.status == 0
 
     def close(self) -> None:
         """Stop the helper if it still runs (a run that ends early, or an error)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:  # pragma: no cover - ended between the two calls
+                pass
+            self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+
+
+def fork_call(fn: Callable[[], object]) -> Helper | None:
+    """Run ``fn()`` in a forked copy of this process: exit status 0 if it returns, 1 if it raises. None where
+    ``fork`` is missing or this process runs other Python threads (a fork copies only the calling one, and a
+    lock another holds stays held in the copy). The native thread pools of numpy's BLAS and of pyarrow, idle
+    here, reset themselves in a fork, as in the fork of a worker pool (Python 3.12 warns about them).
+
+    A fork starts at once with every module imported (a new interpreter took a third of a second to import
+    numba). The copy never returns into the caller's code: it ends with ``os._exit``, so no ``atexit``
+    handler, buffered output or interpreter teardown of the parent runs twice; it dies with the parent."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        return Helper(pid)
+    code = 1
+    try:  # the helper
+        from gotk.build.executors import _die_with_parent
+
+        _die_with_parent(parent)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        fn()
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def start(options: W.ShardOptions) -> Helper | None:
     """Start compiling ``options``' encoder in a helper process on a first run (see the module docstring);
-    None when there is nothing to gain (or no safe way to share numba's cache)."""
+    None when there is nothing to gain (or no safe way to share numba's cache or to fork)."""
     from gotk import jit
 
     mode = os.environ.get(ENV, "auto")
@@ -142,27 +197,5 @@ def start(options: W.ShardOptions) -> Helper | None:
         return None
     if encoder_in_cache(options):
         return None
-    spec = {"encoder": options.encoder, "encoder_options": options.encoder_options,
-            "board_size": options.board_size, "include_passes": options.include_passes,
-            "skip_first": options.skip_first}
-    env = dict(os.environ)
-    root = Path(__file__).resolve().parents[2]  # the same gotk as this process (an editable install's tree)
-    if not any(Path(p or ".").resolve() == root for p in sys.path):
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH")) if p)
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "gotk.build.precompile", json.dumps(spec)], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
-    return Helper(proc)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The helper: compile the encoder described by ``argv[0]`` (JSON) into numba's cache."""
-    spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
-    warm_encoder(W.ShardOptions(work_dir="", out_dir="", **spec))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    # the warm-up game is read without the compiled SGF reader: this process compiles that one for its scan
+    return fork_call(lambda: warm_encoder(options, fast_reader=False))
