@@ -276,6 +276,34 @@ def _remove(h, board, head, nxt, libs, ssize, nbr, lg, ctl):
 
 
 @internal_kernel
+def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
+    """Liberties of the string ``h`` that the stone just played at ``pt`` belongs to, when the move captured
+    nothing and joined at most one string (``merged``; its liberties before were ``merged_libs``, ``pt``
+    among them): that string's other liberties plus each empty neighbour of ``pt`` that is not already one
+    of them (no stone of the string but ``pt`` next to it) — exactly what counting the string's liberties
+    from scratch gives, without walking it (a ladder's string grows by a stone a ply)."""
+    cnt = merged_libs - 1 if merged == 1 else 0
+    for k in range(4):
+        q = nbr[pt, k]
+        if q < 0:
+            break
+        if board[q] != 0:
+            continue
+        new = True
+        if merged == 1:
+            for j in range(4):
+                r = nbr[q, j]
+                if r < 0:
+                    break
+                if r != pt and board[r] == color and head[r] == h:
+                    new = False
+                    break
+        if new:
+            cnt += 1
+    return cnt
+
+
+@internal_kernel
 def _play(scr, d, point, color, nbr):
     """Play ``point`` in the current position (suicide forbidden, simple ko), logging every write so that
     :func:`_undo` back to ``start[d + 1]`` restores the position; returns the engine status. The same
@@ -302,6 +330,8 @@ def _play(scr, d, point, color, nbr):
     ssize[pt] = 1
     libs[pt] = 0
     h = pt
+    merged = 0
+    merged_libs = 0  # liberties of the first string merged, before the move
     for k in range(4):
         q = nbr[pt, k]
         if q < 0:
@@ -309,6 +339,8 @@ def _play(scr, d, point, color, nbr):
         if board[q] == color:
             hq = head[q]
             if hq != h:
+                merged += 1
+                merged_libs = libs[hq]
                 a = K._merge(h, hq, head, nxt, ssize)
                 _log(lg, ctl, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
                 h = a
@@ -333,7 +365,10 @@ def _play(scr, d, point, color, nbr):
                     _remove(hq, board, head, nxt, libs, ssize, nbr, lg, ctl)
     h = head[pt]
     _log(lg, ctl, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
-    libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
+    if captured == 0 and merged <= 1:
+        libs[h] = _libs_after(board, head, nbr, pt, h, color, merged, merged_libs)
+    else:
+        libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
     _log(lg, ctl, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
     if captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[K.M_KO] = captured_point
@@ -389,11 +424,15 @@ def _libs_of(scr, t, nbr):
 @internal_kernel
 def _add_liberties(scr, t, row, limit, nbr):
     """Append the distinct liberties of the string through ``t`` to candidate row ``row`` until it holds
-    ``limit`` candidates; returns the first liberty found (-1 if none)."""
+    ``limit`` candidates; returns the first liberty found (-1 if none). A string with one or two liberties
+    stops walking once it has met them all (its liberty count says when): the rest of the walk would only
+    meet them again, which changes nothing."""
     touch_string(scr, t, nbr)
     sb, si, cand = scr[0], scr[1], scr[3]
     first = -1
+    second = -1
     h = si[0, t]
+    nlibs = si[2, h]
     p = h
     while True:
         for k in range(4):
@@ -414,6 +453,10 @@ def _add_liberties(scr, t, row, limit, nbr):
                 if not seen:
                     cand[row, _C0 + nc] = q
                     cand[row, _C_N] = nc + 1
+                if q != first and second < 0:
+                    second = q
+                if nlibs == 1 or (nlibs == 2 and second >= 0):
+                    return first
         p = si[1, p]
         if p == h:
             break
