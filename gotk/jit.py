@@ -246,6 +246,12 @@ def _internal_library() -> Any:
         numba's own check would raise "missing Environment" in it.
         """
 
+        def add_ir_module(self, ir_module: Any) -> None:
+            for fn in ir_module.functions:  # see internal_kernel(always_inline=True)
+                if fn.blocks and fn.name.startswith(_ALWAYS_INLINE):
+                    fn.attributes.add("alwaysinline")
+            super().add_ir_module(ir_module)
+
         def _finalize_final_module(self) -> None:
             self._finalize_dynamic_globals()
             self._verify_declare_only_symbols()
@@ -368,15 +374,34 @@ class InternalDispatcher(_CPUDispatcher):  # type: ignore[misc, valid-type]
                         "only gotk's compiled code calls it")
 
 
-def internal_kernel(fn: Callable[..., Any]) -> Any:
+_ALWAYS_INLINE: tuple[str, ...] = ()  # numba's mangled-name prefixes of the always-inlined internal kernels
+
+
+def _mangled_prefix(fn: Callable[..., Any]) -> str:
+    """The start of numba's (Itanium) mangled name of top-level function ``fn``: ``_ZN4gotk8encoders...``."""
+    return "_ZN" + "".join(f"{len(p)}{p}" for p in f"{fn.__module__}.{fn.__qualname__}".split("."))
+
+
+def internal_kernel(fn: Callable[..., Any] | None = None, *, always_inline: bool = False) -> Any:
     """A :func:`kernel` that only other compiled functions call. numba otherwise also compiles, for
     every function, the code that converts Python arguments (each array: type checks, shape and
     strides reads) and the return value; for the engine's and the ladder reader's helpers, which
     Python never calls, that was a third of their compile time on a fresh install (BENCHMARKS.md).
     Calling one from Python raises ``TypeError``. Where this numba lacks the option (or the dispatcher
-    class), it is a plain :func:`kernel`."""
+    class), it is a plain :func:`kernel`.
+
+    ``always_inline``: LLVM inlines it into every caller (its IR is marked ``alwaysinline``). numba passes
+    every field of every array argument (seven to nine words an array) to a function it calls, so a small
+    helper that takes the ladder reader's scratch tuple costs more to call than to run; LLVM's own
+    heuristics leave such a helper uninlined once it has several callers. Unlike :func:`inline_kernel`
+    nothing is typed again: only LLVM's work grows, with each call site (BENCHMARKS.md)."""
+    if fn is None:
+        return lambda f: internal_kernel(f, always_inline=always_inline)
     if _CPUDispatcher is object or not _CPYTHON_WRAPPER_OPTIONAL:
         return kernel(fn)
+    if always_inline:
+        global _ALWAYS_INLINE
+        _ALWAYS_INLINE += (_mangled_prefix(fn),)
     options = {"nopython": True, "no_cpython_wrapper": True, **_OPTIONS}
     if NRT_OFF:
         options["_nrt"] = False

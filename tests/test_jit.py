@@ -219,6 +219,49 @@ def test_an_internal_kernel_emits_no_machine_code_and_changes_no_caller(tmp_path
     assert not cres.library._compiled  # no object code was emitted for it
 
 
+_BIG_SRC = """
+def spread(a, i):
+    s = 0
+    for k in range(a.shape[0]):
+        s += (a[k] * (i + k)) % 7 + (a[k] ^ i) % 5 - (a[(k + i) % a.shape[0]] * 3) % 11
+    return s
+
+def total(a, i):
+    return spread(a, i) + spread(a, i + 1) + spread(a, i + 2) + spread(a, i + 3)
+"""
+
+
+def _inlined_ir(path, always_inline):
+    """``spread`` (an internal kernel with four call sites) and the optimised LLVM IR of its caller."""
+    path.write_text(_BIG_SRC)
+    ns: dict = {"__name__": f"gotk_test_{path.stem}"}
+    exec(compile(_BIG_SRC, str(path), "exec"), ns)
+    ns["spread"] = spread = jit.internal_kernel(ns["spread"], always_inline=always_inline)
+    total = jit.kernel(ns["total"])
+    a = np.arange(9, dtype=np.int64)
+    expect = sum(sum((int(x) * (i + k)) % 7 + (int(x) ^ i) % 5 - (int(a[(k + i) % 9]) * 3) % 11
+                     for k, x in enumerate(a)) for i in (1, 2, 3, 4))
+    assert total(a, 1) == expect
+    (cres,) = spread.overloads.values()
+    return cres, total.inspect_llvm(total.signatures[0])
+
+
+@pytest.mark.skipif(jit.InternalLibrary is None or not jit._CPYTHON_WRAPPER_OPTIONAL,
+                    reason="this numba has no internal-kernel library")
+def test_an_always_inline_kernel_is_inlined_into_every_caller(tmp_path):
+    """``internal_kernel(always_inline=True)`` marks the kernel's IR ``alwaysinline``: its caller calls it
+    nowhere (LLVM left the plain kernel, called from four places, as calls)."""
+    import re
+
+    plain, plain_ir = _inlined_ir(tmp_path / "plain.py", False)
+    inlined, inlined_ir = _inlined_ir(tmp_path / "inlined.py", True)
+    name = plain.fndesc.mangled_name
+    assert re.search(rf"call [^\n]*@\"?{re.escape(name)}", plain_ir)
+    assert re.search(r"define [^\n]*alwaysinline|attributes #\d+ = \{[^}]*alwaysinline", inlined.library.get_llvm_str())
+    assert inlined.fndesc.mangled_name not in re.findall(r"call [^(]*@\"?([\w.$]+)", inlined_ir)
+    assert "alwaysinline" not in plain.library.get_llvm_str()
+
+
 _INNER = """
 from gotk.jit import internal_kernel
 

@@ -160,7 +160,7 @@ def touch_string(scr, x, nbr):
             break
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def touch_point(scr, x, nbr):
     """Add ``x`` and the strings next to it (current position) to the core."""
     sb = scr[0]
@@ -221,22 +221,23 @@ def load_position(scr, board, head, nxt, libs, ssize, meta):
 
 
 @internal_kernel
-def _log(lg, ctl, kind, x, old):
-    i = ctl[_TOP]
+def _log(lg, i, kind, x, old):
+    """Write undo-log entry ``i``; returns the log's new length (kept in a local by the caller, written back
+    to ``ctl`` once a move is done: a store through ``ctl`` after every entry cost a load and a store each)."""
     lg[i, 0] = kind
     lg[i, 1] = x
     lg[i, 2] = old
-    ctl[_TOP] = i + 1
+    return i + 1
 
 
 @internal_kernel
-def _remove(h, board, head, nxt, libs, ssize, nbr, lg, ctl):
-    """The engine's ``_remove_string`` with every write logged: take the string with head ``h`` off the
-    board, its neighbours gain the freed liberties."""
+def _remove(h, board, head, nxt, libs, ssize, nbr, lg, top):
+    """The engine's ``_remove_string`` with every write logged (from entry ``top`` on; returns the log's new
+    length): take the string with head ``h`` off the board, its neighbours gain the freed liberties."""
     color = board[h]
     p = h
     while True:
-        _log(lg, ctl, np.int64(_L_BOARD), np.int64(p), np.int64(color))
+        top = _log(lg, top, np.int64(_L_BOARD), np.int64(p), np.int64(color))
         board[p] = 0
         p = nxt[p]
         if p == h:
@@ -253,7 +254,7 @@ def _remove(h, board, head, nxt, libs, ssize, nbr, lg, ctl):
             if board[q] != 0:
                 hq = head[q]
                 if hq != h0 and hq != h1 and hq != h2:
-                    _log(lg, ctl, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
+                    top = _log(lg, top, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
                     libs[hq] += 1
                     if h0 < 0:
                         h0 = hq
@@ -262,10 +263,10 @@ def _remove(h, board, head, nxt, libs, ssize, nbr, lg, ctl):
                     else:
                         h2 = hq
         nx = nxt[p]
-        _log(lg, ctl, np.int64(_L_HEAD), np.int64(p), np.int64(head[p]))
-        _log(lg, ctl, np.int64(_L_NXT), np.int64(p), np.int64(nx))
-        _log(lg, ctl, np.int64(_L_SSIZE), np.int64(p), np.int64(ssize[p]))
-        _log(lg, ctl, np.int64(_L_LIBS), np.int64(p), np.int64(libs[p]))
+        top = _log(lg, top, np.int64(_L_HEAD), np.int64(p), np.int64(head[p]))
+        top = _log(lg, top, np.int64(_L_NXT), np.int64(p), np.int64(nx))
+        top = _log(lg, top, np.int64(_L_SSIZE), np.int64(p), np.int64(ssize[p]))
+        top = _log(lg, top, np.int64(_L_LIBS), np.int64(p), np.int64(libs[p]))
         head[p] = p
         nxt[p] = p
         ssize[p] = 0
@@ -273,9 +274,10 @@ def _remove(h, board, head, nxt, libs, ssize, nbr, lg, ctl):
         p = nx
         if p == h:
             break
+    return top
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     """Liberties of the string ``h`` that the stone just played at ``pt`` belongs to, when the move captured
     nothing and joined at most one string (``merged``; its liberties before were ``merged_libs``, ``pt``
@@ -312,18 +314,19 @@ def _play(scr, d, point, color, nbr):
     touch_point(scr, point, nbr)
     board, si, wide, lg = scr[0], scr[1], scr[WIDE], scr[LOG]
     head, nxt, libs, ssize, mark, meta, ctl = si[0], si[1], si[2], si[3], si[MARK], wide[META], wide[CTL]
-    wide[START, d + 1] = ctl[_TOP]
+    top = ctl[_TOP]
+    wide[START, d + 1] = top
     ctl[1] += 1
     pt = np.int32(point)
     # int32 points and these array types, as the engine's own callers pass: one compile of each helper
     st = K.check_move(board, head, libs, meta, nbr, pt, color, np.bool_(False))
     if st != K.OK:
         return st
-    _log(lg, ctl, np.int64(_L_BOARD), np.int64(pt), np.int64(board[pt]))
-    _log(lg, ctl, np.int64(_L_HEAD), np.int64(pt), np.int64(head[pt]))
-    _log(lg, ctl, np.int64(_L_NXT), np.int64(pt), np.int64(nxt[pt]))
-    _log(lg, ctl, np.int64(_L_SSIZE), np.int64(pt), np.int64(ssize[pt]))
-    _log(lg, ctl, np.int64(_L_LIBS), np.int64(pt), np.int64(libs[pt]))
+    top = _log(lg, top, np.int64(_L_BOARD), np.int64(pt), np.int64(board[pt]))
+    top = _log(lg, top, np.int64(_L_HEAD), np.int64(pt), np.int64(head[pt]))
+    top = _log(lg, top, np.int64(_L_NXT), np.int64(pt), np.int64(nxt[pt]))
+    top = _log(lg, top, np.int64(_L_SSIZE), np.int64(pt), np.int64(ssize[pt]))
+    top = _log(lg, top, np.int64(_L_LIBS), np.int64(pt), np.int64(libs[pt]))
     board[pt] = color
     head[pt] = pt
     nxt[pt] = pt
@@ -342,7 +345,7 @@ def _play(scr, d, point, color, nbr):
                 merged += 1
                 merged_libs = libs[hq]
                 a = K._merge(h, hq, head, nxt, ssize)
-                _log(lg, ctl, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
+                top = _log(lg, top, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
                 h = a
     opp = 3 - color
     captured = 0
@@ -356,25 +359,26 @@ def _play(scr, d, point, color, nbr):
             hq = head[q]
             if mark[hq] != s:
                 mark[hq] = s
-                _log(lg, ctl, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
+                top = _log(lg, top, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
                 libs[hq] -= 1
                 if libs[hq] == 0:
                     if ssize[hq] == 1:
                         captured_point = hq
                     captured += ssize[hq]
-                    _remove(hq, board, head, nxt, libs, ssize, nbr, lg, ctl)
+                    top = _remove(hq, board, head, nxt, libs, ssize, nbr, lg, top)
     h = head[pt]
-    _log(lg, ctl, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
+    top = _log(lg, top, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
     if captured == 0 and merged <= 1:
         libs[h] = _libs_after(board, head, nbr, pt, h, color, merged, merged_libs)
     else:
         libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
-    _log(lg, ctl, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
+    top = _log(lg, top, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
     if captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[K.M_KO] = captured_point
         meta[K.M_KO_COLOR] = opp
     else:
         meta[K.M_KO] = -1
+    ctl[_TOP] = top
     return st
 
 
@@ -421,7 +425,7 @@ def _libs_of(scr, t, nbr):
     return si[2, si[0, t]]
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _add_liberties(scr, t, row, limit, nbr):
     """Append the distinct liberties of the string through ``t`` to candidate row ``row`` until it holds
     ``limit`` candidates; returns the first liberty found (-1 if none). A string with one or two liberties
@@ -475,13 +479,11 @@ def _empty_nbrs(sb, p, nbr):
     return c
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _escapes_by_extension(scr, t, x, y, nbr):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
     extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
-    board changes and only playing tells)."""
-    touch_point(scr, x, nbr)
-    touch_point(scr, y, nbr)
+    board changes and only playing tells). The caller touches ``x`` and ``y`` (:func:`touch_point`) first."""
     sb, si = scr[0], scr[1]
     mark = si[MARK]
     dcol = sb[t]
@@ -524,7 +526,7 @@ def _escapes_by_extension(scr, t, x, y, nbr):
     return cnt
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _open(scr, d, kind, t, nbr):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, si, cand = scr[0], scr[1], scr[3]
@@ -535,6 +537,8 @@ def _open(scr, d, kind, t, nbr):
         _add_liberties(scr, t, d, np.int64(2), nbr)
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
+            touch_point(scr, a, nbr)
+            touch_point(scr, b, nbr)
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
             keep_a = _escapes_by_extension(scr, t, a, b, nbr) < 3
             keep_b = _escapes_by_extension(scr, t, b, a, nbr) < 3
@@ -579,10 +583,13 @@ def read_ladder(scr, root, kind, t, nbr):
     dcol = sb[t]
     acol = 3 - dcol
     ctl[1] = 0
-    _open(scr, root, kind, t, nbr)
     d = root
+    opening = kind  # the side of the frame to open at ply d (-1: it is open): one call site of _open, inlined
     ret = -1  # result of the child frame just closed (-1: none)
     while True:
+        if opening >= 0:
+            _open(scr, d, opening, t, nbr)
+            opening = -1
         kind = cand[d, _C_TYPE]
         val = -1
         if ret >= 0:
@@ -620,7 +627,7 @@ def read_ladder(scr, root, kind, t, nbr):
                                 np.bool_(False)) != K.OK:
                     val = 0
             if pushed:
-                _open(scr, e, np.int64(DEF if kind == ATT else ATT), t, nbr)
+                opening = np.int64(DEF if kind == ATT else ATT)
                 d = e
             else:
                 _undo(scr, start[e])
