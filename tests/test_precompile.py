@@ -45,33 +45,37 @@ def test_a_first_encode_compiles_its_encoder_in_a_helper_and_writes_the_same_fil
     assert output_files(tmp_path / "first") == output_files(tmp_path / "again") == output_files(tmp_path / "off")
 
 
-def _forked(fn) -> P.Helper:
-    helper = P.fork_call(fn)
-    if helper is None:
-        pytest.skip("no fork here, or this test process runs other Python threads")
-    return helper
+_FORKS = """
+import os, sys, time
+from gotk.build import precompile as P
 
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+mark = sys.argv[1]
+done = P.fork_call(lambda: open(mark, "w").write(str(os.getpid())))
+assert done.wait() is True and done.status == 0
+assert int(open(mark).read()) == done.pid != os.getpid()  # it ran in the copy, not here
+failing = P.fork_call(lambda: 1 / 0)
+assert failing.wait() is False and failing.status == 1
+hanging = P.fork_call(lambda: time.sleep(60))
+t = time.monotonic()
+assert hanging.wait(timeout=0.5) is False
+assert time.monotonic() - t < 30
+try:
+    os.kill(hanging.pid, 0)
+except ProcessLookupError:
+    pass
+else:
+    raise AssertionError("the hanging helper was left running")
+hanging.close()  # closing again is harmless
+print("ok")
+"""
 
 
 def test_a_forked_helper_reports_what_its_call_did(tmp_path):
-    mark = tmp_path / "ran"
-    done = _forked(lambda: mark.write_text(str(os.getpid())))
-    assert done.wait() is True and done.status == 0
-    assert int(mark.read_text()) == done.pid != os.getpid()  # it ran in the copy, not here
-    failing = _forked(lambda: 1 / 0)
-    assert failing.wait() is False and failing.status == 1
-    hanging = _forked(lambda: time.sleep(60))
-    t = time.monotonic()
-    assert hanging.wait(timeout=0.5) is False
-    assert time.monotonic() - t < 30 and _gone(hanging.pid)  # stopped and reaped, not left running
-    hanging.close()  # closing again is harmless
+    """In a fresh interpreter (one thread, as ``gotk encode`` is when it forks): a call that returns, one that
+    raises, and one that hangs past the wait, which is stopped and reaped."""
+    done = subprocess.run([sys.executable, "-c", _FORKS, str(tmp_path / "ran")], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 def test_no_fork_while_other_python_threads_run():
