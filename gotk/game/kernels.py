@@ -464,19 +464,31 @@ def start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board
 
 
 @internal_kernel
-def _note_string(h, nxt, taken, r0, r):
-    """Append the stones of the string with head ``h`` to ``taken[r:]`` unless ``taken[r0:r]`` already holds them
-    (its head is the first of them); returns the new end."""
-    for k in range(r0, r):
-        if taken[k] == h:
-            return r
-    x = h
-    while True:
-        taken[r] = x
+def _note_taken(point, board, shadow, nbr, taken, r):
+    """After a move on ``point`` took stones off the board: append them to ``taken[r:]`` (returns the new end).
+    They are the stones ``shadow`` (the board before the move, the move's own stone placed) has and the board
+    lacks, connected to ``point`` (captured strings touch it; a suicided one holds it): a flood fill from it,
+    ``taken`` its queue, each stone cleared from the shadow as it joins."""
+    r0 = r
+    if shadow[point] != 0 and board[point] == 0:
+        shadow[point] = 0
+        taken[r] = point
         r += 1
-        x = nxt[x]
-        if x == h:
+    x = point
+    k0 = r0
+    while True:
+        for k in range(4):
+            q = nbr[x, k]
+            if q < 0:
+                break
+            if shadow[q] != 0 and board[q] == 0:
+                shadow[q] = 0
+                taken[r] = q
+                r += 1
+        if k0 == r:
             return r
+        x = taken[k0]
+        k0 += 1
 
 
 @kernel
@@ -487,10 +499,11 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
     status :data:`SETUP_FAILED` when the setup stones are unusable.
 
     With a ``taken_at`` as long as ``points`` plus one (else empty: nothing is noted), it also notes the stones
-    each played move took off the board (captures, or a suicide's own string): those of move ``i`` are
-    ``taken[taken_at[i]:taken_at[i + 1]]`` (``taken`` as long as the batch's moves and setup stones together: a
-    stone leaves the board at most once per placement), so that a game's boards can be replayed again without
-    the engine (:func:`gotk.encoders.game_loop.board_loop_for`). ``shadow`` is scratch of the board's length."""
+    each played move took off the board (captures, or a suicide's own string: :func:`_note_taken`): those of
+    move ``i`` are ``taken[taken_at[i]:taken_at[i + 1]]`` (``taken`` as long as the batch's moves and setup
+    stones together: a stone leaves the board at most once per placement), so that a game's boards can be
+    replayed again without the engine (:func:`gotk.encoders.game_loop.board_loop_for`). ``shadow`` is scratch of
+    the board's length: the board as the trace knows it."""
     note = taken_at.shape[0] > 0
     n = board.shape[0]
     r = 0
@@ -517,36 +530,17 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
         st = OK
         for i in range(m0, m1):
             p = points[i]
-            r0 = r
-            if note and 0 <= p < n:  # the opponent's strings this move would capture: each has p as its last liberty
-                opp = 3 - colors[i]
-                for k in range(4):
-                    q = nbr[p, k]
-                    if q < 0:
-                        break
-                    if board[q] == opp and libs[head[q]] == 1:
-                        r = _note_string(head[q], nxt, taken, r0, r)
             st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, colors[i],
                            allow_suicide)
             if st != OK:
-                r = r0
                 played = i - m0
                 break
             if note:
                 if p != n:
                     shadow[p] = colors[i]
-                now = meta[M_CAPT_B] + meta[M_CAPT_W]
-                if now - gone == r - r0:
-                    for k in range(r0, r):
-                        shadow[taken[k]] = 0
-                else:  # a suicide (its own string left the board): the stones the shadow has and the board lacks
-                    r = r0
-                    for q in range(n):
-                        if shadow[q] != 0 and board[q] == 0:
-                            shadow[q] = 0
-                            taken[r] = q
-                            r += 1
-                gone = now
+                if meta[M_CAPT_B] + meta[M_CAPT_W] != gone:  # stones left the board
+                    gone = meta[M_CAPT_B] + meta[M_CAPT_W]
+                    r = _note_taken(p, board, shadow, nbr, taken, r)
                 taken_at[i + 1] = r
         if note:
             for i in range(m0 + played + 1, m1 + 1):  # moves not played take nothing
