@@ -79,6 +79,31 @@ def test_workers_1_and_2_are_byte_identical(tmp_path, slices):
     assert not any(".work" in k or k.endswith(".tmp") for k in outs[0])
 
 
+@pytest.mark.parametrize("opts", [[], ["--include-passes", "--skip-first", "3"]])
+def test_one_worker_encodes_oneplane_from_the_scan_s_board_traces_with_the_pool_s_bytes(tmp_path, slices, monkeypatch,
+                                                                                       opts):
+    """With one worker the shards of a board-only encoder (``oneplane``) run over the board traces of the scans
+    before them in the same process (no second replay); a pool (no traces) gives the same bytes, also with a game
+    stopped by an illegal move (``crafted``) and a shard that cuts a game."""
+    from gotk.encoders.game_loop import FillEncoder
+
+    calls = {"traced": 0, "engine": 0}
+    for name, key in (("encode_traced_batch_into", "traced"), ("encode_batch_into", "engine")):
+        def spy(self, *a, _f=getattr(FillEncoder, name), _k=key, **kw):
+            calls[_k] += 1
+            return _f(self, *a, **kw)
+        monkeypatch.setattr(FillEncoder, name, spy)
+    outs = []
+    for w in (1, 2):
+        code, text = _encode(str(slices / "first40.zip"), str(slices / "crafted"), "-e", "oneplane", "-o",
+                             str(tmp_path / f"w{w}"), "--workers", str(w), "--shard-rows", "1700", *opts)
+        assert code == 0, text
+        outs.append(_files(tmp_path / f"w{w}"))
+        if w == 1:
+            assert calls["traced"] > 0 and calls["engine"] == 0, calls
+    assert outs[0] == outs[1] and any(k.startswith("train/part-00001") for k in outs[0])
+
+
 def test_a_folder_encoded_again_in_the_same_process_gives_the_new_run_s_bytes(tmp_path, slices):
     """One worker keeps each scan unit it wrote or read for the shards of its process (known by the sha256 of
     the scan file): a second run into the same folder, with other options, must not use the first run's."""

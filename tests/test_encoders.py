@@ -415,6 +415,41 @@ def test_encode_batch_into_writes_the_rows_of_encode_game(kgs_dir, name, kw):
     assert done == 1 and rows == len(enc.encode_game(passes, **kw))
 
 
+@pytest.mark.parametrize("kw", [{}, {"include_passes": True, "skip_first": 3}])
+def test_encode_traced_batch_into_writes_the_rows_of_encode_batch_into(kgs_dir, kw):
+    """A board-only encoder (``oneplane``) over the boards of a :class:`BoardTrace` (no engine) writes exactly the
+    rows of its batch loop (which replays with the engine): captures, suicides, setup stones, games stopped by an
+    illegal move (its row dropped), real games; it stops at a game with unusable setup stones as the batch loop
+    does. An encoder that reads liberties has no board loop."""
+    from test_engine import random_record, trace_records
+
+    from gotk.encoders import oneplane, sevenplane
+    from gotk.encoders import planes as P
+    from gotk.game.replay import GameBatch, replay_batch
+
+    assert P.reads_board_only(oneplane.PLANES) and get_encoder("oneplane").board_only
+    assert not P.reads_board_only(sevenplane.PLANES) and not get_encoder("sevenplane").board_only
+    traced = trace_records()
+    bad = len(traced) - 2  # the game with unusable setup stones
+    cases = [(5, traced[:bad] + traced[bad + 1:] + [random_record(5, 9, 80, "NZ")], None),
+             (19, real_records(kgs_dir, 6), None), (5, traced, bad)]
+    for size, records, stop in cases:
+        enc = get_encoder("oneplane", board_size=size)
+        batch = GameBatch.from_records(records)
+        cap = sum(len(r.points) for r in records)
+        got = [np.full((cap, 1, size * size), 7, np.int8), np.full(cap, -7, np.int16), np.full(cap, -7, np.int32),
+               np.full(cap, 9, np.int8)]
+        want = [np.zeros_like(a) for a in got]
+        w_result, w_rows, w_done = enc.encode_batch_into(batch, *want, **kw)
+        result, rows, done = enc.encode_traced_batch_into(batch, replay_batch(batch, trace=True)[1], *got, **kw)
+        assert (rows, done) == (w_rows, w_done) and done == (len(records) if stop is None else stop) and rows > 0
+        assert np.array_equal(result[:done, :2], w_result[:done, :2])
+        for a, b in zip(got, want, strict=True):
+            assert np.array_equal(a[:rows], b[:rows])
+    with pytest.raises(ValueError, match="board loop"):
+        get_encoder("sevenplane", board_size=5).encode_traced_batch_into(batch, None, *got)
+
+
 def test_planes_said_to_write_every_point_do():
     """A plane function in ``WRITES_EVERY_POINT`` gives the same plane over junk as over zeros (the batch loop
     then skips zeroing the rows of a fill made of such planes, e.g. ``oneplane``)."""

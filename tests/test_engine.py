@@ -646,3 +646,71 @@ def test_replay_batch_equals_replay_game_by_game():
         error = stop_error(r, status, played, r.colors, r.points)
         assert played == want.moves_played and str(error) == str(want.error)
     assert len(replay_batch(GameBatch.from_records([]))) == 0
+
+
+def random_record(size: int, seed: int, moves: int, rules: str = "", black=(), white=()):
+    """A game of random legal moves (a pass now and then) from these setup stones, as a record: on a small board
+    with ``rules`` that allow suicide (``NZ``), full of captures and suicides."""
+    from gotk.sgf.record import GameRecord
+
+    rng = np.random.default_rng(seed)
+    state = GameState(size, Rules.from_sgf(rules)).setup(list(black), list(white))
+    colors, points = [], []
+    for _ in range(moves):
+        legal = state.legal_moves()
+        p = int(legal[-1] if len(legal) == 1 or rng.random() < 0.03 else rng.choice(legal[:-1]))
+        colors.append(state.to_play)
+        points.append(p)
+        state.play(p)
+    return GameRecord(size=size, rules=rules, setup_black=tuple(black), setup_white=tuple(white),
+                      colors=np.array(colors, np.int8), points=np.array(points, np.int16))
+
+
+def trace_records() -> list:
+    """Games of one board size for the board traces: random ones with captures and suicides (one from setup
+    stones), two that stop at an occupied point, one at a ko retake, one with unusable setup stones, one
+    without moves."""
+    from gotk.sgf.record import GameRecord
+
+    games = [random_record(5, seed, 60, rules) for seed in range(6) for rules in ("NZ", "")]
+    games.append(random_record(5, 6, 40, "NZ", black=(0, 6, 12), white=(18, 24)))
+    stops = random_record(5, 7, 30)
+    games.append(GameRecord(size=5, colors=np.append(stops.colors, [BLACK, WHITE]).astype(np.int8),
+                            points=np.append(stops.points, [stops.points[-1], 0]).astype(np.int16)))
+    base = b"(;GM[1]SZ[5]AB[ba][ab][bc][cb]AW[ca][db][cc]%s)"
+    games += [read_sgf(base % b";W[bb];B[cb];W[aa]")[0], read_sgf(base % b";W[bb];B[bc];W[dd]")[0],
+              GameRecord(size=5, setup_black=(1, 5), setup_white=(0,), colors=np.array([BLACK], np.int8),
+                         points=np.array([12], np.int16)), GameRecord(size=5)]
+    return games
+
+
+def test_replay_batch_trace_gives_every_board_the_engine_plays():
+    """``replay_batch(trace=True)`` replays as without it, and its trace (each move's stone placed, the stones
+    it took lifted) gives, over the moves each game played, the engine's board after every move: captures,
+    suicides (their own string lifted), setup stones, a game stopped by an illegal move."""
+    from gotk.game.replay import GameBatch, replay_batch
+
+    records = trace_records()
+    batch = GameBatch.from_records(records)
+    result, trace = replay_batch(batch, trace=True)
+    assert np.array_equal(result, replay_batch(batch)) and np.array_equal(trace.played, result[:, 0])
+    statuses = result[:, 1].tolist()
+    assert statuses.count(K.SETUP_FAILED) == 1 and statuses.count(K.OCCUPIED) == 2 and statuses.count(K.KO) == 1
+    seen = {"capture": 0, "suicide": 0}
+    for g, rec in enumerate(records):
+        if statuses[g] == K.SETUP_FAILED:
+            continue
+        state = initial_state(rec)
+        board = state.board.copy()
+        m0 = int(batch.games[g, K.G_M0])
+        for i in range(int(trace.played[g])):
+            p, color = int(rec.points[i]), int(rec.colors[i])
+            state.play(p, color)
+            if p != 25:
+                board[p] = color
+            gone = trace.taken[trace.taken_at[m0 + i]:trace.taken_at[m0 + i + 1]]
+            board[gone] = EMPTY
+            if len(gone):
+                seen["suicide" if p in gone else "capture"] += 1
+            assert np.array_equal(board, state.board), (g, i)
+    assert seen["capture"] > 20 and seen["suicide"] > 5, seen

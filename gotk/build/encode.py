@@ -36,7 +36,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from gotk import __version__
@@ -273,6 +273,7 @@ class EncodeRun:
         except (KeyError, ValueError, TypeError) as e:
             raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
         self.desc = encoder.describe()
+        self.board_only = bool(getattr(encoder, "board_only", False))
         self.out: Path | str = str(out_dir).rstrip("/") if is_url(out_dir) else Path(out_dir)
         self.files, self.sources_skipped = expand_sources(sources)
         missing = [s["path"] for s in self.sources_skipped if s["reason"] == "missing"]
@@ -348,6 +349,10 @@ class EncodeRun:
             except X.ExecutorError as e:
                 raise EncodeError(e.reason, e.message) from e
         self.executor = executor
+        if self.board_only and isinstance(executor, X.LocalExecutor) and executor.workers == 1:
+            # the shards run here, after the scans that replayed their games: they encode from the scans' board
+            # traces (gotk.game.replay.BoardTrace), without replaying the games again
+            self.scan_opts = replace(self.scan_opts, board_trace=True)
         # first run: the encoder compiles in a helper process while this one compiles the scan's kernels
         self.precompile = P.start(self.shard_opts) if isinstance(executor, X.LocalExecutor) else None
         try:

@@ -157,8 +157,11 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         from gotk.game.replay import initial_state
 
         sub = unit.batch(enc.board_size).take(run)
-        result, rows, done = enc.encode_batch_into(sub, out, rows_to["label"][sl], rows_to["move"][sl],
-                                                   rows_to["tp"][sl], include_passes, skip_first)
+        rows_out = (out, rows_to["label"][sl], rows_to["move"][sl], rows_to["tp"][sl], include_passes, skip_first)
+        if board_only and unit.trace is not None:  # replayed by the scan: boards alone, no engine
+            result, rows, done = enc.encode_traced_batch_into(sub, unit.trace.take(run), *rows_out)
+        else:
+            result, rows, done = enc.encode_batch_into(sub, *rows_out)
         if done < len(run):  # unusable setup stones: the game's own first position raises the error
             initial_state(unit.record(int(run[done])))
             raise RuntimeError(f"game {unit.game_id[run[done]]}: the batch loop refused its setup stones")
@@ -231,6 +234,7 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     rows_to = cols  # where encode_run writes labels, move numbers and colours to play
     into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes through its chunks
     batchable = into is not None and getattr(enc, "batchable", False)
+    board_only = batchable and getattr(enc, "board_only", False)
     run: list[int] = []  # whole games of the current unit waiting for put_games
 
     def put_run() -> None:

@@ -42,7 +42,7 @@ from gotk.shards.gameid import game_id, game_ids
 from gotk.storage import Storage, join
 
 if TYPE_CHECKING:
-    from gotk.game.replay import GameBatch
+    from gotk.game.replay import BoardTrace, GameBatch
 
 UNIT_META_KEY = b"gotk_unit"
 # version of the scan file layout (SCAN_SCHEMA + the stats under UNIT_META_KEY): part of every unit digest, so a
@@ -89,6 +89,9 @@ class ScanOptions:
     bot_patterns: tuple[str, ...] | None = None  # gotk.sgf.metadata.BotList patterns (None: the default list)
     max_moves: int = DEFAULT_MAX_MOVES
     storage_options: dict | None = None
+    # keep each game's board trace (gotk.game.replay.BoardTrace) with the unit this process remembers
+    # (remember_unit): its shards, in this process, then encode a board-only encoder without the engine
+    board_trace: bool = False
 
     def key(self) -> dict:
         """The options that change a unit's result (not the paths of the run)."""
@@ -322,7 +325,7 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     # pass 2: every game left replayed (and its rows counted) in one compiled call
     t = time.perf_counter()
     batch = GameBatch.from_records([g[2] for g in games])
-    replayed = replay_batch(batch)
+    replayed, trace = replay_batch(batch, trace=True) if options.board_trace else (replay_batch(batch), None)
     offsets = batch.games[:, [K.G_M0, K.G_M1]]
     moves = np.append(offsets[:, 0], offsets[-1, 1] if len(offsets) else 0)
     rows_kept = kept_counts(batch.points, moves, replayed[:, 0], size, include_passes, skip_first).tolist()
@@ -405,7 +408,9 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     digest = sha256_bytes(blob)
     st.write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), blob)
     st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), digest)
-    remember_unit(options.work_dir, unit.unit_id, st, table, digest, batch.take(np.asarray(kept, dtype=np.int64)))
+    index = np.asarray(kept, dtype=np.int64)
+    remember_unit(options.work_dir, unit.unit_id, st, table, digest, batch.take(index),
+                  None if trace is None else trace.take(index))
     total = time.perf_counter() - t0
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
@@ -430,6 +435,7 @@ class _UnitGames:
         self._bin = {name: self._binary(table.column(name))
                      for name in ("setup_black", "setup_white", "setup_empty", "colors", "points")}
         self._batch: GameBatch | None = None
+        self.trace: BoardTrace | None = None  # the scan's board trace of the batch's games, where it kept one
         self.caps: dict[tuple[bool, int], np.ndarray] = {}  # cap() per row rule
         self.sign: np.ndarray | None = None  # each game's winner_sign (after batch())
 
@@ -531,11 +537,13 @@ def unit_games(work_dir: str, unit_id: int, st: Storage) -> _UnitGames:
                                                                                      st)))
 
 
-def remember_unit(work_dir: str, unit_id: int, st: Storage, table: pa.Table, sha256: str, batch: GameBatch) -> None:
+def remember_unit(work_dir: str, unit_id: int, st: Storage, table: pa.Table, sha256: str, batch: GameBatch,
+                  trace: BoardTrace | None = None) -> None:
     """Keep the table of the scan file (of that ``sha256``) this process just wrote, and the batch of its games
-    the scan replayed, for :func:`unit_games` (local files only): with one worker the shards then read no scan
-    file back."""
+    the scan replayed (and its board ``trace``, if it kept one), for :func:`unit_games` (local files only): with
+    one worker the shards then read no scan file back."""
     if st.is_local:
         unit = _UnitGames(table)
         unit.use_batch(batch)
+        unit.trace = trace
         _keep_unit((str(work_dir), unit_id, sha256), unit)

@@ -25,8 +25,8 @@ import numpy as np
 from gotk import jit
 from gotk.encoders.base import EncodedGame, Encoder, kept_count
 from gotk.game import kernels as K
-from gotk.game.replay import GameBatch, stop_error
-from gotk.game.state import tables
+from gotk.game.replay import BoardTrace, GameBatch, stop_error
+from gotk.game.state import GameState, tables
 
 FILL_ARGS = "board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color"
 
@@ -80,20 +80,7 @@ def {name}(out, labels, move_numbers, to_play, result, games, colors, points, bo
         played = m1 - m0
         st = 0
         for i in range(m0, m1):
-            p = points[i]
-            color = colors[i]
-            kept = i - m0 >= skip_first and (include_passes or p != n)
-            if kept:
-                row = out[j]
-                if zero_rows:
-                    for c in range(row.shape[0]):
-                        for q in range(row.shape[1]):
-                            row[c, q] = 0
-                fill(row, {fill_args})
-                labels[j] = p
-                move_numbers[j] = i - m0
-                to_play[j] = 1 if color == 1 else -1
-                j += 1
+{row}
             st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, color,
                            allow_suicide)
             if st != 0:
@@ -107,7 +94,53 @@ def {name}(out, labels, move_numbers, to_play, result, games, colors, points, bo
     return j, games.shape[0]
 """
 
+#: :data:`BATCH_TEMPLATE` for a fill that reads nothing of the position but ``board`` (:attr:`FillEncoder.board_only`),
+#: over games replayed before (a :class:`~gotk.game.replay.BoardTrace`): each game's board is set from its first
+#: position and then moves by itself, a stone placed per move and the stones the move took (as the engine found
+#: them) lifted, over the ``played[g]`` moves the engine played; no strings, liberties or legality to work out.
+#: The other engine arrays are passed to the fill as they are (it does not read them). ``result[g]`` = (rows,
+#: ``played[g]``, 0).
+BOARD_TEMPLATE = """\
+def {name}(out, labels, move_numbers, to_play, result, games, played, taken_at, taken, colors, points, board, head,
+           nxt, libs, ssize, placed, mark, meta, nbr, s_board, diag, include_passes, skip_first, zero_rows):
+    n = board.shape[0]
+    j = 0
+    for g in range(games.shape[0]):
+        t = games[g, 9]
+        m0 = games[g, 0]
+        if t < 0:
+            return j, g
+        for q in range(n):
+            board[q] = s_board[t, q]
+        j0 = j
+        for i in range(m0, m0 + played[g]):
+{row}
+            if p != n:
+                board[p] = color
+            for r in range(taken_at[i], taken_at[i + 1]):
+                board[taken[r]] = 0
+        result[g, 0] = j - j0
+        result[g, 1] = played[g]
+        result[g, 2] = 0
+    return j, games.shape[0]
+"""
 
+#: The row of move ``i`` of a batch loop, filled when kept (``p``, ``color`` and ``kept`` stay set for the move).
+_BATCH_ROW = """\
+            p = points[i]
+            color = colors[i]
+            kept = i - m0 >= skip_first and (include_passes or p != n)
+            if kept:
+                row = out[j]
+                if zero_rows:
+                    for c in range(row.shape[0]):
+                        for q in range(row.shape[1]):
+                            row[c, q] = 0
+                fill(row, {fill_args})
+                labels[j] = p
+                move_numbers[j] = i - m0
+                to_play[j] = 1 if color == 1 else -1
+                j += 1"""
 
 
 def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str):
@@ -156,20 +189,26 @@ def game_loop_for(fill, with_state: bool = False):
     return entry[0]
 
 
-_BATCH_LOOPS: dict[int, tuple[Any, Any]] = {}
+_BATCH_LOOPS: dict[tuple[int, str], tuple[Any, Any]] = {}
 
 
-def batch_loop_for(fill):
-    """The compiled batch loop (:data:`BATCH_TEMPLATE`) calling ``fill``, built once per fill (cached across
-    processes, as :func:`game_loop_for`'s)."""
-    entry = _BATCH_LOOPS.get(id(fill))
+def batch_loop_for(fill, template: str = BATCH_TEMPLATE, kind: str = "batch"):
+    """The compiled batch loop (:data:`BATCH_TEMPLATE`, or ``template`` with its ``kind`` of loop:
+    :func:`board_loop_for`) calling ``fill``, built once per fill (cached across processes, as
+    :func:`game_loop_for`'s)."""
+    entry = _BATCH_LOOPS.get((id(fill), kind))
     if entry is None:
         py = fill.py_func
-        name = f"_batch_loop_{py.__name__}"
-        source = BATCH_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        name = f"_{kind}_loop_{py.__name__}"
+        source = template.format(name=name, row=_BATCH_ROW.format(fill_args=FILL_ARGS))
         entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)
-        _BATCH_LOOPS[id(fill)] = entry
+        _BATCH_LOOPS[(id(fill), kind)] = entry
     return entry[0]
+
+
+def board_loop_for(fill):
+    """The compiled board loop (:data:`BOARD_TEMPLATE`) calling ``fill`` (one that reads only the board)."""
+    return batch_loop_for(fill, BOARD_TEMPLATE, "board")
 
 
 def encode_state(fill, num_planes: int, dtype: np.dtype, state, color: int | None = None) -> np.ndarray:
@@ -247,6 +286,22 @@ def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarra
     return result, int(rows), int(done)
 
 
+def encode_traced_batch_into(fill, batch: GameBatch, trace: BoardTrace, out: np.ndarray, labels: np.ndarray,
+                             move_numbers: np.ndarray, to_play: np.ndarray, include_passes: bool = False,
+                             skip_first: int = 0, dense: bool = False) -> tuple[np.ndarray, int, int]:
+    """:func:`encode_batch_into` of games replayed before (``trace``: theirs, from
+    :func:`~gotk.game.replay.replay_batch`), by the board loop (:func:`board_loop_for`): the same rows, for a
+    ``fill`` that reads only the board. ``result[g]``'s status is 0 (the trace says only where each game stopped)."""
+    result = np.zeros((len(batch), 3), dtype=np.int64)
+    b = batch
+    s = GameState(b.size)
+    rows, done = board_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, trace.played,
+                                      trace.taken_at, trace.taken, b.colors, b.points, s.board, s.head, s.nxt,
+                                      s.libs, s.ssize, s.placed, s.mark, s.meta, s.nbr, b.starts[0],
+                                      tables(b.size)[1], bool(include_passes), max(0, int(skip_first)), not dense)
+    return result, int(rows), int(done)
+
+
 def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
                          skip_first: int = 0, chunk_moves: int = 4096, state_maker=None):
     """:func:`encode_record` in pieces of at most ``chunk_moves`` main-line moves: yields
@@ -300,6 +355,7 @@ class FillEncoder(Encoder):
 
     fill: Any = None
     dense: bool = False  # the fill writes every element of its output (zero or not): rows need no zeroing first
+    board_only: bool = False  # the fill reads only the board (and the colour to move): see encode_traced_batch_into
     game_fill: Any = None
     compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.build.precompile)
     state_maker: Any = None
@@ -350,17 +406,31 @@ class FillEncoder(Encoder):
         """Whether :meth:`encode_batch_into` can encode this encoder's games: a fill without per-game state."""
         return self.game_fill is None
 
+    def _check_batch(self, batch: GameBatch) -> None:
+        if batch.size != self.board_size:
+            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
+                             f"the games are {batch.size}x{batch.size}")
+
     def encode_batch_into(self, batch: GameBatch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
                           to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
         """:meth:`encode_game_into` of every game of ``batch`` in one compiled call (:func:`encode_batch_into`);
         only where :attr:`batchable`."""
-        if batch.size != self.board_size:
-            raise ValueError(f"{self.name} encoder is for {self.board_size}x{self.board_size}, "
-                             f"the games are {batch.size}x{batch.size}")
+        self._check_batch(batch)
         if not self.batchable:
             raise ValueError(f"{self.name} keeps a state from one position of a game to the next: no batch loop")
         return encode_batch_into(self.fill, batch, out, labels, move_numbers, to_play, include_passes, skip_first,
                                  self.dense)
+
+    def encode_traced_batch_into(self, batch: GameBatch, trace: BoardTrace, out: np.ndarray, labels: np.ndarray,
+                                 move_numbers: np.ndarray, to_play: np.ndarray, include_passes: bool = False,
+                                 skip_first: int = 0):
+        """:meth:`encode_batch_into` of games replayed before, without the engine (:func:`encode_traced_batch_into`);
+        only where :attr:`board_only`."""
+        self._check_batch(batch)
+        if not self.board_only:
+            raise ValueError(f"{self.name} reads more of a position than its board: no board loop")
+        return encode_traced_batch_into(self.fill, batch, trace, out, labels, move_numbers, to_play, include_passes,
+                                        skip_first, self.dense)
 
     def encode_game_chunks(self, record, include_passes: bool = False, skip_first: int = 0,
                            chunk_moves: int = 4096):

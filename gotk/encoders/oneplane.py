@@ -19,3 +19,4 @@ class OnePlaneEncoder(FillEncoder):
     fill = staticmethod(oneplane_fill)
     names = tuple(p.name for p in PLANES)
     dense = P.writes_every_point(PLANES)
+    board_only = P.reads_board_only(PLANES)

@@ -119,6 +119,16 @@ def writes_every_point(planes: tuple[Plane, ...]) -> bool:
     return all(p.fn in WRITES_EVERY_POINT for p in planes)
 
 
+#: The plane functions that read nothing of the position but ``board`` (and the colour to move): a fill made of these
+#: alone can run over boards replayed without the engine (:func:`reads_board_only`).
+READS_BOARD_ONLY = frozenset({stone_sign, stones, empty, ones, to_move})
+
+
+def reads_board_only(planes: tuple[Plane, ...]) -> bool:
+    """Whether the fill of ``planes`` reads only the board (see :data:`READS_BOARD_ONLY`)."""
+    return all(p.fn in READS_BOARD_ONLY for p in planes)
+
+
 def compose_fill(name: str, planes: tuple[Plane, ...], module: str):
     """One compiled (cached) fill function calling each plane function on ``out[k]`` in order.
 

@@ -463,30 +463,87 @@ def start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board
         meta[M_TO_PLAY] = colors[m0]
 
 
+@internal_kernel
+def _note_taken(point, board, shadow, nbr, taken, r):
+    """After a move on ``point`` took stones off the board: append them to ``taken[r:]`` (returns the new end).
+    They are the stones ``shadow`` (the board before the move, the move's own stone placed) has and the board
+    lacks, connected to ``point`` (captured strings touch it; a suicided one holds it): a flood fill from it,
+    ``taken`` its queue, each stone cleared from the shadow as it joins."""
+    r0 = r
+    if shadow[point] != 0 and board[point] == 0:
+        shadow[point] = 0
+        taken[r] = point
+        r += 1
+    x = point
+    k0 = r0
+    while True:
+        for k in range(4):
+            q = nbr[x, k]
+            if q < 0:
+                break
+            if shadow[q] != 0 and board[q] == 0:
+                shadow[q] = 0
+                taken[r] = q
+                r += 1
+        if k0 == r:
+            return r
+        x = taken[k0]
+        k0 += 1
+
+
 @kernel
 def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
-                 s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv):
+                 s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv, shadow, taken_at, taken):
     """:func:`replay_moves` (without superko) of every game of a batch (``games``: the ``G_*`` columns), each
     from its own first position (:func:`start_game`), in one call: ``result[g]`` = (moves played, status),
-    status :data:`SETUP_FAILED` when the setup stones are unusable."""
+    status :data:`SETUP_FAILED` when the setup stones are unusable.
+
+    With a ``taken_at`` as long as ``points`` plus one (else empty: nothing is noted), it also notes the stones
+    each played move took off the board (captures, or a suicide's own string: :func:`_note_taken`): those of
+    move ``i`` are ``taken[taken_at[i]:taken_at[i + 1]]`` (``taken`` as long as the batch's moves and setup
+    stones together: a stone leaves the board at most once per placement), so that a game's boards can be
+    replayed again without the engine (:func:`gotk.encoders.game_loop.board_loop_for`). ``shadow`` is scratch of
+    the board's length: the board as the trace knows it."""
+    note = taken_at.shape[0] > 0
+    n = board.shape[0]
+    r = 0
     for g in range(games.shape[0]):
         t = games[g, G_START]
         m0 = games[g, G_M0]
         m1 = games[g, G_M1]
         if t < 0:
+            if note:
+                for i in range(m0, m1 + 1):
+                    taken_at[i] = r
             result[g, 0] = 0
             result[g, 1] = SETUP_FAILED
             continue
         start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
                    s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
+        if note:
+            taken_at[m0] = r
+            for p in range(n):
+                shadow[p] = board[p]
+        gone = meta[M_CAPT_B] + meta[M_CAPT_W]
         allow_suicide = games[g, G_SUICIDE] != 0
         played = m1 - m0
         st = OK
         for i in range(m0, m1):
-            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, points[i], colors[i],
+            p = points[i]
+            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, colors[i],
                            allow_suicide)
             if st != OK:
                 played = i - m0
                 break
+            if note:
+                if p != n:
+                    shadow[p] = colors[i]
+                if meta[M_CAPT_B] + meta[M_CAPT_W] != gone:  # stones left the board
+                    gone = meta[M_CAPT_B] + meta[M_CAPT_W]
+                    r = _note_taken(p, board, shadow, nbr, taken, r)
+                taken_at[i + 1] = r
+        if note:
+            for i in range(m0 + played + 1, m1 + 1):  # moves not played take nothing
+                taken_at[i] = r
         result[g, 0] = played
         result[g, 1] = st

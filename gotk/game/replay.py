@@ -227,13 +227,41 @@ class GameBatch:
                 *self.starts)
 
 
-def replay_batch(batch: GameBatch) -> np.ndarray:
+@dataclass
+class BoardTrace:
+    """What a board needs, beyond the moves, to be replayed without the engine (no strings, no liberty counts):
+    ``played[g]`` the moves game ``g`` of a batch played (the next one is illegal, or the game ended), and the
+    stones each played move took off the board, ``taken[taken_at[i]:taken_at[i + 1]]`` for move ``i`` of the
+    batch's flat arrays. Made by :func:`replay_batch` (``trace=True``); read by the board loops of
+    :mod:`gotk.encoders.game_loop`."""
+
+    played: np.ndarray
+    taken_at: np.ndarray
+    taken: np.ndarray
+
+    def take(self, index: np.ndarray) -> BoardTrace:
+        """The trace of the games ``index`` (as :meth:`GameBatch.take`; the move arrays are shared)."""
+        return BoardTrace(self.played[index], self.taken_at, self.taken)
+
+
+_NO_TRACE = (np.empty(0, np.int8), np.empty(0, np.int32), np.empty(0, np.int16))
+
+
+def replay_batch(batch: GameBatch, trace: bool = False) -> np.ndarray | tuple[np.ndarray, BoardTrace]:
     """:func:`replay` (default rules, no superko) of every game of ``batch`` in one compiled call:
     ``(G, 2)`` int64 rows of (moves played, engine status); status ``K.SETUP_FAILED`` where
-    :func:`initial_state` would raise (redo that game with :func:`replay` for the error)."""
+    :func:`initial_state` would raise (redo that game with :func:`replay` for the error). With ``trace``:
+    ``(rows, BoardTrace)``."""
     result = np.empty((len(batch), 2), dtype=np.int64)
-    K.replay_games(batch.games, result, batch.colors, batch.points, *batch.engine_args())
-    return result
+    buffers = _NO_TRACE
+    if trace:
+        n = batch.size * batch.size  # a stone leaves the board at most once per placement (a move or a setup stone)
+        buffers = (np.empty(n, np.int8), np.empty(len(batch.points) + 1, np.int32),
+                   np.empty(len(batch.points) + len(batch.setup_b) + len(batch.setup_w) + n, np.int16))
+    K.replay_games(batch.games, result, batch.colors, batch.points, *batch.engine_args(), *buffers)
+    if not trace:
+        return result
+    return result, BoardTrace(result[:, 0].copy(), buffers[1], buffers[2])
 
 
 def iter_positions(record: GameRecord, rules: Rules | None = None):
