@@ -333,8 +333,9 @@ def _play(scr, d, point, color, nbr):
     ssize[pt] = 1
     libs[pt] = 0
     h = pt
-    merged = 0
-    merged_libs = 0  # liberties of the first string merged, before the move
+    # typed, not literal zeros: numba would compile _libs_after once more for Literal[int](0) arguments
+    merged = np.int64(0)
+    merged_libs = np.int64(0)  # liberties of the first string merged, before the move
     for k in range(4):
         q = nbr[pt, k]
         if q < 0:

@@ -506,7 +506,7 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
     the board's length: the board as the trace knows it."""
     note = taken_at.shape[0] > 0
     n = board.shape[0]
-    r = 0
+    r = np.int64(0)  # typed, not a literal 0: numba would compile _note_taken once more for Literal[int](0)
     for g in range(games.shape[0]):
         t = games[g, G_START]
         m0 = games[g, G_M0]
