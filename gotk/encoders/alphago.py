@@ -79,12 +79,28 @@ def _is_own_eye(board, nbr, diag, p, color):
 
 
 @internal_kernel
-def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
+def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit, hint):
     """Liberties (counted up to ``limit``) the 2-liberty string through ``t`` gets by extending at its
     other liberty once the opponent has played ``point`` (the first liberty), assuming that move
-    captured nothing. Returns -1 if ``point`` is not one of its liberties."""
+    captured nothing. Returns -1 if ``point`` is not one of its liberties.
+
+    ``hint[head]``: a guess at the other liberty, any value (the last ``point`` asked for this head, so
+    that the string's second liberty finds the first without a walk); it is used only if it is an empty
+    point other than ``point`` next to a stone of the string, which for a string of two liberties makes it
+    the other one. ``hint[head]`` is set to ``point``."""
     ht = head[t]
+    dcol = board[t]
     other = -1
+    g = hint[ht]
+    hint[ht] = point
+    if g != point and 0 <= g < board.shape[0] and board[g] == 0:
+        for k in range(4):
+            q = nbr[g, k]
+            if q < 0:
+                break
+            if board[q] == dcol and head[q] == ht:
+                other = g
+                break
     x = ht
     while other < 0:
         for k in range(4):
@@ -99,7 +115,6 @@ def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit):
             break
     if other < 0:
         return -1
-    dcol = board[t]
     s = K.next_stamp(mark, meta)
     mark[point] = s
     mark[other] = s
@@ -136,7 +151,7 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
                  cap_move, cap_target, esc_move):
     """Write every plane but the ladder reads into zeroed ``out`` (C, N); with ``ladders`` collect the
     moves that need reading: ``(move, target)`` pairs in ``cap_move``/``cap_target`` (room for
-    ``4 * N``; ``cap_target`` has 12 more entries, this function's scratch) and escape moves in
+    ``4 * N``; ``cap_target`` has ``N + 12`` more entries, this function's scratch) and escape moves in
     ``esc_move`` (room for ``N``). Returns ``(ncap, nesc)``. Every collected move is legal for
     ``color`` (so never the ko point). Allocates nothing (a :func:`~gotk.jit.kernel`)."""
     n = board.shape[0]
@@ -145,6 +160,7 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
     fh = cap_target[4 * n:4 * n + 4]  # heads of one point's friendly neighbour strings
     ch = cap_target[4 * n + 4:4 * n + 8]  # ... of its opponent neighbours in atari
     oh = cap_target[4 * n + 8:4 * n + 12]  # ... of its opponent neighbours with 2 liberties
+    hint = cap_target[4 * n + 12:5 * n + 12]  # per head: a guess at its other liberty (_extension_libs)
     ncap = 0
     nesc = 0
     for p in range(n):
@@ -277,7 +293,7 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
             continue
         for i in range(no):
             # skip ataris the defender escapes at once by extending to ≥3 liberties
-            if nc == 0 and _extension_libs(board, head, nxt, nbr, mark, meta, oh[i], p, 3) >= 3:
+            if nc == 0 and _extension_libs(board, head, nxt, nbr, mark, meta, oh[i], p, 3, hint) >= 3:
                 continue
             cap_move[ncap] = p
             cap_target[ncap] = oh[i]
@@ -297,7 +313,7 @@ def new_lists(n):
     """:func:`local_planes`'s move lists ``(cap_move, cap_target, esc_move)`` for a board of ``n`` points.
     Plain Python (numpy: nothing to compile, for the game loop's per-game state); compiled code calls
     :func:`make_lists`, the same function compiled."""
-    return np.empty(4 * n, dtype=np.int32), np.empty(4 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32)
+    return np.empty(4 * n, dtype=np.int32), np.empty(5 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32)
 
 
 make_lists = compiled(new_lists)

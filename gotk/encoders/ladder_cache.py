@@ -64,14 +64,14 @@ S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladde
 def make_cache(n: int) -> tuple:
     """A fresh ladder cache for a board of ``n`` points (the game loop's ``state``; see :func:`game_cache`).
 
-    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 4n + 12]
+    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 5n + 12]
     (capture moves, their targets, escape moves: :func:`gotk.encoders.alphago.local_planes`),
     cap_head/cap_stamp/cap_res[2, n, 4], cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n],
     esc_fp[2, n, 2, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
     return (LD.new_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
-            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 4 * n + 12), dtype=np.int32),
+            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 5 * n + 12), dtype=np.int32),
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),
@@ -102,20 +102,37 @@ def game_cache(n: int) -> tuple:
 @internal_kernel
 def _changed_points(cache, ci, board, head, nxt):
     """Set ``dirty[0]`` to the points whose stone differs from player ``ci``'s previous position and
-    ``dirty[1]`` to those whose stone, head or link differ; remember this position for next time."""
+    ``dirty[1]`` to those whose stone, head or link differ; remember this position for next time.
+
+    Word by word (64 points): a first pass ORs the differences together (branch-free, vectorised), and
+    only a word with a difference is compared point by point; most positions change two or three words."""
     prev, dirty = cache[C_PREV], cache[C_DIRTY]
-    for i in range(dirty.shape[1]):
-        dirty[0, i] = 0
-        dirty[1, i] = 0
-    for x in range(board.shape[0]):
-        if prev[ci, 0, x] != board[x] or prev[ci, 1, x] != head[x] or prev[ci, 2, x] != nxt[x]:
-            b = np.uint64(1) << np.uint64(x & 63)
-            if prev[ci, 0, x] != board[x]:
-                dirty[0, x >> 6] |= b
-            dirty[1, x >> 6] |= b
-            prev[ci, 0, x] = board[x]
-            prev[ci, 1, x] = head[x]
-            prev[ci, 2, x] = nxt[x]
+    pb, ph, pn = prev[ci, 0], prev[ci, 1], prev[ci, 2]
+    n = board.shape[0]
+    for w in range(dirty.shape[1]):
+        c0 = w * 64
+        m = min(64, n - c0)
+        acc = np.int32(0)
+        for j in range(m):
+            x = c0 + j
+            acc |= (pb[x] ^ np.int32(board[x])) | (ph[x] ^ head[x]) | (pn[x] ^ nxt[x])
+        if acc == 0:
+            dirty[0, w] = 0
+            dirty[1, w] = 0
+            continue
+        d0 = np.uint64(0)
+        d1 = np.uint64(0)
+        for j in range(m):
+            x = c0 + j
+            a = np.uint64(pb[x] != board[x])
+            b = np.uint64((ph[x] != head[x]) | (pn[x] != nxt[x]))
+            d0 |= a << np.uint64(j)
+            d1 |= (a | b) << np.uint64(j)
+            pb[x] = board[x]
+            ph[x] = head[x]
+            pn[x] = nxt[x]
+        dirty[0, w] = d0
+        dirty[1, w] = d1
 
 
 @internal_kernel
