@@ -147,22 +147,76 @@ def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit, hint):
 
 
 @internal_kernel
+def _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move, cap_target, esc_move, nnoted):
+    """:func:`local_planes`'s second pass over the ``nnoted`` points it noted: the ladder moves to read, and
+    the escapes that need no reading (plane 47). A function of its own, so that the first pass's registers
+    are the same as without ladders."""
+    n = board.shape[0]
+    oh = cap_target[4 * n + 8:4 * n + 12]  # heads of a point's opponent neighbours with 2 liberties
+    hint = cap_target[4 * n + 12:5 * n + 12]  # per head: a guess at its other liberty (_extension_libs)
+    noted = cap_target[5 * n + 12:6 * n + 12]
+    ncap = 0
+    nesc = 0
+    for j in range(nnoted):
+        p = noted[j] & 0xFFFF
+        nl = (noted[j] >> 16) & 0xF
+        nc = noted[j] >> 20
+        no = 0
+        atari_friend = False
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                break
+            w = board[q]
+            if w == 0:
+                continue
+            h = head[q]
+            if w == color:
+                atari_friend = atari_friend or libs[h] == 1
+            elif libs[h] == 2:
+                dup = False
+                for i in range(no):
+                    if oh[i] == h:
+                        dup = True
+                if not dup:
+                    oh[no] = h
+                    no += 1
+        for i in range(no):
+            # skip ataris the defender escapes at once by extending to ≥3 liberties
+            if nc == 0 and _extension_libs(board, head, nxt, nbr, mark, meta, oh[i], p, 3, hint) >= 3:
+                continue
+            cap_move[ncap] = p
+            cap_target[ncap] = oh[i]
+            ncap += 1
+        if atari_friend:
+            if nl >= 3:
+                out[P_LADDER_ESCAPE, p] = 1
+            elif nl == 2:
+                esc_move[nesc] = p
+                nesc += 1
+    return ncap, nesc
+
+
+@internal_kernel
 def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
                  cap_move, cap_target, esc_move):
     """Write every plane but the ladder reads into zeroed ``out`` (C, N); with ``ladders`` collect the
     moves that need reading: ``(move, target)`` pairs in ``cap_move``/``cap_target`` (room for
-    ``4 * N``; ``cap_target`` has ``N + 12`` more entries, this function's scratch) and escape moves in
-    ``esc_move`` (room for ``N``). Returns ``(ncap, nesc)``. Every collected move is legal for
-    ``color`` (so never the ko point). Allocates nothing (a :func:`~gotk.jit.kernel`)."""
+    ``4 * N``; ``cap_target`` has ``2 N + 12`` more entries, this function's scratch) and escape moves in
+    ``esc_move`` (room for ``N``), both in point order. Returns ``(ncap, nesc)``. Every collected move is
+    legal for ``color`` (so never the ko point). Allocates nothing (a :func:`~gotk.jit.kernel`).
+
+    The pass over the points only notes the few legal points next to a string that ladders concern (an
+    opponent string with two liberties, an own string in atari); a second pass collects their moves. Kept
+    in the first pass, that work made the hot loop spill registers: a third of the loop's time went to it
+    (BENCHMARKS.md)."""
     n = board.shape[0]
     move_no = meta[K.M_MOVE_NO]
     ko = meta[K.M_KO] if meta[K.M_KO_COLOR] == color else -1
     fh = cap_target[4 * n:4 * n + 4]  # heads of one point's friendly neighbour strings
     ch = cap_target[4 * n + 4:4 * n + 8]  # ... of its opponent neighbours in atari
-    oh = cap_target[4 * n + 8:4 * n + 12]  # ... of its opponent neighbours with 2 liberties
-    hint = cap_target[4 * n + 12:5 * n + 12]  # per head: a guess at its other liberty (_extension_libs)
-    ncap = 0
-    nesc = 0
+    noted = cap_target[5 * n + 12:6 * n + 12]  # points for the second pass: p | nl << 16 | nc << 20
+    nnoted = 0
     for p in range(n):
         out[P_ONES, p] = 1
         v = board[p]
@@ -178,9 +232,8 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
         # neighbour strings: friendly heads, captured opponent heads, 2-liberty opponent heads
         nf = 0
         nc = 0
-        no = 0
         ne = 0
-        atari_friend = False
+        weak = False  # an own string in atari or an opponent string with 2 liberties next to p
         big_friend = False
         for k in range(4):
             q = nbr[p, k]
@@ -199,23 +252,18 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
                 if not dup:
                     fh[nf] = h
                     nf += 1
-                    atari_friend = atari_friend or libs[h] == 1
+                    weak = weak or libs[h] == 1
                     big_friend = big_friend or libs[h] >= 9
-            elif libs[h] <= 2:
+            elif libs[h] == 1:
                 dup = False
                 for i in range(nc):
                     if ch[i] == h:
                         dup = True
-                for i in range(no):
-                    if oh[i] == h:
-                        dup = True
                 if not dup:
-                    if libs[h] == 1:
-                        ch[nc] = h
-                        nc += 1
-                    else:
-                        oh[no] = h
-                        no += 1
+                    ch[nc] = h
+                    nc += 1
+            elif libs[h] == 2:
+                weak = True
         legal = ne > 0 or nc > 0
         if not legal:
             for i in range(nf):
@@ -289,31 +337,22 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
             for i in range(nf):
                 size += ssize[fh[i]]
             out[P_SELF_ATARI + min(size, 8) - 1, p] = 1
-        if not ladders:
-            continue
-        for i in range(no):
-            # skip ataris the defender escapes at once by extending to ≥3 liberties
-            if nc == 0 and _extension_libs(board, head, nxt, nbr, mark, meta, oh[i], p, 3, hint) >= 3:
-                continue
-            cap_move[ncap] = p
-            cap_target[ncap] = oh[i]
-            ncap += 1
-        if atari_friend:
-            if nl >= 3:
-                out[P_LADDER_ESCAPE, p] = 1
-            elif nl == 2:
-                esc_move[nesc] = p
-                nesc += 1
+        if ladders and weak:
+            noted[nnoted] = p | min(nl, 8) << 16 | nc << 20
+            nnoted += 1
     if out.shape[0] > P_PLAYER_COLOR and color == K.BLACK:
         out[P_PLAYER_COLOR, :] = 1
-    return ncap, nesc
+    if not ladders:
+        return 0, 0
+    return _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move, cap_target, esc_move,
+                         nnoted)
 
 
 def new_lists(n):
     """:func:`local_planes`'s move lists ``(cap_move, cap_target, esc_move)`` for a board of ``n`` points.
     Plain Python (numpy: nothing to compile, for the game loop's per-game state); compiled code calls
     :func:`make_lists`, the same function compiled."""
-    return np.empty(4 * n, dtype=np.int32), np.empty(5 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32)
+    return np.empty(4 * n, dtype=np.int32), np.empty(6 * n + 12, dtype=np.int32), np.empty(n, dtype=np.int32)
 
 
 make_lists = compiled(new_lists)

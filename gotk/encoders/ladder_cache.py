@@ -64,14 +64,14 @@ S_HITS, S_READS, S_NODES = 0, 1, 2  # stats: answers taken from the cache, ladde
 def make_cache(n: int) -> tuple:
     """A fresh ladder cache for a board of ``n`` points (the game loop's ``state``; see :func:`game_cache`).
 
-    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 5n + 12]
+    ``(scratch, prev[2, 3, n] (board, head, nxt per player), fills[2], dirty[2, W], cand[3, 6n + 12]
     (capture moves, their targets, escape moves: :func:`gotk.encoders.alphago.local_planes`),
     cap_head/cap_stamp/cap_res[2, n, 4], cap_fp[2, n, 4, 2, W] (footprint, core), esc_stamp/esc_res[2, n],
     esc_fp[2, n, 2, W], stats[3])`` with ``W = (n + 63) // 64`` words per bitset.
     """
     w = (n + 63) // 64
     return (LD.new_scratch(n, LD.max_plies(n)), np.full((2, 3, n), -1, dtype=np.int32),
-            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 5 * n + 12), dtype=np.int32),
+            np.zeros(2, dtype=np.int64), np.zeros((2, w), dtype=np.uint64), np.empty((3, 6 * n + 12), dtype=np.int32),
             np.full((2, n, 4), -1, dtype=np.int32), np.full((2, n, 4), -1, dtype=np.int64),
             np.zeros((2, n, 4), dtype=np.int8), np.zeros((2, n, 4, 2, w), dtype=np.uint64),
             np.full((2, n), -1, dtype=np.int64), np.zeros((2, n), dtype=np.int8),

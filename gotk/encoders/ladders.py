@@ -37,16 +37,17 @@ core point (:func:`footprint`, one shift of the bitset per direction):
   neighbours the footprint gets, these fix all the string's fields — head, links, size, liberties;
 * ``touch_point(x)``: ``x`` and ``touch_string`` of each neighbouring stone.
 
-``touch_string`` walks a string only if its head was not walked before in the same query (each head
-remembers the query it was last walked in). That skips only strings whose stones are all in the core
-already. Touches happen only in the search's current position (its deepest ply). Claim: whenever head
-``h`` is marked for this query, every stone of the string through ``h`` in the current position is in
-the core. It holds when the mark is set. A move keeps every other string as it was; it merges the
-played point with strings next to it, and removes captured strings next to it. ``_play`` touched all of
-these first. Undoing moves back to an earlier ply: the string through ``h`` there is either a subset of
-the string that was walked (merges keep the larger string's head), or it was captured on the way down,
-and was touched then. So the core, and with it every footprint, is the one the walks without the mark
-give.
+Touches happen only in the search's current position (its deepest ply). ``touch_string`` walks a
+string only if its stone ``x`` is not in the core yet. Claim: in any position the search reaches, a
+string with one stone in the core has all of them there, so the skip changes nothing (the core, and
+with it every footprint, is the one that walking every time gives). Such a string is one or more of the
+root position's strings, each whole, joined by stones the search played. Every stone the search plays
+is in the core (``_play`` touches its point first), and so is every root string a move joins or takes
+(``_play`` touches the strings next to its point first). A point of a root string enters the core only
+in a walk of a string holding it — which, in that position, holds the point's whole root string unless
+a move took that root string earlier on its line — or as an empty point, again after a move took its
+root string. So a string with a played stone is in the core whole (its root strings were joined by
+moves), and a string without one is a single root string, in the core whole once one point is.
 
 Each ``_play`` touches its point first (a move reads only the point, its neighbours, the strings
 next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
@@ -72,11 +73,11 @@ ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-ply candidate table
 # the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
-WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-head walk marks
+WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts
 LOG = 4  # index of the undo log
 BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
 MARK = 4  # row of ``mark`` in scr[1]
-META, CTL, START, WALKED = 0, 1, 2, 3  # rows of scr[WIDE]
+META, CTL, START = 0, 1, 2  # rows of scr[WIDE]
 CORE = 4  # row of the touched-core bitset in scr[BITS]
 _TOP = 5  # ctl[_TOP]: entries in the undo log
 # kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head),
@@ -95,14 +96,13 @@ def max_plies(n):
 
 def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple of six arrays:
-    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, walked),
+    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[3, R] (meta, ctl, start),
     cand[L, 3 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
-    ``R = max(n, L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
+    ``R = max(L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
     (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
     a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
-    where the move into ply ``d`` starts in it. ``ctl`` holds the node count, the ply limit, the node
-    budget, the number of the current query and the log's length; ``walked``: per string head, the query
-    it was last walked in (see *Footprint* above); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
+    where the move into ply ``d`` starts in it. ``ctl`` holds the node count (1), the ply limit (2), the
+    node budget (3) and the log's length (``_TOP``); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
     across positions. ``bits``: points not in the first column, not in the last column, on the board,
     the board size (for :func:`footprint`), and the core: the points the last query touched.
 
@@ -110,7 +110,7 @@ def new_scratch(n, plies):
     :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
-    wide = np.zeros((4, max(n, layers, K.META_LEN)), dtype=np.int64)
+    wide = np.zeros((3, max(layers, K.META_LEN)), dtype=np.int64)
     wide[CTL, 2] = plies
     wide[CTL, 3] = NODE_BUDGET
     size = 1
@@ -140,24 +140,29 @@ def _fp_set(fp, x):
 
 
 @internal_kernel
-def touch_string(scr, x, nbr):
-    """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
-    a head already walked in this query is not walked again (see *Footprint* above)."""
-    sb, si, fp = scr[0], scr[1], scr[BITS][CORE]
-    if sb[x] == 0:
-        _fp_set(fp, x)
-        return
-    h = si[0, x]
-    walked, query = scr[WIDE][WALKED], scr[WIDE][CTL, 4]
-    if walked[h] == query:
-        return
-    walked[h] = query
-    p = h
+def _walk_string(nxt, fp, x):
+    """Add every stone of the string through stone ``x`` to bitset ``fp`` (the links ``nxt``: the ring)."""
+    p = x
     while True:
         _fp_set(fp, np.int64(p))
-        p = si[1, p]
-        if p == h:
+        p = nxt[p]
+        if p == x:
             break
+
+
+@internal_kernel(always_inline=True)
+def touch_string(scr, x, nbr):
+    """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
+    a string with ``x`` in the core already is all there (see *Footprint* above), and is not walked.
+    Inlined: most touches find ``x`` in the core, one bit, where a call passes the whole scratch tuple."""
+    fp = scr[BITS][CORE]
+    b = np.uint64(1) << np.uint64(x & 63)
+    if fp[x >> 6] & b:
+        return
+    if scr[0][x] == 0:
+        fp[x >> 6] |= b
+        return
+    _walk_string(scr[1][1], fp, np.int64(x))
 
 
 @internal_kernel(always_inline=True)
@@ -196,11 +201,10 @@ def footprint(scr, out):
 
 @internal_kernel
 def clear_footprint(scr):
-    """Start a query: an empty core and a new query number (no head walked yet)."""
+    """Start a query: an empty core."""
     fp = scr[BITS][CORE]
     for i in range(fp.shape[0]):
         fp[i] = 0
-    scr[WIDE][CTL, 4] += 1
 
 
 @kernel
