@@ -216,7 +216,7 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
     fh = cap_target[4 * n:4 * n + 4]  # heads of one point's friendly neighbour strings
     ch = cap_target[4 * n + 4:4 * n + 8]  # ... of its opponent neighbours in atari
     noted = cap_target[5 * n + 12:6 * n + 12]  # points for the second pass: p | nl << 16 | nc << 20
-    nnoted = 0
+    nnoted = np.int64(0)  # typed: a literal 0 (what ladders=False leaves it) compiled _ladder_moves once more
     for p in range(n):
         out[P_ONES, p] = 1
         v = board[p]

@@ -36,7 +36,9 @@ An entry is used only if it was read or confirmed at the player's previous posit
 that fill's number), no point of its footprint changed colour and no point of its core changed
 colour, head or link between that position and this one (compared point by point with a copy of
 ``board``/``head``/``nxt`` kept per player — a compare, not a move log, so captures, passes, setup
-and a board that changes and changes back in between are all seen as they are). Then by
+and a board that changes and changes back in between are all seen as they are; the copy is of the
+player's last position that had queries, which is that previous position whenever an entry can be used,
+for a position without queries confirms none). Then by
 the argument above the answer and the footprint carry over, so the entry is confirmed for this
 position; chained, an entry stays right for as long as it is confirmed. An entry not asked for at a
 position lapses (nothing tracked what changed around it since).
@@ -161,20 +163,23 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
     ncap, nesc = AG.local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, True,
                                  cand[0], cand[1], cand[2])
     ci = color - 1
-    _changed_points(cache, ci, board, head, nxt)
     fills = cache[C_FILLS]
     before = fills[ci]  # entries confirmed at the previous position have this stamp
     now = before + 1
     fills[ci] = now
     if ncap + nesc == 0:
         return
+    # compared with the position of the last call that got here: an entry is used only if confirmed at the
+    # player's previous position, which then got here too (a position without queries confirms nothing)
+    _changed_points(cache, ci, board, head, nxt)
     scr, dirty, stats = cache[C_SCR], cache[C_DIRTY], cache[C_STATS]
     cap_head, cap_stamp, cap_res, cap_fp = cache[C_CAP_HEAD], cache[C_CAP_STAMP], cache[C_CAP_RES], cache[C_CAP_FP]
     esc_stamp, esc_res, esc_fp = cache[C_ESC_STAMP], cache[C_ESC_RES], cache[C_ESC_FP]
     loaded = False
+    taken = -1  # the last move found to capture: the list is in point order, so its other targets follow it
     for i in range(ncap):
         p = cand[0, i]
-        if out[AG.P_LADDER_CAPTURE, p] != 0:
+        if p == taken:  # (not out[P_LADDER_CAPTURE, p]: a load of a cold line of the row, a quarter of this loop)
             continue
         t = cand[1, i]
         res = -1
@@ -206,6 +211,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             _store(scr, cap_fp[ci, p, slot])
         if res == 1:
             out[AG.P_LADDER_CAPTURE, p] = 1
+            taken = p
     for i in range(nesc):
         p = cand[2, i]
         if esc_stamp[ci, p] == before and _clean(esc_fp[ci, p], dirty):
