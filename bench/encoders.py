@@ -10,6 +10,11 @@ encode; SGF parsing excluded), positions before passes left out on both sides:
   dlgo's points are ``Point(row, col)``, 1-based with row 1 at the *bottom* (sgfmill's ``(row, col)`` + 1);
   its tensors put that bottom row first, so they are flipped vertically before comparing with gotk's.
 
+The ladder cost (issue 17: alphago with ladders at ≥ 60% of the speed without) is also measured on its
+own, the two variants' passes over the large sample interleaved (with, without, without, with, ...;
+best pass of each kept): the rows above time each variant's passes back to back, minutes apart on a
+host whose speed drifts, which moved the ratio by ±3 points between runs.
+
 dlgo is slow, so it gets a small sample (``--dlgo-games``, ``--dlgo-alphago-games``); gotk runs on
 the same sample (the speed-up is like for like) and on a larger one (``--games``). As a sanity check the
 bench also reports how many positions dlgo and gotk encode identically (dlgo's ko planes use its own
@@ -78,6 +83,22 @@ def gotk_run(enc, records):
     for rec in records:
         total += len(enc.encode_game(rec))
     return total
+
+
+def interleaved_ratio(a, b, records, rounds: int) -> dict:
+    """Best pass of encoder ``a`` and of ``b`` over ``records``, their passes alternated (``a b b a a b ...``,
+    after one warm pass each): ``{"ratio": b_time / a_time, "a_pos_per_s", "b_pos_per_s", "rounds"}``."""
+    gotk_run(a, records)
+    gotk_run(b, records)
+    ta, tb = [], []
+    positions = 0
+    for i in range(rounds):
+        for enc, times in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
+            with Timer() as t:
+                positions = gotk_run(enc, records)
+            times.append(t.timing)
+    wa, wb = best_of(ta).wall, best_of(tb).wall
+    return {"ratio": wb / wa, "a_pos_per_s": positions / wa, "b_pos_per_s": positions / wb, "rounds": rounds}
 
 
 def gotk_time(enc, records, repeat: int):
@@ -250,6 +271,9 @@ def main(argv=None) -> int:
         if u:
             report["alphago_ladder_speed_ratio"].update(uncached_wall=u["gotk_pos_per_s"] / b,
                                                         uncached_cpu=u["gotk_pos_per_s_cpu"] / cb)
+        report["alphago_ladder_speed_ratio"]["interleaved"] = interleaved_ratio(
+            get_encoder("alphago"), get_encoder("alphago", ladders=False), records[: args.games],
+            max(2 * args.repeat, 6))
     print(write_json(report, args.json_out))
     print()
     print(format_table(rows, [("encoder", "encoder"), ("planes", "planes"), ("gotk_pos_per_s", "gotk pos/s"),
@@ -262,6 +286,9 @@ def main(argv=None) -> int:
         if "uncached_wall" in r:
             print(f"uncached ladders (cache_ladders=False) / without: {r['uncached_wall']:.1%} (wall), "
                   f"{r['uncached_cpu']:.1%} (CPU time)")
+        il = r["interleaved"]
+        print(f"alphago with ladders / without, passes interleaved (issue 17, goal >= 60%): {il['ratio']:.1%} "
+              f"({il['a_pos_per_s']:,.0f} / {il['b_pos_per_s']:,.0f} pos/s, best of {il['rounds']} passes each)")
     print(f"\ngotk: {rows[0]['gotk_games'] if rows else 0} games from {path.name}; dlgo: first "
           f"{args.dlgo_games} games ({args.dlgo_alphago_games} for alphago); one core, best of {args.repeat}")
     return 0 if all(r["met"] in (True, None) for r in rows) else 1
