@@ -244,13 +244,27 @@ def _internal_library() -> Any:
         only the function's environment pointer, which numba sets when it loads a function. An internal
         kernel cannot use that environment (no Python objects, no exception carrying runtime values):
         numba's own check would raise "missing Environment" in it.
+
+        An encoder's internal kernels (:data:`_OPTIMISED_BY_CALLERS`) are not optimised as a module of their
+        own either: numba runs LLVM's module passes over each function with all its callees linked in, so a
+        deep tree (the game loop → the ladder reader → its move → the engine's helpers) was optimised once
+        per level, the leaves four times. Their callers optimise them once, with themselves (each of these
+        kernels ends up in one game loop): on a first ``encode -e alphago`` that was a second of LLVM's
+        time, for the same speed (BENCHMARKS.md). The engine's kernels keep numba's way: the replay kernel
+        ran 10% slower without it.
         """
 
         def add_ir_module(self, ir_module: Any) -> None:
             for fn in ir_module.functions:  # see internal_kernel(always_inline=True)
                 if fn.blocks and fn.name.startswith(_ALWAYS_INLINE):
                     fn.attributes.add("alwaysinline")
+                if fn.blocks and fn.name.startswith(_OPTIMISED_BY_CALLERS):
+                    self.__dict__["_gotk_optimised_by_callers"] = True
             super().add_ir_module(ir_module)
+
+        def _optimize_final_module(self) -> None:
+            if not self.__dict__.get("_gotk_optimised_by_callers"):
+                super()._optimize_final_module()
 
         def _finalize_final_module(self) -> None:
             self._finalize_dynamic_globals()
@@ -375,6 +389,8 @@ class InternalDispatcher(_CPUDispatcher):  # type: ignore[misc, valid-type]
 
 
 _ALWAYS_INLINE: tuple[str, ...] = ()  # numba's mangled-name prefixes of the always-inlined internal kernels
+#: numba's mangled-name prefixes of the internal kernels whose callers alone optimise them (InternalLibrary)
+_OPTIMISED_BY_CALLERS: tuple[str, ...] = ("_ZN4gotk8encoders",)
 
 
 def _mangled_prefix(fn: Callable[..., Any]) -> str:

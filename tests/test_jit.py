@@ -262,6 +262,29 @@ def test_an_always_inline_kernel_is_inlined_into_every_caller(tmp_path):
     assert "alwaysinline" not in plain.library.get_llvm_str()
 
 
+@pytest.mark.skipif(jit.InternalLibrary is None or not jit._CPYTHON_WRAPPER_OPTIONAL,
+                    reason="this numba has no internal-kernel library")
+def test_an_encoder_kernel_is_optimised_by_its_callers_only(tmp_path):
+    """An internal kernel of ``gotk.encoders`` skips LLVM's module passes in its own library (its callers run
+    them over it, once); any other internal kernel gets them there too. Same results either way."""
+    libs = {}
+    for module, ours in (("gotk.encoders.gotk_test_late", True), ("gotk_test_early", False)):
+        path = tmp_path / (module.replace(".", "_") + ".py")
+        path.write_text(_BIG_SRC)
+        ns: dict = {"__name__": module}
+        exec(compile(_BIG_SRC, str(path), "exec"), ns)
+        ns["spread"] = spread = jit.internal_kernel(ns["spread"])
+        total = jit.kernel(ns["total"])
+        a = np.arange(9, dtype=np.int64)
+        assert total(a, 1) == sum(sum((int(x) * (i + k)) % 7 + (int(x) ^ i) % 5 - (int(a[(k + i) % 9]) * 3) % 11
+                                      for k, x in enumerate(a)) for i in (1, 2, 3, 4))
+        (cres,) = spread.overloads.values()
+        assert bool(cres.library.__dict__.get("_gotk_optimised_by_callers")) is ours
+        libs[ours] = cres.library.get_llvm_str()
+    # the module passes unroll the loop of ``spread``: its own library's IR is several times longer with them
+    assert 2 * len(libs[True]) < len(libs[False])
+
+
 _INNER = """
 from gotk.jit import internal_kernel
 

@@ -140,29 +140,21 @@ def _fp_set(fp, x):
 
 
 @internal_kernel
-def _walk_string(nxt, fp, x):
-    """Add every stone of the string through stone ``x`` to bitset ``fp`` (the links ``nxt``: the ring)."""
-    p = x
-    while True:
-        _fp_set(fp, np.int64(p))
-        p = nxt[p]
-        if p == x:
-            break
-
-
-@internal_kernel(always_inline=True)
 def touch_string(scr, x, nbr):
     """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
-    a string with ``x`` in the core already is all there (see *Footprint* above), and is not walked.
-    Inlined: most touches find ``x`` in the core, one bit, where a call passes the whole scratch tuple."""
+    a string with ``x`` in the core already is all there (see *Footprint* above), and is not walked."""
     fp = scr[BITS][CORE]
     b = np.uint64(1) << np.uint64(x & 63)
     if fp[x >> 6] & b:
         return
+    fp[x >> 6] |= b
     if scr[0][x] == 0:
-        fp[x >> 6] |= b
         return
-    _walk_string(scr[1][1], fp, np.int64(x))
+    nxt = scr[1][1]
+    p = nxt[x]
+    while p != x:
+        _fp_set(fp, np.int64(p))
+        p = nxt[p]
 
 
 @internal_kernel(always_inline=True)
