@@ -73,13 +73,14 @@ ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 _C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-ply candidate table
 # the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
-WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts
+WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-ply move kinds
 LOG = 4  # index of the undo log
 BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
 MARK = 4  # row of ``mark`` in scr[1]
-META, CTL, START = 0, 1, 2  # rows of scr[WIDE]
+META, CTL, START, PLAIN = 0, 1, 2, 3  # rows of scr[WIDE]
 CORE = 4  # row of the touched-core bitset in scr[BITS]
 _TOP = 5  # ctl[_TOP]: entries in the undo log
+_P_NO_CAPTURE, _P_ONE_STRING = 1, 2  # bits of plain[d] (new_scratch)
 # kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head),
 # _L_KO: (old ko point, old ko colour)
 _L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_KO = 0, 1, 2, 3, 4, 5, 6
@@ -96,13 +97,15 @@ def max_plies(n):
 
 def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple of six arrays:
-    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[3, R] (meta, ctl, start),
+    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, plain),
     cand[L, 3 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
     ``R = max(L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
     (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
     a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
     where the move into ply ``d`` starts in it. ``ctl`` holds the node count (1), the ply limit (2), the
-    node budget (3) and the log's length (``_TOP``); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
+    node budget (3) and the log's length (``_TOP``); ``plain[d]``: how the move into ply ``d`` went
+    (:data:`_P_NO_CAPTURE` if it took no stone, with :data:`_P_ONE_STRING` if it also joined at most one
+    string); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
     across positions. ``bits``: points not in the first column, not in the last column, on the board,
     the board size (for :func:`footprint`), and the core: the points the last query touched.
 
@@ -110,7 +113,7 @@ def new_scratch(n, plies):
     :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
-    wide = np.zeros((3, max(layers, K.META_LEN)), dtype=np.int64)
+    wide = np.zeros((4, max(layers, K.META_LEN)), dtype=np.int64)
     wide[CTL, 2] = plies
     wide[CTL, 3] = NODE_BUDGET
     size = 1
@@ -367,8 +370,10 @@ def _play(scr, d, point, color, nbr):
     top = _log(lg, top, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
     if captured == 0 and merged <= 1:
         libs[h] = _libs_after(board, head, nbr, pt, h, color, merged, merged_libs)
+        wide[PLAIN, d + 1] = _P_NO_CAPTURE | _P_ONE_STRING
     else:
         libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
+        wide[PLAIN, d + 1] = _P_NO_CAPTURE if captured == 0 else 0
     top = _log(lg, top, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
     if captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[K.M_KO] = captured_point
@@ -523,8 +528,67 @@ def _escapes_by_extension(scr, t, x, y, nbr):
     return cnt
 
 
+@internal_kernel
+def _open_after_extension(scr, root, d, t, nbr):
+    """Open the defender's frame at ply ``d`` without walking the target, after a plain ladder step: at ply
+    ``d - 2`` the defender extended at the target's liberty ``e`` (its frame's first option), joining no
+    other string and taking nothing, and then the attacker took one of the target's two liberties ``x``,
+    ``y`` (ply ``d - 1``), taking nothing. True if the frame is open (else the caller walks).
+
+    The options are those of ply ``d - 2`` with the liberty left in front: the other of ``x``, ``y``, then
+    the same capture options in the same order. Exact: an attacker string in atari at ``d - 2`` keeps its
+    stones and its one liberty (``e`` is not it: extending there would have taken the string; the attacker's
+    stone is not it: checked), and a string in atari now that was not is next to ``e`` or holds the
+    attacker's stone (only those moves changed liberties): both are touched and checked here. The walk's
+    order is kept: the target's ring is the old one with ``e`` after the head, and ``e`` is next to no
+    string in atari. The walk's touches add nothing to the core: the target and the strings next to it were
+    touched at ply ``d - 2``, and whatever joined them since by ``_play``."""
+    cand, wide = scr[3], scr[WIDE]
+    if d - 2 < root or cand[d - 2, _C_TYPE] != DEF or cand[d - 2, _C_IDX] != 1:
+        return False
+    n2 = cand[d - 2, _C_N]
+    if n2 >= MAX_CANDIDATES:
+        return False
+    if wide[PLAIN, d - 1] != _P_NO_CAPTURE | _P_ONE_STRING or (wide[PLAIN, d] & _P_NO_CAPTURE) == 0:
+        return False
+    sb, si = scr[0], scr[1]
+    e = np.int64(cand[d - 2, _C0])
+    a = np.int64(cand[d - 1, _C0 + cand[d - 1, _C_IDX] - 1])
+    x, y = cand[d - 1, _C0 + 2], cand[d - 1, _C0 + 3]
+    if x == a:
+        lib = y
+    elif y == a:
+        lib = x
+    else:
+        return False
+    for i in range(1, n2):
+        c = cand[d - 2, _C0 + i]
+        if c == a or c == lib:
+            return False
+    touch_string(scr, t, nbr)
+    touch_string(scr, a, nbr)
+    if si[2, si[0, a]] == 1:
+        return False
+    acol = sb[a]
+    for k in range(4):
+        q = nbr[e, k]
+        if q < 0:
+            break
+        if sb[q] == acol:
+            touch_string(scr, np.int64(q), nbr)
+            if si[2, si[0, q]] == 1:
+                return False
+    cand[d, _C_N] = n2
+    cand[d, _C_IDX] = 0
+    cand[d, _C_TYPE] = DEF
+    cand[d, _C0] = lib
+    for i in range(1, n2):
+        cand[d, _C0 + i] = cand[d - 2, _C0 + i]
+    return True
+
+
 @internal_kernel(always_inline=True)
-def _open(scr, d, kind, t, nbr):
+def _open(scr, root, d, kind, t, nbr):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, si, cand = scr[0], scr[1], scr[3]
     cand[d, _C_N] = 0
@@ -534,6 +598,8 @@ def _open(scr, d, kind, t, nbr):
         _add_liberties(scr, t, d, np.int64(2), nbr)
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
+            cand[d, _C0 + 2] = a  # the target's two liberties, whatever the order and filter below make of them
+            cand[d, _C0 + 3] = b
             touch_point(scr, a, nbr)
             touch_point(scr, b, nbr)
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
@@ -550,6 +616,8 @@ def _open(scr, d, kind, t, nbr):
                 cand[d, _C_N] = 0
             else:
                 cand[d, _C_N] = 1
+        return
+    if _open_after_extension(scr, root, d, t, nbr):
         return
     # the target's liberty first, then the liberty of each attacker string next to it in atari; every
     # string next to the target is touched (one walk of the target's stones does both)
@@ -585,7 +653,7 @@ def read_ladder(scr, root, kind, t, nbr):
     ret = -1  # result of the child frame just closed (-1: none)
     while True:
         if opening >= 0:
-            _open(scr, d, opening, t, nbr)
+            _open(scr, root, d, opening, t, nbr)
             opening = -1
         kind = cand[d, _C_TYPE]
         val = -1
