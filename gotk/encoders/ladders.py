@@ -53,8 +53,10 @@ Each ``_play`` touches its point first (a move reads only the point, its neighbo
 next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
 next to a captured one are writes whose values are read later only through a touch);
 each liberty count or liberty list of the target touches the target string; the defender's frame
-also touches every string next to the target; the atari filter touches both liberties (which
-covers the empty-neighbour counts of the move order); the ko-retake test touches the liberty. The ko
+also touches every string next to the target (after a plain ladder step, :func:`_open_after_extension`,
+only those the last two moves changed: the others were touched two plies up, and it reads them no more);
+the atari filter touches both liberties (which covers the empty-neighbour counts of the move order); the
+ko-retake test touches the liberty. The ko
 point of the position is read only by the first move, which callers only ask for where it is legal
 (not the ko point); every later ko point comes from the search's own moves.
 :mod:`gotk.encoders.ladder_cache` proves from this that a query's answer cannot change while no
