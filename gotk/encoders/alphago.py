@@ -56,6 +56,17 @@ def plane_names(player_plane: bool = False) -> list[str]:
     return names
 
 
+@internal_kernel(always_inline=True)
+def _add_head(heads, count, h):
+    """Append string head ``h`` to ``heads[:count]`` unless it is there; returns the new count (a point's
+    neighbour strings, at most four)."""
+    for i in range(count):
+        if heads[i] == h:
+            return count
+    heads[count] = h
+    return count + 1
+
+
 @kernel
 def _is_own_eye(board, nbr, diag, p, color):
     """Every on-board neighbour is ``color``; ≤1 opponent diagonal in the centre, 0 on the edge."""
@@ -161,7 +172,7 @@ def _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move,
         p = noted[j] & 0xFFFF
         nl = (noted[j] >> 16) & 0xF
         nc = noted[j] >> 20
-        no = 0
+        no = np.int64(0)
         atari_friend = False
         for k in range(4):
             q = nbr[p, k]
@@ -174,13 +185,7 @@ def _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move,
             if w == color:
                 atari_friend = atari_friend or libs[h] == 1
             elif libs[h] == 2:
-                dup = False
-                for i in range(no):
-                    if oh[i] == h:
-                        dup = True
-                if not dup:
-                    oh[no] = h
-                    no += 1
+                no = _add_head(oh, no, h)
         for i in range(no):
             # skip ataris the defender escapes at once by extending to ≥3 liberties
             if nc == 0 and _extension_libs(board, head, nxt, nbr, mark, meta, oh[i], p, 3, hint) >= 3:
@@ -230,8 +235,8 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
         if p == ko:
             continue
         # neighbour strings: friendly heads, captured opponent heads, 2-liberty opponent heads
-        nf = 0
-        nc = 0
+        nf = np.int64(0)  # typed: a literal 0 would compile _add_head once more
+        nc = np.int64(0)
         ne = 0
         weak = False  # an own string in atari or an opponent string with 2 liberties next to p
         big_friend = False
@@ -245,23 +250,12 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
                 continue
             h = head[q]
             if w == color:
-                dup = False
-                for i in range(nf):
-                    if fh[i] == h:
-                        dup = True
-                if not dup:
-                    fh[nf] = h
+                if _add_head(fh, nf, h) > nf:
                     nf += 1
                     weak = weak or libs[h] == 1
                     big_friend = big_friend or libs[h] >= 9
             elif libs[h] == 1:
-                dup = False
-                for i in range(nc):
-                    if ch[i] == h:
-                        dup = True
-                if not dup:
-                    ch[nc] = h
-                    nc += 1
+                nc = _add_head(ch, nc, h)
             elif libs[h] == 2:
                 weak = True
         legal = ne > 0 or nc > 0
