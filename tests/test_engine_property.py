@@ -142,6 +142,10 @@ def check_invariants(state: GameState, ref: Reference, color_to_check: int, samp
         assert p == h and len(cycle) == len(stones) and set(cycle) == stones, "nxt is not the string's cycle"
         for p in stones:
             assert state.liberties_at(p) == len(libs)
+    # an empty point is its own one-point ring of size and liberties 0 (the ladder reader's undo log relies
+    # on it: placing a stone logs only the point)
+    for p in np.flatnonzero(state.board == 0).tolist():
+        assert (state.head[p], state.nxt[p], state.ssize[p], state.libs[p]) == (p, p, 0, 0), p
     # hash: compiled recount and a Python XOR of the keys
     assert state.hash == int(K.board_hash(state.board, state.zob))
     expected = 0

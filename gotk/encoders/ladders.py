@@ -26,7 +26,7 @@ copy of the position (the engine's arrays are never written). Each move logs the
 array entry it writes (a merge logs the two heads and is undone by splitting the rings again);
 leaving a move undoes its log entries newest first, so the position at ply ``d`` is exactly what a
 fresh copy with the same moves played would hold: the same stones, heads, links, liberty counts,
-sizes and ko point. A move writes about fifteen entries where a copy of the position was 1,800.
+sizes and ko point. A move writes a handful of entries where a copy of the position was 1,800.
 
 **Footprint.** Every query also records the points whose contents it may depend on (its
 *footprint*). Before any read it *touches* what that read looks at, in the position it reads, adding
@@ -52,10 +52,9 @@ moves), and a string without one is a single root string, in the core whole once
 Each ``_play`` touches its point first (a move reads only the point, its neighbours, the strings
 next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
 next to a captured one are writes whose values are read later only through a touch);
-each liberty count or liberty list of the target touches the target string; the defender's frame
-also touches every string next to the target (after a plain ladder step, :func:`_open_after_extension`,
-only those the last two moves changed: the others were touched two plies up, and it reads them no more);
-the atari filter touches both liberties (which covers the empty-neighbour counts of the move order); the
+each liberty count or liberty list of the target touches the target string; the defender's capture
+options, looked for only once extending has failed (:func:`_add_captures`), touch every string next to
+the target; the atari filter touches both liberties (which covers the empty-neighbour counts of the move order); the
 ko-retake test touches the liberty. The ko
 point of the position is read only by the first move, which callers only ask for where it is legal
 (not the ko point); every later ko point comes from the search's own moves.
@@ -73,19 +72,22 @@ MAX_CANDIDATES = 16
 NODE_BUDGET = 4000
 ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
-_C_N, _C_IDX, _C_TYPE, _C0 = 0, 1, 2, 3  # columns of the per-ply candidate table
+# columns of the per-ply candidate table; _C_MORE: 1 while a defender's capture options are still to be
+# looked for (after its extension, the frame's first option)
+_C_N, _C_IDX, _C_TYPE, _C_MORE, _C0 = 0, 1, 2, 3, 4
 # the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
-WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-ply move kinds
+WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts
 LOG = 4  # index of the undo log
 BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
 MARK = 4  # row of ``mark`` in scr[1]
-META, CTL, START, PLAIN = 0, 1, 2, 3  # rows of scr[WIDE]
+META, CTL, START = 0, 1, 2  # rows of scr[WIDE]
 CORE = 4  # row of the touched-core bitset in scr[BITS]
 _TOP = 5  # ctl[_TOP]: entries in the undo log
-_P_NO_CAPTURE, _P_ONE_STRING = 1, 2  # bits of plain[d] (new_scratch)
-# kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head),
-# _L_KO: (old ko point, old ko colour)
-_L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_KO = 0, 1, 2, 3, 4, 5, 6
+# kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head); _L_PLACE:
+# (point, (old ko point + 1) * 4 + old ko colour), a move's first entry: its stone was placed on an empty
+# point, which held head = nxt = itself, size and liberties 0 (the engine's empty points, and the reader's,
+# always do), and the ko point it changes is restored with it
+_L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_PLACE = 0, 1, 2, 3, 4, 5, 7
 
 
 @kernel
@@ -99,15 +101,13 @@ def max_plies(n):
 
 def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple of six arrays:
-    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, plain),
-    cand[L, 3 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
+    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[3, R] (meta, ctl, start),
+    cand[L, 4 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
     ``R = max(L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
-    (``G = 25 L + 9 n + 64`` entries: a move writes at most 15 entries plus 9 per stone it captures, and
+    (``G = 25 L + 9 n + 64`` entries: a move writes at most 10 entries plus 9 per stone it captures, and
     a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
     where the move into ply ``d`` starts in it. ``ctl`` holds the node count (1), the ply limit (2), the
-    node budget (3) and the log's length (``_TOP``); ``plain[d]``: how the move into ply ``d`` went
-    (:data:`_P_NO_CAPTURE` if it took no stone, with :data:`_P_ONE_STRING` if it also joined at most one
-    string); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
+    node budget (3) and the log's length (``_TOP``); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
     across positions. ``bits``: points not in the first column, not in the last column, on the board,
     the board size (for :func:`footprint`), and the core: the points the last query touched.
 
@@ -115,7 +115,7 @@ def new_scratch(n, plies):
     :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
-    wide = np.zeros((4, max(layers, K.META_LEN)), dtype=np.int64)
+    wide = np.zeros((3, max(layers, K.META_LEN)), dtype=np.int64)
     wide[CTL, 2] = plies
     wide[CTL, 3] = NODE_BUDGET
     size = 1
@@ -323,11 +323,7 @@ def _play(scr, d, point, color, nbr):
     st = K.check_move(board, head, libs, meta, nbr, pt, color, np.bool_(False))
     if st != K.OK:
         return st
-    top = _log(lg, top, np.int64(_L_BOARD), np.int64(pt), np.int64(board[pt]))
-    top = _log(lg, top, np.int64(_L_HEAD), np.int64(pt), np.int64(head[pt]))
-    top = _log(lg, top, np.int64(_L_NXT), np.int64(pt), np.int64(nxt[pt]))
-    top = _log(lg, top, np.int64(_L_SSIZE), np.int64(pt), np.int64(ssize[pt]))
-    top = _log(lg, top, np.int64(_L_LIBS), np.int64(pt), np.int64(libs[pt]))
+    top = _log(lg, top, np.int64(_L_PLACE), np.int64(pt), np.int64((meta[K.M_KO] + 1) * 4 + meta[K.M_KO_COLOR]))
     board[pt] = color
     head[pt] = pt
     nxt[pt] = pt
@@ -369,14 +365,12 @@ def _play(scr, d, point, color, nbr):
                     captured += ssize[hq]
                     top = _remove(hq, board, head, nxt, libs, ssize, nbr, lg, top)
     h = head[pt]
-    top = _log(lg, top, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
+    if h != pt:  # else its liberties were 0, which _L_PLACE restores
+        top = _log(lg, top, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
     if captured == 0 and merged <= 1:
         libs[h] = _libs_after(board, head, nbr, pt, h, color, merged, merged_libs)
-        wide[PLAIN, d + 1] = _P_NO_CAPTURE | _P_ONE_STRING
     else:
         libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
-        wide[PLAIN, d + 1] = _P_NO_CAPTURE if captured == 0 else 0
-    top = _log(lg, top, np.int64(_L_KO), np.int64(meta[K.M_KO]), np.int64(meta[K.M_KO_COLOR]))
     if captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[K.M_KO] = captured_point
         meta[K.M_KO_COLOR] = opp
@@ -397,6 +391,14 @@ def _undo(scr, top):
         kind, x, v = lg[i, 0], lg[i, 1], lg[i, 2]
         if kind == _L_LIBS:
             libs[x] = v
+        elif kind == _L_PLACE:
+            board[x] = 0
+            head[x] = x
+            nxt[x] = x
+            ssize[x] = 0
+            libs[x] = 0
+            meta[K.M_KO] = (v >> 2) - 1
+            meta[K.M_KO_COLOR] = v & 3
         elif kind == _L_MERGE:  # split string v (its old head) back off string x
             na = nxt[x]
             nxt[x] = nxt[v]
@@ -414,11 +416,8 @@ def _undo(scr, top):
             head[x] = v
         elif kind == _L_NXT:
             nxt[x] = v
-        elif kind == _L_SSIZE:
-            ssize[x] = v
         else:
-            meta[K.M_KO] = x
-            meta[K.M_KO_COLOR] = v
+            ssize[x] = v
     ctl[_TOP] = top
 
 
@@ -530,78 +529,18 @@ def _escapes_by_extension(scr, t, x, y, nbr):
     return cnt
 
 
-@internal_kernel
-def _open_after_extension(scr, root, d, t, nbr):
-    """Open the defender's frame at ply ``d`` without walking the target, after a plain ladder step: at ply
-    ``d - 2`` the defender extended at the target's liberty ``e`` (its frame's first option), joining no
-    other string and taking nothing, and then the attacker took one of the target's two liberties ``x``,
-    ``y`` (ply ``d - 1``), taking nothing. True if the frame is open (else the caller walks).
-
-    The options are those of ply ``d - 2`` with the liberty left in front: the other of ``x``, ``y``, then
-    the same capture options in the same order. Exact: an attacker string in atari at ``d - 2`` keeps its
-    stones and its one liberty (``e`` is not it: extending there would have taken the string; the attacker's
-    stone is not it: checked), and a string in atari now that was not is next to ``e`` or holds the
-    attacker's stone (only those moves changed liberties): both are touched and checked here. The walk's
-    order is kept: the target's ring is the old one with ``e`` after the head, and ``e`` is next to no
-    string in atari. The walk's touches add nothing to the core: the target and the strings next to it were
-    touched at ply ``d - 2``, and whatever joined them since by ``_play``."""
-    cand, wide = scr[3], scr[WIDE]
-    if d - 2 < root or cand[d - 2, _C_TYPE] != DEF or cand[d - 2, _C_IDX] != 1:
-        return False
-    n2 = cand[d - 2, _C_N]
-    if n2 >= MAX_CANDIDATES:
-        return False
-    if wide[PLAIN, d - 1] != _P_NO_CAPTURE | _P_ONE_STRING or (wide[PLAIN, d] & _P_NO_CAPTURE) == 0:
-        return False
-    sb, si = scr[0], scr[1]
-    e = np.int64(cand[d - 2, _C0])
-    a = np.int64(cand[d - 1, _C0 + cand[d - 1, _C_IDX] - 1])
-    x, y = cand[d - 1, _C0 + 2], cand[d - 1, _C0 + 3]
-    if x == a:
-        lib = y
-    elif y == a:
-        lib = x
-    else:
-        return False
-    for i in range(1, n2):
-        c = cand[d - 2, _C0 + i]
-        if c == a or c == lib:
-            return False
-    touch_string(scr, t, nbr)
-    touch_string(scr, a, nbr)
-    if si[2, si[0, a]] == 1:
-        return False
-    acol = sb[a]
-    for k in range(4):
-        q = nbr[e, k]
-        if q < 0:
-            break
-        if sb[q] == acol:
-            touch_string(scr, np.int64(q), nbr)
-            if si[2, si[0, q]] == 1:
-                return False
-    cand[d, _C_N] = n2
-    cand[d, _C_IDX] = 0
-    cand[d, _C_TYPE] = DEF
-    cand[d, _C0] = lib
-    for i in range(1, n2):
-        cand[d, _C0 + i] = cand[d - 2, _C0 + i]
-    return True
-
-
 @internal_kernel(always_inline=True)
-def _open(scr, root, d, kind, t, nbr):
+def _open(scr, d, kind, t, nbr):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
-    sb, si, cand = scr[0], scr[1], scr[3]
+    sb, cand = scr[0], scr[3]
     cand[d, _C_N] = 0
     cand[d, _C_IDX] = 0
     cand[d, _C_TYPE] = kind
+    cand[d, _C_MORE] = 0
     if kind == ATT:
         _add_liberties(scr, t, d, np.int64(2), nbr)
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
-            cand[d, _C0 + 2] = a  # the target's two liberties, whatever the order and filter below make of them
-            cand[d, _C0 + 3] = b
             touch_point(scr, a, nbr)
             touch_point(scr, b, nbr)
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
@@ -619,11 +558,19 @@ def _open(scr, root, d, kind, t, nbr):
             else:
                 cand[d, _C_N] = 1
         return
-    if _open_after_extension(scr, root, d, t, nbr):
-        return
-    # the target's liberty first, then the liberty of each attacker string next to it in atari; every
-    # string next to the target is touched (one walk of the target's stones does both)
+    # the target's liberty; the capture options follow only if extending there fails (_add_captures)
     _add_liberties(scr, t, d, np.int64(1), nbr)
+    cand[d, _C_MORE] = 1
+
+
+@internal_kernel
+def _add_captures(scr, d, t, nbr):
+    """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
+    the liberty of each attacker string next to the target in atari, in the order of a walk of the
+    target's stones; every string next to the target is touched. Looked for only when needed — the
+    extension mostly decides — the options and their order are those an eager frame would have: the same
+    position, the same walk after the same first candidate (so a liberty equal to it is not added again)."""
+    sb, si = scr[0], scr[1]
     h = si[0, t]
     p = h
     while True:
@@ -655,7 +602,7 @@ def read_ladder(scr, root, kind, t, nbr):
     ret = -1  # result of the child frame just closed (-1: none)
     while True:
         if opening >= 0:
-            _open(scr, root, d, opening, t, nbr)
+            _open(scr, d, opening, t, nbr)
             opening = -1
         kind = cand[d, _C_TYPE]
         val = -1
@@ -666,7 +613,13 @@ def read_ladder(scr, root, kind, t, nbr):
                 val = 1
             ret = -1
         pushed = False
-        while val < 0 and not pushed and cand[d, _C_IDX] < cand[d, _C_N]:
+        while val < 0 and not pushed:
+            if cand[d, _C_IDX] >= cand[d, _C_N]:
+                if cand[d, _C_MORE] == 0:
+                    break
+                cand[d, _C_MORE] = 0
+                _add_captures(scr, d, t, nbr)
+                continue
             m = np.int64(cand[d, _C0 + cand[d, _C_IDX]])
             cand[d, _C_IDX] += 1
             if _play(scr, d, m, acol if kind == ATT else dcol, nbr) != K.OK:
