@@ -73,14 +73,17 @@ NODE_BUDGET = 4000
 ATT = 0  # attacker to move: the target has 2 liberties (an OR node)
 DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 # columns of the per-ply candidate table; _C_MORE: 1 while a defender's capture options are still to be
-# looked for (after its extension, the frame's first option)
+# looked for (after its extension, the frame's first option), then 0, or _NO_ATARI if no attacker string
+# next to the target is in atari
 _C_N, _C_IDX, _C_TYPE, _C_MORE, _C0 = 0, 1, 2, 3, 4
+_NO_ATARI = 2
 # the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
-WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts
+WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-ply move kinds
 LOG = 4  # index of the undo log
 BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
 MARK = 4  # row of ``mark`` in scr[1]
-META, CTL, START = 0, 1, 2  # rows of scr[WIDE]
+META, CTL, START, QUIET = 0, 1, 2, 3  # rows of scr[WIDE]
+_Q_NO_CAPTURE, _Q_NO_JOIN = 1, 2  # bits of quiet[d]: the move into ply d took no stone / joined no string
 CORE = 4  # row of the touched-core bitset in scr[BITS]
 _TOP = 5  # ctl[_TOP]: entries in the undo log
 # kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head); _L_PLACE:
@@ -101,13 +104,14 @@ def max_plies(n):
 
 def new_scratch(n, plies):
     """Preallocated search state, passed around as one tuple of six arrays:
-    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[3, R] (meta, ctl, start),
+    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, quiet),
     cand[L, 4 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
     ``R = max(L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
     (``G = 25 L + 9 n + 64`` entries: a move writes at most 10 entries plus 9 per stone it captures, and
     a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
     where the move into ply ``d`` starts in it. ``ctl`` holds the node count (1), the ply limit (2), the
-    node budget (3) and the log's length (``_TOP``); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
+    node budget (3) and the log's length (``_TOP``); ``quiet[d]``: how the move into ply ``d`` went
+    (:data:`_Q_NO_CAPTURE`, :data:`_Q_NO_JOIN`); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
     across positions. ``bits``: points not in the first column, not in the last column, on the board,
     the board size (for :func:`footprint`), and the core: the points the last query touched.
 
@@ -115,7 +119,7 @@ def new_scratch(n, plies):
     :func:`make_scratch`, the same function compiled.
     """
     layers = plies + 2
-    wide = np.zeros((3, max(layers, K.META_LEN)), dtype=np.int64)
+    wide = np.zeros((4, max(layers, K.META_LEN)), dtype=np.int64)
     wide[CTL, 2] = plies
     wide[CTL, 3] = NODE_BUDGET
     size = 1
@@ -367,6 +371,7 @@ def _play(scr, d, point, color, nbr):
     h = head[pt]
     if h != pt:  # else its liberties were 0, which _L_PLACE restores
         top = _log(lg, top, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
+    wide[QUIET, d + 1] = (_Q_NO_CAPTURE if captured == 0 else 0) | (_Q_NO_JOIN if merged == 0 else 0)
     if captured == 0 and merged <= 1:
         libs[h] = _libs_after(board, head, nbr, pt, h, color, merged, merged_libs)
     else:
@@ -569,22 +574,46 @@ def _add_captures(scr, d, t, nbr):
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
     target's stones; every string next to the target is touched. Looked for only when needed — the
     extension mostly decides — the options and their order are those an eager frame would have: the same
-    position, the same walk after the same first candidate (so a liberty equal to it is not added again)."""
+    position, the same walk after the same first candidate (so a liberty equal to it is not added again).
+    Returns True if some attacker string next to the target is in atari."""
     sb, si = scr[0], scr[1]
-    h = si[0, t]
+    head, libs = si[0], si[2]
+    acol = 3 - sb[t]
+    h = head[t]
+    last = -1  # the string met last (a wall of the ladder meets the walk stone after stone)
+    found = False
     p = h
     while True:
         for k in range(4):
             q = nbr[p, k]
             if q < 0:
                 break
-            if sb[q] != 0 and si[0, q] != h:  # a stone next to the string is the attacker's
+            if sb[q] == acol and head[q] != last:
+                last = head[q]
                 touch_string(scr, np.int64(q), nbr)
-                if si[2, si[0, q]] == 1:
+                if libs[last] == 1:
+                    found = True
                     _add_liberties(scr, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
         p = si[1, p]
         if p == h:
             break
+    return found
+
+
+@internal_kernel(always_inline=True)
+def _none_after_step(scr, d):
+    """True if no attacker string next to the target is in atari at ply ``d``, a defender's frame whose
+    extension lost (the attacker won after it), known without walking: the frame two plies down — opened
+    after the extension and the attacker's winning atari — found none, neither move took a stone, and the
+    atari joined no string.
+
+    Exact: then every attacker string next to the target at ply ``d`` is still a string two plies down, next
+    to the target (which only grew), with no more liberties than now (two stones were added and nothing was
+    taken); none was in atari there, so none is now. Every value this reads was read, under touches, by
+    the search itself; the strings the walk would touch were touched two plies down (the same stones)."""
+    cand, quiet = scr[3], scr[WIDE][QUIET]
+    return (cand[d + 2, _C_TYPE] == DEF and cand[d + 2, _C_MORE] == _NO_ATARI
+            and (quiet[d + 1] & _Q_NO_CAPTURE) != 0 and quiet[d + 2] == _Q_NO_CAPTURE | _Q_NO_JOIN)
 
 
 @internal_kernel
@@ -606,19 +635,23 @@ def read_ladder(scr, root, kind, t, nbr):
             opening = -1
         kind = cand[d, _C_TYPE]
         val = -1
+        lost = False  # back at a defender's frame whose last option lost (the attacker won below it)
         if ret >= 0:
             if kind == DEF and ret == 0:
                 val = 0
             elif kind == ATT and ret == 1:
                 val = 1
+            lost = kind == DEF and ret == 1
             ret = -1
         pushed = False
         while val < 0 and not pushed:
             if cand[d, _C_IDX] >= cand[d, _C_N]:
-                if cand[d, _C_MORE] == 0:
+                if cand[d, _C_MORE] != 1:
                     break
-                cand[d, _C_MORE] = 0
-                _add_captures(scr, d, t, nbr)
+                if (lost and _none_after_step(scr, d)) or not _add_captures(scr, d, t, nbr):
+                    cand[d, _C_MORE] = _NO_ATARI
+                else:
+                    cand[d, _C_MORE] = 0
                 continue
             m = np.int64(cand[d, _C0 + cand[d, _C_IDX]])
             cand[d, _C_IDX] += 1
