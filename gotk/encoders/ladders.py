@@ -310,7 +310,7 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     return cnt
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _play(scr, d, point, color, nbr):
     """Play ``point`` in the current position (suicide forbidden, simple ko), logging every write so that
     :func:`_undo` back to ``start[d + 1]`` restores the position; returns the engine status. The same
@@ -617,17 +617,24 @@ def _none_after_step(scr, d):
 
 
 @internal_kernel
-def read_ladder(scr, root, kind, t, nbr):
-    """Iterative AND/OR search from ply ``root`` (the current position): True if the attacker captures
-    the string through ``t``. ``kind`` says who moves at the root (``ATT``: target has 2 liberties;
-    ``DEF``: 1). Cut-offs (ply limit, node budget) count as the defender surviving. Every move it plays
-    is undone before it returns."""
+def read_ladder(scr, kind, t, dcol, point, nbr):
+    """The iterative AND/OR search of a query: True if the attacker (colour ``3 - dcol``) captures the string
+    through ``t``. Its root frame, at ply 0, holds the query's first move ``point``: the attacker's (``kind``
+    ``ATT``: a ladder capture, which needs the target in atari after it) or the defender's (``DEF``: a ladder
+    escape; its string is ``t = point``, which needs ≥3 liberties, or 2 and no working ladder; one is not
+    enough, whatever a ko). The first move is not counted against the node budget. Cut-offs (ply limit,
+    node budget) count as the defender surviving. Every move it plays is undone before it returns; one
+    call site of :func:`_play`, inlined (a call passes every field of every scratch array)."""
     sb, cand, ctl, start = scr[0], scr[3], scr[WIDE][CTL], scr[WIDE][START]
-    dcol = sb[t]
     acol = 3 - dcol
-    ctl[1] = 0
-    d = root
-    opening = kind  # the side of the frame to open at ply d (-1: it is open): one call site of _open, inlined
+    ctl[1] = -1
+    d = np.int64(0)  # typed: a literal 0 compiled every helper taking the ply once more
+    cand[0, _C_N] = 1
+    cand[0, _C_IDX] = 0
+    cand[0, _C_TYPE] = kind
+    cand[0, _C_MORE] = 0
+    cand[0, _C0] = point
+    opening = np.int64(-1)  # the side of the frame to open at ply d (-1: it is open): one call site of _open, inlined
     ret = -1  # result of the child frame just closed (-1: none)
     while True:
         if opening >= 0:
@@ -670,7 +677,7 @@ def read_ladder(scr, root, kind, t, nbr):
                     pushed = True
                 else:
                     val = 0
-            else:
+            elif d > 0:
                 # one liberty left: the attacker takes it unless that is illegal (ko)
                 cand[e, _C_N] = 0
                 lib = _add_liberties(scr, t, e, np.int64(0), nbr)
@@ -688,7 +695,7 @@ def read_ladder(scr, root, kind, t, nbr):
             continue
         if val < 0:
             val = 1 if kind == DEF else 0  # every defence failed / no atari worked
-        if d == root:
+        if d == 0:
             return val == 1
         _undo(scr, start[d])
         d -= 1
@@ -702,14 +709,7 @@ def ladder_capture(point, color, target, nbr, scr):
     position (:func:`load_position`); it holds it again afterwards. The query's footprint is left in
     ``scr[BITS][CORE]``."""
     clear_footprint(scr)
-    t = np.int64(target)
-    if _play(scr, np.int64(0), np.int64(point), np.int64(color), nbr) != K.OK:
-        return False
-    res = False
-    if _libs_of(scr, t, nbr) == 1:
-        res = read_ladder(scr, np.int64(1), np.int64(DEF), t, nbr)
-    _undo(scr, scr[WIDE][START, 1])
-    return res
+    return read_ladder(scr, np.int64(ATT), np.int64(target), np.int64(3 - color), np.int64(point), nbr)
 
 
 @inline_kernel
@@ -720,11 +720,4 @@ def ladder_escape(point, color, nbr, scr):
     left in ``scr[BITS][CORE]``."""
     clear_footprint(scr)
     x = np.int64(point)
-    if _play(scr, np.int64(0), x, np.int64(color), nbr) != K.OK:
-        return False
-    nl = _libs_of(scr, x, nbr)
-    res = nl >= 3
-    if nl == 2:
-        res = not read_ladder(scr, np.int64(1), np.int64(ATT), x, nbr)
-    _undo(scr, scr[WIDE][START, 1])
-    return res
+    return not read_ladder(scr, np.int64(DEF), x, np.int64(color), x, nbr)
