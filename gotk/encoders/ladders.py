@@ -568,7 +568,7 @@ def _open(scr, d, kind, t, nbr):
     cand[d, _C_MORE] = 1
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _add_captures(scr, d, t, nbr):
     """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
