@@ -89,7 +89,7 @@ def _is_own_eye(board, nbr, diag, p, color):
     return bad == 0 if nn < 4 else bad <= 1
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit, hint):
     """Liberties (counted up to ``limit``) the 2-liberty string through ``t`` gets by extending at its
     other liberty once the opponent has played ``point`` (the first liberty), assuming that move
