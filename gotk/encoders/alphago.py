@@ -157,11 +157,11 @@ def _extension_libs(board, head, nxt, nbr, mark, meta, t, point, limit, hint):
     return cnt
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move, cap_target, esc_move, nnoted):
     """:func:`local_planes`'s second pass over the ``nnoted`` points it noted: the ladder moves to read, and
-    the escapes that need no reading (plane 47). A function of its own, so that the first pass's registers
-    are the same as without ladders."""
+    the escapes that need no reading (plane 47). Apart from the first pass, so that its loop keeps the
+    registers it has without ladders; inlined after it (a call passed every field of thirteen arguments)."""
     n = board.shape[0]
     oh = cap_target[4 * n + 8:4 * n + 12]  # heads of a point's opponent neighbours with 2 liberties
     hint = cap_target[4 * n + 12:5 * n + 12]  # per head: a guess at its other liberty (_extension_libs)
