@@ -90,7 +90,7 @@ _TOP = 5  # ctl[_TOP]: entries in the undo log
 # (point, (old ko point + 1) * 4 + old ko colour), a move's first entry: its stone was placed on an empty
 # point, which held head = nxt = itself, size and liberties 0 (the engine's empty points, and the reader's,
 # always do), and the ko point it changes is restored with it
-_L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_PLACE = 0, 1, 2, 3, 4, 5, 7
+_L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_PLACE = 0, 1, 2, 3, 4, 5, 6
 
 
 @kernel
