@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default=None, help="another gotk checkout, measured before this one per command")
     ap.add_argument("--compile-helper", default="auto",
                     help="comma-separated GOTK_COMPILE_HELPER values (auto, 0, 1) for this checkout, a row each "
-                         "(gotk.build.precompile: a first encode compiles its encoder in a helper process)")
+                         "(gotk.jobs.precompile: a first encode compiles its encoder in a helper process)")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
     modes = [m for m in args.compile_helper.split(",") if m]

@@ -1,6 +1,6 @@
 """Encode benchmark (issue: download and encode): archive bytes → finished Parquet shards.
 
-For each encoder, ``gotk encode`` end to end (``gotk.build.encode.encode_dataset``: archive reading,
+For each encoder, ``gotk encode`` end to end (``gotk.jobs.encode.encode_dataset``: archive reading,
 SGF parsing, game ids, dedupe, replay + encode, packing, zstd Parquet writing, manifest) on real KGS
 archives, at each ``--workers`` count; positions/s, bytes on disk per position (shards only) and the
 time split of the one-worker run:
@@ -84,8 +84,8 @@ def warm_up(encoder: str, tmp: Path) -> None:
     small encode of 12 games of the built-in sample."""
     import zipfile
 
-    from gotk.build.encode import EncodeOptions, encode_dataset
     from gotk.data import HELDOUT_ARCHIVE
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
     from gotk.sources.archives import SgfSource, iter_sources
 
     src = tmp / "warm.zip"
@@ -103,7 +103,7 @@ def warm_up(encoder: str, tmp: Path) -> None:
 
 def run_gotk(paths: list[Path], encoder: str, workers: int, tmp: Path, repeat: int = 1) -> dict:
     """``encode_dataset`` on ``paths``; the best (least wall time) of ``repeat`` runs."""
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     out = tmp / f"gotk-{encoder}-w{workers}"
     best = None

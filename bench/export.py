@@ -1,6 +1,6 @@
 """Export benchmark (issue 15): ``gotk export --format leela-zero`` beside ``gotk encode`` on the same archive.
 
-Both end to end in this process (``gotk.export.run.export`` and ``gotk.build.encode.encode_dataset``:
+Both end to end in this process (``gotk.export.run.export`` and ``gotk.jobs.encode.encode_dataset``:
 archive reading, parsing, game ids, dedupe, replay, writing, manifest), on one real KGS archive, one
 worker, alternating so that the shared host's speed changes hit both alike; best of ``--repeat``. For
 the export, each ``--compress-level`` given (Leela Zero's own ``dump_supervised`` writes level 9). The
@@ -50,7 +50,7 @@ def _export(src: Path, out: Path, level: int) -> dict:
 
 
 def _encode(src: Path, out: Path, encoder: str) -> dict:
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     t = time.perf_counter()
     m = encode_dataset([src], out, EncodeOptions(encoder=encoder), workers=1, progress=False)

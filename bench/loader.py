@@ -63,7 +63,7 @@ def make_dataset(encoder: str, sources: list[Path], work: Path, workers: int) ->
     out = work / f"{encoder}-{tag}"
     if (out / "manifest.json").is_file():
         return out
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     t0 = time.perf_counter()
     m = encode_dataset(sources, out, EncodeOptions(encoder=encoder, split="train=1.0"), workers=workers,

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import kgs_dir  # noqa: E402
-from gotk.build.filters import compile_where  # noqa: E402
+from gotk.jobs.filters import compile_where  # noqa: E402
 from gotk.sgf.metadata import default_bots, normalise_record  # noqa: E402
 from gotk.sgf.reader import iter_sgf  # noqa: E402
 from gotk.shards.manifest import ENCODE_WHERE_COLUMNS  # noqa: E402

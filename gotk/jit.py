@@ -100,7 +100,7 @@ def _install_cache_lock() -> bool:
     one step across processes, under an exclusive ``flock`` on the cache directory's ``gotk.lock``. numba
     does it unlocked: two processes that save different signatures of one function at once can each pick
     the same data file, leaving an index entry that names the other's machine code (a crash at its next
-    load). gotk compiles in several processes at once (:mod:`gotk.build.precompile`, worker pools, Dask
+    load). gotk compiles in several processes at once (:mod:`gotk.jobs.precompile`, worker pools, Dask
     workers). False where this platform or numba lacks what it needs (numba's own saving then)."""
     try:
         import fcntl

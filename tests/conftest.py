@@ -69,7 +69,7 @@ def encode_source(tmp_path_factory, sample_archive) -> Path:
 @pytest.fixture(scope="session")
 def encode_expected(tmp_path_factory, encode_source) -> dict[str, bytes]:
     """Every output file of a local-folder encode of ``encode_source`` (2 worker processes)."""
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     out = tmp_path_factory.mktemp("encode-ref") / "ref"
     encode_dataset([encode_source], out, EncodeOptions(**ENCODE_OPTS), workers=2, progress=False,

@@ -15,7 +15,7 @@ from gotk.shards.card import card_text, hub_split
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory, sample_archive) -> Path:
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     root = tmp_path_factory.mktemp("card")
     src = archive_slice(sample_archive, root, 40)

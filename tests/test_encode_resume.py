@@ -28,7 +28,7 @@ def source(tmp_path_factory, sample_archive) -> Path:
 
 
 def test_sigkill_then_resume_is_byte_identical(tmp_path, source):
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     ref = tmp_path / "ref"  # uninterrupted, in this process, one worker
     encode_dataset([source], ref, EncodeOptions(encoder="sevenplane", shard_rows=2000,

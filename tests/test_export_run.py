@@ -59,9 +59,9 @@ def test_cli_refusals(tmp_path, source):
 
 
 def test_where_filters_as_encode_does(tmp_path, source):
-    """--where (gotk.build.filters, applied by the shared scan): the games exported are the games a gotk encode
+    """--where (gotk.jobs.filters, applied by the shared scan): the games exported are the games a gotk encode
     with the same expression keeps (less those Leela Zero data cannot use), the filtered counts the same."""
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     where = "min(black_rank, white_rank) >= 6d and handicap = 0"
     ds = tmp_path / "ds"
@@ -80,7 +80,7 @@ def test_where_filters_as_encode_does(tmp_path, source):
 
 
 def test_dask_executor_same_bytes(tmp_path, source):
-    from gotk.build.executors import dask_available
+    from gotk.jobs.executors import dask_available
 
     if not dask_available():
         pytest.skip("dask.distributed is not installed (test extra)")
@@ -95,7 +95,7 @@ def test_dask_executor_same_bytes(tmp_path, source):
 
 def test_dataset_folder_as_input(tmp_path, source):
     """A gotk encode dataset is exported from the archives its manifest lists, its games only."""
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     ds = tmp_path / "ds"
     encode_dataset([source], ds, EncodeOptions(encoder="oneplane", split="train=0.7,test=0.3"), workers=1,
@@ -120,8 +120,8 @@ def test_dataset_folder_as_input(tmp_path, source):
 
 
 def test_dataset_of_loose_files_is_refused_clearly(tmp_path):
-    from gotk.build.encode import EncodeOptions, encode_dataset
     from gotk.export.run import ExportError
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     src = tmp_path / "sgf"
     src.mkdir()

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from gotk.build.splits import (
+from gotk.jobs.splits import (
     assign_split,
     matches_test_from,
     parse_min_rank,

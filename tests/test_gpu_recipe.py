@@ -21,7 +21,7 @@ from gotk.train.flops import forward_flops, peak_bf16_flops, peak_report, train_
 @pytest.fixture(scope="module")
 def tiny_dataset(tmp_path_factory, sample_archive) -> Path:
     """4 real games for train/val and 2 others for test (``--test-from``), sevenplane."""
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
     from gotk.sources.archives import SgfSource, iter_sources
 
     folder = tmp_path_factory.mktemp("gpu-recipe")

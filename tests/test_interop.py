@@ -9,7 +9,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from gotk.build.encode import EncodeOptions, encode_dataset
+from gotk.jobs.encode import EncodeOptions, encode_dataset
 from gotk.shards import decode_features
 from gotk.sources.archives import SgfSource, iter_sources
 

@@ -15,9 +15,9 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from gotk.build.encode import EncodeOptions, encode_dataset
 from gotk.coords import symmetry_permutation, transform_planes
 from gotk.datasets import ShardDataset, SplitIndex, game_index, iter_numpy_batches, worker_batch_offsets
+from gotk.jobs.encode import EncodeOptions, encode_dataset
 from gotk.shards.format import decode_features
 
 BS = 256

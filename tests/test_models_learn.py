@@ -32,7 +32,7 @@ def small_datasets(tmp_path_factory, sample_archive) -> dict[str, Path]:
     """The first 3 games of the built-in held-out archive (664 positions), one train split, encoded twice:
     ``sevenplane`` for the policy nets, ``simple`` (which says who is to move: a value is from the mover's side,
     so a value net needs it) for the value net."""
-    from gotk.build.encode import EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeOptions, encode_dataset
 
     folder = tmp_path_factory.mktemp("models-learn")
     src = archive_slice(sample_archive, folder, 3)

@@ -1,4 +1,4 @@
-"""A first ``gotk encode`` compiles its encoder in a helper process (gotk.build.precompile), and saves into
+"""A first ``gotk encode`` compiles its encoder in a helper process (gotk.jobs.precompile), and saves into
 numba's cache wait for one another (gotk.jit.CACHE_LOCK)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from conftest import archive_slice, output_files
 
 from gotk import jit
-from gotk.build import precompile as P
+from gotk.jobs import precompile as P
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def test_a_first_encode_compiles_its_encoder_in_a_helper_and_writes_the_same_fil
 
 _FORKS = """
 import os, sys, time
-from gotk.build import precompile as P
+from gotk.jobs import precompile as P
 
 mark = sys.argv[1]
 done = P.fork_call(lambda: open(mark, "w").write(str(os.getpid())))

@@ -63,7 +63,7 @@ def encode_cmd(
     without dask installed) or an output folder that is not empty (without --resume) or holds a
     different run, or a URL --out that cannot be used (package, bucket or credentials missing).
     """
-    from gotk.build.encode import EncodeError, EncodeOptions, encode_dataset
+    from gotk.jobs.encode import EncodeError, EncodeOptions, encode_dataset
     from gotk.shards.manifest import summary_lines
 
     opts = EncodeOptions(

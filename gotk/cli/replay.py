@@ -24,9 +24,9 @@ def replay_cmd(
     Exit code: 0 when something was replayed (and, with --strict, nothing skipped); 1 when nothing
     could be replayed; 2 with --strict when anything was skipped.
     """
-    from gotk.build.filters import WhereError
-    from gotk.build.replay_run import replay_paths
     from gotk.cli.common import fail
+    from gotk.jobs.filters import WhereError
+    from gotk.jobs.replay_run import replay_paths
     from gotk.sgf.metadata import BotList
 
     targets = [str(p) for p in paths] if paths else [str(p) for p in sample_archives()]

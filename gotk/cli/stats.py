@@ -23,9 +23,9 @@ def stats_cmd(
     lengths, duplicates, skips and the share of games with a program.
 
     Exit code: 0 with a report; 1 when no game was found; 2 for bad input (missing path, bad --where)."""
-    from gotk.build.filters import WhereError, compile_where
-    from gotk.build.replay_run import REPLAY_WHERE_COLUMNS
     from gotk.cli.common import fail, parse_key_values
+    from gotk.jobs.filters import WhereError, compile_where
+    from gotk.jobs.replay_run import REPLAY_WHERE_COLUMNS
     from gotk.sgf.metadata import BotList
     from gotk.shards.manifest import GAMES_SCHEMA
     from gotk.stats import build_report, dataset_games, format_report, source_games

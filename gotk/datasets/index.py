@@ -47,9 +47,9 @@ def _game_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndar
 
 def selected_games(path: str | os.PathLike, where: str, storage_options: dict | None = None) -> np.ndarray:
     """The sorted :func:`game_index` values of the games of dataset folder ``path`` for which the
-    :mod:`gotk.build.filters` expression ``where`` over ``games.parquet`` is true (WhereError when it does
+    :mod:`gotk.jobs.filters` expression ``where`` over ``games.parquet`` is true (WhereError when it does
     not parse or names an unknown column; ValueError when ``path`` is not a dataset folder)."""
-    from gotk.build.filters import compile_where
+    from gotk.jobs.filters import compile_where
     from gotk.shards.manifest import GAMES_SCHEMA, read_games
 
     w = compile_where(where, GAMES_SCHEMA.names)

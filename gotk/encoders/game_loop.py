@@ -357,7 +357,7 @@ class FillEncoder(Encoder):
     dense: bool = False  # the fill writes every element of its output (zero or not): rows need no zeroing first
     board_only: bool = False  # the fill reads only the board (and the colour to move): see encode_traced_batch_into
     game_fill: Any = None
-    compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.build.precompile)
+    compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.jobs.precompile)
     state_maker: Any = None
     names: tuple[str, ...] = ()
 

@@ -1,9 +1,9 @@
 """``gotk export``: SGF sources (or a ``gotk encode`` dataset's sources) → an engine's training files.
 
-The run reuses the encode machinery (see :mod:`gotk.build.encode`):
+The run reuses the encode machinery (see :mod:`gotk.jobs.encode`):
 
 1. **scan** — the sources are read in a fixed order (:func:`gotk.sources.archives.iter_sources`), cut
-   into units of members and handed to :func:`gotk.build.workers.scan_unit` (parse, ``game_id``,
+   into units of members and handed to :func:`gotk.jobs.workers.scan_unit` (parse, ``game_id``,
    size / rank / handicap filters, full replay; games the engine refuses or with setup stones after
    the root are skipped, ``drop_partial``), which writes ``.work/unit-NNNNN.arrow``.
 2. **plan** — the parent takes the units in order: duplicates (same ``game_id``, first in source order
@@ -35,14 +35,14 @@ from pathlib import Path
 import numpy as np
 
 from gotk import __version__
-from gotk.build import executors as X
-from gotk.build import workers as W
-from gotk.build.encode import expand_sources, source_entries
-from gotk.build.progress import ProgressBars
-from gotk.build.splits import parse_min_rank
 from gotk.export import writers as WR
 from gotk.export.inputs import dataset_sources, is_dataset
 from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
+from gotk.jobs import executors as X
+from gotk.jobs import workers as W
+from gotk.jobs.encode import expand_sources, source_entries
+from gotk.jobs.progress import ProgressBars
+from gotk.jobs.splits import parse_min_rank
 
 __all__ = ["EXPORT_NAME", "FORMATS", "ExportError", "ExportOptions", "export", "katago_available", "plan_files"]
 from gotk.sgf.record import parse_result
@@ -147,7 +147,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
            unit_size: int = DEFAULT_UNIT_SIZE, executor: str = "local", scheduler: str | None = None) -> dict:
     """Run ``gotk export``; returns the export manifest (plus ``"run"``: the run report). Raises
     :class:`ExportError` for unusable options, inputs or output folders. ``executor``/``scheduler`` as
-    for ``gotk encode`` (:mod:`gotk.build.executors`: a local process pool, or Dask with the output on
+    for ``gotk encode`` (:mod:`gotk.jobs.executors`: a local process pool, or Dask with the output on
     a path every worker shares)."""
     t_start = time.perf_counter()
     opts.validate()

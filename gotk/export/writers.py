@@ -1,6 +1,6 @@
 """The output work units of ``gotk export``: ``(file spec, options) → entry``, pure top-level functions.
 
-Each rebuilds its games from the scan files that :func:`gotk.build.workers.scan_unit` wrote (the
+Each rebuilds its games from the scan files that :func:`gotk.jobs.workers.scan_unit` wrote (the
 compact record: setup stones, colours, points, result), writes one output file atomically (temp +
 rename through :mod:`gotk.storage`, or ``write_katago_npz``'s own atomic write), then a done-record
 under ``WORK/files/`` so ``--resume`` can reuse the file. A game the format refuses at this stage
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gotk.build import workers as W
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
+from gotk.jobs import workers as W
 from gotk.sgf.record import GameRecord, parse_result
 from gotk.storage import Storage, join
 

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from gotk.build.filters import Where
 from gotk.errors import GotkError
+from gotk.jobs.filters import Where
 from gotk.sgf.metadata import BotList, normalise_record
 from gotk.shards import manifest as M
 

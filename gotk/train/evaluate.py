@@ -260,7 +260,7 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
     if by not in (None, "rank"):
         raise ValueError(f"--by {by!r}: only 'rank' is supported")
     rank_of = None
-    from gotk.build.rows import sgf_batches
+    from gotk.jobs.rows import sgf_batches
     from gotk.nets.agent import AgentError
 
     t0 = time.perf_counter()

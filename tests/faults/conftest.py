@@ -59,8 +59,8 @@ def peak_run(code: str, *args: str, timeout: float = 300) -> tuple[dict, float]:
     it) rose above its level once numpy, pyarrow, numba and gotk's reading stack were imported. The libraries'
     own resident size depends on the page cache (a freshly installed environment maps ~100 MiB more of the
     same shared objects), so the import level is taken out: what is left is the memory the work itself used."""
-    prelude = ("import numpy, pyarrow, numba\nimport gotk.build.workers, gotk.sources.archives\n"
-               "from gotk.build.workers import peak_rss_mib as _p\n_base = _p()\n")
+    prelude = ("import numpy, pyarrow, numba\nimport gotk.jobs.workers, gotk.sources.archives\n"
+               "from gotk.jobs.workers import peak_rss_mib as _p\n_base = _p()\n")
     wrapper = (prelude + code + "\nimport json as _j\n"
                "print('@@' + _j.dumps({'result': globals().get('result'), 'peak': _p() - _base}))\n")
     env_path = str(REPO)

@@ -49,7 +49,7 @@ def test_stdio_fuzz_every_line_answered():
     lines.append(b"quit")
     data = b"\n".join(lines) + b"\n"
     # peak_rss_mib: this process's own high-water mark (ru_maxrss would include pytest's, kept across exec)
-    code = ("import sys\nfrom gotk.build.workers import peak_rss_mib\nfrom gotk.cli.main import main\n"
+    code = ("import sys\nfrom gotk.jobs.workers import peak_rss_mib\nfrom gotk.cli.main import main\n"
             "sys.argv = ['gotk', 'gtp', '--random', '--size', '9']\ntry:\n    main()\nfinally:\n"
             "    sys.stderr.write('@@%d' % peak_rss_mib())\n")
     res = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, env=ENV, timeout=120)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gotk.build.workers import ScanOptions, ScanUnit, scan_unit
 from gotk.errors import GotkError
+from gotk.jobs.workers import ScanOptions, ScanUnit, scan_unit
 from gotk.sgf.reader import iter_sgf, read_sgf
 
 from .conftest import peak_run

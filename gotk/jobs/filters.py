@@ -404,7 +404,7 @@ def check_game_filters(min_rank: str | None, where: str | None, bots) -> tuple[s
     """Check the game filters a run over sources takes (``--min-rank``, ``--where`` against the columns known at
     scan time, ``--bots`` files) before any work starts; returns the bot-name patterns (default list, $GOTK_BOTS,
     the files), resolved once so every worker uses the same list. Raises :class:`WhereError` or ``ValueError``."""
-    from gotk.build.splits import parse_min_rank
+    from gotk.jobs.splits import parse_min_rank
     from gotk.sgf.metadata import BotList
     from gotk.shards.manifest import ENCODE_WHERE_COLUMNS
 

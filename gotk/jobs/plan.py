@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from gotk.build import workers as W
-from gotk.build.splits import assign_split, matches_test_from
+from gotk.jobs import workers as W
+from gotk.jobs.splits import assign_split, matches_test_from
 from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.storage import Storage, join

@@ -1,5 +1,5 @@
 """The shard work unit of ``gotk encode`` (:func:`encode_shard`), beside the scan unit of
-:mod:`gotk.build.workers`: a pure top-level function ``(shard spec, options) → result``.
+:mod:`gotk.jobs.workers`: a pure top-level function ``(shard spec, options) → result``.
 
 * :func:`encode_shard` — a shard plan (a list of pieces: unit, game, row range) → replay + encode
   every piece with the encoder (runs of whole games in one compiled call where the encoder has a batch
@@ -7,7 +7,7 @@
   ``WORK/shard-SPLIT-NNNNN.json`` marks it finished for ``--resume`` (:func:`reuse_shard`).
 
 It writes its output files itself (atomically) and returns a small picklable dict, so it runs in-process,
-in a process pool or under Dask alike. The scan units' games come from :func:`gotk.build.workers.unit_games`.
+in a process pool or under Dask alike. The scan units' games come from :func:`gotk.jobs.workers.unit_games`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from gotk.build.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
 from gotk.encoders.base import kept_count
 from gotk.hashing import sha256_stream
+from gotk.jobs.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
 from gotk.sgf.record import signed_value_targets, value_targets
 from gotk.shards import format as S
 from gotk.storage import join

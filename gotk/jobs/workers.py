@@ -1,4 +1,4 @@
-"""The scan work unit of ``gotk encode`` (the shard unit is :mod:`gotk.build.shard_unit`), its options, and
+"""The scan work unit of ``gotk encode`` (the shard unit is :mod:`gotk.jobs.shard_unit`), its options, and
 the scan files: pure top-level functions ``(unit spec, options) → result``.
 
 Both units write their output files themselves (atomically: ``.tmp`` + rename) and return small picklable
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from gotk.build.splits import passes_min_rank
 from gotk.encoders.base import kept_count, kept_counts
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes
+from gotk.jobs.splits import passes_min_rank
 from gotk.sgf.record import GameRecord, winner_sign
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -80,12 +80,12 @@ class ScanOptions:
 
     work_dir: str
     board_size: int = 19
-    min_rank: int | None = None  # see gotk.build.splits.rank_value
+    min_rank: int | None = None  # see gotk.jobs.splits.rank_value
     no_handicap: bool = False
     include_passes: bool = False
     skip_first: int = 0
     drop_partial: bool = False
-    where: str | None = None  # a gotk.build.filters expression over the games table
+    where: str | None = None  # a gotk.jobs.filters expression over the games table
     bot_patterns: tuple[str, ...] | None = None  # gotk.sgf.metadata.BotList patterns (None: the default list)
     max_moves: int = DEFAULT_MAX_MOVES
     storage_options: dict | None = None
@@ -236,7 +236,7 @@ def _scan_arrays(batch: GameBatch, offsets: np.ndarray, kept: list[int]) -> dict
 
 
 def _where(text: str | None):
-    from gotk.build.filters import compile_where
+    from gotk.jobs.filters import compile_where
 
     return compile_where(text, M.ENCODE_WHERE_COLUMNS) if text else None
 

@@ -3,7 +3,7 @@
 An executor has ``workers`` (how many units run at once: the parent keeps at most ``2 × workers``
 scan units in flight), ``start()``, ``submit(fn, *args) -> concurrent.futures.Future`` and
 ``shutdown(wait, cancel_futures)``. The submitted functions are the pure top-level work units of
-:mod:`gotk.build.workers`; they write their own files atomically and return small dicts, so the
+:mod:`gotk.jobs.workers`; they write their own files atomically and return small dicts, so the
 output does not depend on the executor (see ``docs/dask.md``).
 
 * :class:`LocalExecutor` — in-process for one worker, otherwise a ``fork`` process pool.

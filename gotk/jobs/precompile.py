@@ -33,8 +33,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gotk.build import shard_unit as SU
-from gotk.build import workers as W
+from gotk.jobs import shard_unit as SU
+from gotk.jobs import workers as W
 
 WAIT_S = 600.0  # the longest a first shard waits for the helper before compiling itself
 
@@ -173,7 +173,7 @@ def fork_call(fn: Callable[[], object]) -> Helper | None:
         return Helper(pid)
     code = 1
     try:  # the helper
-        from gotk.build.executors import _die_with_parent
+        from gotk.jobs.executors import _die_with_parent
 
         _die_with_parent(parent)
         null = os.open(os.devnull, os.O_RDWR)

@@ -1,7 +1,7 @@
 """``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
 
-Design (one executor — a local process pool or Dask, see :mod:`gotk.build.executors` — and two
-kinds of work unit: the scan unit in :mod:`gotk.build.workers`, the shard unit in :mod:`gotk.build.shard_unit`):
+Design (one executor — a local process pool or Dask, see :mod:`gotk.jobs.executors` — and two
+kinds of work unit: the scan unit in :mod:`gotk.jobs.workers`, the shard unit in :mod:`gotk.jobs.shard_unit`):
 
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
    cuts them into *scan units* of ``unit_size`` members (never spanning two archives). Workers
@@ -40,15 +40,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from gotk import __version__
-from gotk.build import executors as X
-from gotk.build import precompile as P
-from gotk.build import shard_unit as SU
-from gotk.build import workers as W
-from gotk.build.plan import Planner
-from gotk.build.progress import ProgressBars
-from gotk.build.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
+from gotk.jobs import executors as X
+from gotk.jobs import precompile as P
+from gotk.jobs import shard_unit as SU
+from gotk.jobs import workers as W
+from gotk.jobs.plan import Planner
+from gotk.jobs.progress import ProgressBars
+from gotk.jobs.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
 from gotk.sgf.fast import path_counts
 from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
@@ -86,12 +86,12 @@ class EncodeOptions:
     shard_rows: int = DEFAULT_SHARD_ROWS
     row_group_rows: int = S.ROW_GROUP_ROWS
     max_member_bytes: int = MAX_SGF_BYTES
-    where: str | None = None  # gotk.build.filters expression over the games table
+    where: str | None = None  # gotk.jobs.filters expression over the games table
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
     max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
 
     def validate(self) -> list[tuple[str, float]]:
-        from gotk.build.filters import WhereError, check_game_filters
+        from gotk.jobs.filters import WhereError, check_game_filters
 
         try:
             splits = parse_split(self.split)
@@ -107,7 +107,7 @@ class EncodeOptions:
     def bot_patterns(self) -> tuple[str, ...]:
         """The bot-name patterns of this run (default list + $GOTK_BOTS + ``bots`` files), resolved in the
         parent so every worker uses the same list."""
-        from gotk.build.filters import check_game_filters
+        from gotk.jobs.filters import check_game_filters
 
         return check_game_filters(None, None, self.bots)
 
@@ -228,7 +228,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
     :class:`EncodeError` for unusable options or output folders. ``executor``: ``"local"``,
     ``"dask"`` (``scheduler``: ``tcp://HOST:PORT``, or None for a LocalCluster), or an
-    :class:`~gotk.build.executors.Executor` instance (shut down when the run ends); worker
+    :class:`~gotk.jobs.executors.Executor` instance (shut down when the run ends); worker
     options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
     be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
     :mod:`gotk.storage`)."""
@@ -384,7 +384,7 @@ class EncodeRun:
         return self.finish(entries)
 
     def _await_encoder(self, stop: bool = False) -> None:
-        """Wait for the helper compiling the encoder (:mod:`gotk.build.precompile`), or with ``stop`` end it."""
+        """Wait for the helper compiling the encoder (:mod:`gotk.jobs.precompile`), or with ``stop`` end it."""
         helper, self.precompile = self.precompile, None
         if helper is not None and stop:
             helper.close()
