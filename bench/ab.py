@@ -8,12 +8,15 @@ checkout (each imports its own ``gotk``; numba caches are per checkout), best of
 * ``kernel``: the engine's ``replay_moves`` on the games of 2017-01 + 2017-02 without setup stones, fresh
   arrays per game (moves/s; the final position hashes must agree between the sides);
 * ``encoders``: each encoder's ``encode_game`` on 300 games of 2017-03 (positions/s), alphago with and
-  without ladders.
+  without ladders; the SHA-256 of every encoder's planes must agree between the sides;
+* ``search``: PUCT playouts/s of the default 6x64 network (untrained, both heads) at batch 8, one torch thread,
+  200 visits on each of 4 positions of the built-in sample.
 
 Usage::
 
-    git archive fba0cd2 | (mkdir -p /tmp/prev && tar -x -C /tmp/prev)
-    python bench/ab.py --baseline /tmp/prev [--rounds 3] [--repeat 5] [--what sgf,kernel,encoders] [--json-out F]
+    git archive BASE_COMMIT | (mkdir -p BASE_CHECKOUT && tar -x -C BASE_CHECKOUT)
+    python bench/ab.py --baseline BASE_CHECKOUT [--rounds 3] [--repeat 5] [--what sgf,kernel,encoders,search]
+        [--json-out F]
 """
 
 from __future__ import annotations
@@ -68,35 +71,76 @@ from gotk.game import kernels as K
 from gotk.sgf.reader import read_sgf
 recs = [r for name, k in (("KGS-2017_01-19-733-.tar.gz", 733), ("KGS-2017_02-19-525-.tar.gz", 525))
         for d in members(name, k) for r in read_sgf(d) if not (r.setup_black or r.setup_white)]
-nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361
-tmpl = [np.zeros(n, np.int8), np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32), np.zeros(n, np.int32),
-        np.zeros(n, np.int32), -np.ones(n, np.int32), np.zeros(n, np.int32)]
 inputs = [(r.colors.astype(np.int64), r.points.astype(np.int32)) for r in recs]
-backup = K.superko_backup(*tmpl[:6], np.zeros(K.META_LEN, np.int64), False) if hasattr(K, "superko_backup") else ()
 finals = []
+if hasattr(K, "Engine"):  # one engine state with play/undo
+    from gotk.game.state import new_engine
+    def replay_one(colors, points, hashes):
+        e = new_engine(19)
+        played, _ = K.replay_moves(e, colors, points, False, False, hashes)
+        return played, int(e.hashv[0])
+else:  # loose arrays
+    nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361
+    tmpl = [np.zeros(n, np.int8), np.arange(n, dtype=np.int32), np.arange(n, dtype=np.int32), np.zeros(n, np.int32),
+            np.zeros(n, np.int32), -np.ones(n, np.int32), np.zeros(n, np.int32)]
+    backup = K.superko_backup(*tmpl[:6], np.zeros(K.META_LEN, np.int64), False) if hasattr(K, "superko_backup") else ()
+    def replay_one(colors, points, hashes):
+        a = [x.copy() for x in tmpl]
+        meta = np.zeros(K.META_LEN, np.int64); meta[K.M_KO] = -1; meta[K.M_LAST] = -1; meta[K.M_TO_PLAY] = 1
+        hashv = np.zeros(1, np.uint64)
+        played, _ = K.replay_moves(*a, meta, hashv, nbr, zob, colors, points, False, False, hashes, *backup)
+        return played, int(hashv[0])
 def run():
     finals.clear(); moves = 0
     for colors, points in inputs:
-        a = [x.copy() for x in tmpl]
-        meta = np.zeros(K.META_LEN, np.int64); meta[K.M_KO] = -1; meta[K.M_LAST] = -1; meta[K.M_TO_PLAY] = 1
-        hashv = np.zeros(1, np.uint64); hashes = np.zeros(len(points) + 1, np.uint64)
-        played, _ = K.replay_moves(*a, meta, hashv, nbr, zob, colors, points, False, False, hashes, *backup)
-        moves += played; finals.append(int(hashv[0]))
+        played, h = replay_one(colors, points, np.zeros(len(points) + 1, np.uint64))
+        moves += played; finals.append(h)
     return moves
 m, t = best(run)
 print(json.dumps({"replay kernel (moves/s)": m / t, "_check": hash(tuple(finals))}))
 """,
     "encoders": _LOAD + """
+import hashlib
 from gotk.encoders.registry import get_encoder
 from gotk.sgf.reader import read_sgf
 recs = [r for d in members("KGS-2017_03-19-717-.tar.gz", 300) for r in read_sgf(d)]
 out = {}
+planes = hashlib.sha256()
 for name, opts in (("oneplane", {}), ("sevenplane", {}), ("simple", {}), ("alphago", {}),
                    ("alphago", {"ladders": False})):
     enc = get_encoder(name, **opts)
     n, t = best(lambda: sum(len(enc.encode_game(r)) for r in recs))
     out[f"{name}{' (ladders=False)' if opts else ''} (pos/s)"] = n / t
+    for r in recs:
+        planes.update(enc.encode_game(r).features.tobytes())
+out["_check"] = planes.hexdigest()
 print(json.dumps(out))
+""",
+    "search": _LOAD + """
+import tempfile
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from bench.agent import positions
+from gotk.encoders import get_encoder
+from gotk.nets import build_model, load_agent, save_agent
+from gotk.search import NetEvaluator, Search, SearchConfig
+enc = get_encoder("sevenplane", 19)
+torch.manual_seed(0)
+tmp = tempfile.TemporaryDirectory()
+path = save_agent(Path(tmp.name) / "a.gotk", build_model("resnet", enc.num_planes, 19, head="both"), "resnet",
+                  {"blocks": 6, "filters": 64}, enc.describe())
+agent = load_agent(path)
+states = positions(4, 23)
+def run():
+    done = 0
+    for state in states:
+        search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=200, batch=8))
+        search.set_position(state)
+        done += search.run(visits=200)
+    return done
+n, t = best(run)
+print(json.dumps({"search, 6x64 batch 8 (playouts/s)": n / t}))
 """,
 }
 
@@ -115,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", required=True, help="the other gotk checkout")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per side, round and measurement (best kept)")
-    ap.add_argument("--what", default="sgf,kernel,encoders")
+    ap.add_argument("--what", default="sgf,kernel,encoders,search")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
     baseline = Path(args.baseline).resolve()

@@ -147,40 +147,21 @@ def prepare_kernel_inputs(records):
 
 
 def gotk_kernel_replay(prepared):
-    """(a), kernel: ``replay_moves`` on fresh arrays per game (copied from an empty-board template;
-    games with setup stones go through ``initial_state``). Returns total moves played."""
+    """(a), kernel: ``replay_moves`` on a fresh engine per game (copied from an empty-board template; games with
+    setup stones go through ``initial_state``). Returns total moves played."""
     from gotk.game import kernels as K
     from gotk.game.replay import initial_state
-    from gotk.game.state import GameState
+    from gotk.game.state import new_engine
 
-    templates: dict[int, GameState] = {}
     replay_moves = K.replay_moves
-    with_backup = hasattr(K, "superko_backup")  # a checkout before the backup arrays were arguments takes none
     total = 0
     for rec, points, colors, suicide in prepared:
         if rec.setup_black or rec.setup_white or rec.setup_empty:
-            s = initial_state(rec)
-            board, head, nxt, libs, ssize, placed, mark, meta, hashv = (
-                s.board, s.head, s.nxt, s.libs, s.ssize, s.placed, s.mark, s.meta, s.hashv)
-            nbr, zob = s.nbr, s.zob
+            e = initial_state(rec).e
         else:
-            t = templates.get(rec.size)
-            if t is None:
-                t = templates[rec.size] = GameState(rec.size)
-            board = t.board.copy()
-            head = t.head.copy()
-            nxt = t.nxt.copy()
-            libs = t.libs.copy()
-            ssize = t.ssize.copy()
-            placed = t.placed.copy()
-            mark = t.mark.copy()
-            meta = t.meta.copy()
-            hashv = t.hashv.copy()
-            nbr, zob = t.nbr, t.zob
+            e = new_engine(rec.size)
         hashes = np.empty(points.shape[0] + 1, dtype=np.uint64)
-        backup = K.superko_backup(board, head, nxt, libs, ssize, placed, meta, False) if with_backup else ()
-        played, _status = replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
-                                       colors, points, suicide, False, hashes, *backup)
+        played, _status = replay_moves(e, colors, points, suicide, False, hashes)
         total += played
     return total
 

@@ -456,8 +456,7 @@ def test_planes_said_to_write_every_point_do():
     from gotk.encoders import planes as P
 
     state = GameState(5).setup([1, 2, 7], [3, 12, 13])
-    args = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
-            state.nbr, state.diag)
+    args = (state.e,)
     for fn in P.WRITES_EVERY_POINT:
         params = (P.OWN,) if fn in (P.stones,) else ()
         for color in (BLACK, WHITE):

@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gotk.errors import IllegalMoveError
 from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState, Rules
 
@@ -158,7 +159,7 @@ def check_invariants(state: GameState, ref: Reference, color_to_check: int, samp
     assert state.ko_point == ko
     for p in sample:
         status = ref.try_move(p, color_to_check)[0]
-        got = K.STATUS_NAMES[K.check_move(state.board, state.head, state.libs, state.meta, state.nbr, p,
+        got = K.STATUS_NAMES[K.check_move(state.e, p,
                                           color_to_check, state.rules.suicide)]
         assert got == status, f"check_move({p}, {color_to_check}) = {got}, naive rules say {status}"
 
@@ -228,3 +229,49 @@ def test_undo_returns_to_every_earlier_position(size, seed, moves):
         state.undo()
         assert np.array_equal(state.board, board)
         assert (state.ko_point, state.to_play, state.captures, state.hash) == (ko, to_play, captures, h)
+
+
+def _position(state: GameState) -> dict[str, np.ndarray]:
+    """Every array of the position but the de-duplication scratch (``mark``, its stamp) and the undo stack."""
+    meta = state.meta.copy()
+    meta[[K.M_STAMP, K.M_DEPTH, K.M_TOP]] = 0
+    return {"board": state.board.copy(), "head": state.head.copy(), "nxt": state.nxt.copy(),
+            "libs": state.libs.copy(), "ssize": state.ssize.copy(), "placed": state.placed.copy(), "meta": meta,
+            "hash": state.hashv.copy()}
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(size=st.sampled_from([2, 3, 5, 9]), seed=st.integers(0, 2**32 - 1), suicide=st.booleans(),
+       moves=st.integers(1, 120))
+def test_recorded_moves_undo_exactly(size, seed, suicide, moves):
+    """``play_recorded`` + ``undo`` restore every array of the position field for field (strings' heads and links,
+    liberty counts, sizes, move numbers, ko, captures, passes, last move, hash), through captures, suicides
+    (when the rules allow them), ko and passes, from a position with setup stones; and a position reached by
+    recorded moves is the one unrecorded moves reach (the two compilations of the one rule agree)."""
+    rng = random.Random(seed)
+    n = size * size
+    black = rng.sample(range(n), rng.randint(0, n // 6))
+    state = GameState(size, Rules(suicide=suicide))
+    try:
+        state.setup(black, [])
+    except IllegalMoveError:
+        state = GameState(size, Rules(suicide=suicide))
+    plain = state.copy()
+    snaps = []
+    for _ in range(moves):
+        snaps.append(_position(state))
+        legal = state.legal_moves().tolist()
+        p = n if (len(legal) == 1 or rng.random() < 0.05) else rng.choice(legal[:-1])
+        color = state.to_play
+        state.play(p)
+        assert K.play(plain.e, p, color, suicide) == K.OK
+        now, other = _position(state), _position(plain)
+        for name in now:
+            assert np.array_equal(now[name], other[name]), name
+    assert state.undoable == moves
+    for snap in reversed(snaps):
+        state.undo()
+        now = _position(state)
+        for name in snap:
+            assert np.array_equal(now[name], snap[name]), name
+    assert state.undoable == 0

@@ -234,13 +234,13 @@ def _libs_list(st, loc):
 def _legal(st, p, color):
     if st.board[p] != 0 or p == st.meta[K.M_KO]:
         return False
-    return K.check_move(st.board, st.head, st.libs, st.meta, st.nbr, p, color, False) == K.OK
+    return K.check_move(st.e, p, color, False) == K.OK
 
 
 def _after(st, p, color):
     s2 = st.copy()
     s2._seen = None
-    s2._play_unchecked(p, color)
+    K.play(s2.e, p, color, False)
     return s2
 
 
@@ -340,13 +340,13 @@ def test_superko_ban_kernel():
     history = np.sort(np.array([after.hash, 12345], dtype=np.uint64))
     out = np.zeros(361, dtype=np.uint8)
     keys = np.zeros(3, dtype=np.uint64)
-    KK.superko_banned(st.board, st.head, st.nxt, st.libs, st.meta, st.hashv, st.nbr, st.zob, BLACK, False, False,
+    KK.superko_banned(st.e, BLACK, False, False,
                       keys, history, out)
     assert set(np.flatnonzero(out)) == {P(3, 4)}
     keys = np.array([0, 11, 22], dtype=np.uint64)  # situational: the side to move is part of the position
     for to_move, banned in ((WHITE, {P(3, 4)}), (BLACK, set())):
         history = np.sort(np.array([after.hash ^ int(keys[to_move])], dtype=np.uint64))
-        KK.superko_banned(st.board, st.head, st.nxt, st.libs, st.meta, st.hashv, st.nbr, st.zob, BLACK, False, True,
+        KK.superko_banned(st.e, BLACK, False, True,
                           keys, history, out)
         assert set(np.flatnonzero(out)) == banned
 

@@ -14,6 +14,7 @@ from gotk.encoders import ladder_cache as LC
 from gotk.encoders import ladders as LD
 from gotk.encoders.alphago import AlphaGoEncoder
 from gotk.encoders.game_loop import encode_record
+from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.sgf.reader import iter_sgf
 from gotk.sgf.record import GameRecord
@@ -159,8 +160,8 @@ def test_answer_ignores_stones_outside_the_footprint(size):
                 if q < 0 or state.board[q] != 3 - color or state.libs[state.head[q]] != 2:
                     continue
                 t = int(state.head[q])
-                LD.load_position(scr, state.board, state.head, state.nxt, state.libs, state.ssize, state.meta)
-                want = LD.ladder_capture(p, color, t, state.nbr, scr)
+                LD.load_position(scr, state.e)
+                want = LD.ladder_capture(scr, p, color, t)
                 LD.footprint(scr, fp)
                 inside = np.array([int(fp[x >> 6]) >> (x & 63) & 1 for x in range(n)], dtype=bool)
                 assert inside[p] and inside[t]
@@ -173,8 +174,8 @@ def test_answer_ignores_stones_outside_the_footprint(size):
                         continue
                     if np.count_nonzero(other.board != state.board) != 1 or not other.is_legal(p, color):
                         continue
-                    LD.load_position(scr, other.board, other.head, other.nxt, other.libs, other.ssize, other.meta)
-                    got = LD.ladder_capture(p, color, t, other.nbr, scr)
+                    LD.load_position(scr, other.e)
+                    got = LD.ladder_capture(scr, p, color, t)
                     if inside[x]:
                         flipped_inside += got != want
                     else:
@@ -198,7 +199,7 @@ def test_every_query_undoes_its_moves(size):
         state = GameState(size)
         for c, p in rec.moves:
             state.play(p, c)
-        LD.load_position(scr, state.board, state.head, state.nxt, state.libs, state.ssize, state.meta)
+        LD.load_position(scr, state.e)
         color = int(state.to_play)
         for p in np.flatnonzero(state.board == 0):
             p = int(p)
@@ -209,18 +210,20 @@ def test_every_query_undoes_its_moves(size):
             for q, owner in asks:
                 h = int(state.head[q])
                 if owner != color and state.libs[h] == 2:
-                    LD.ladder_capture(p, color, h, state.nbr, scr)
+                    LD.ladder_capture(scr, p, color, h)
                 elif owner == color and state.libs[h] == 1:
-                    LD.ladder_escape(p, color, state.nbr, scr)
+                    LD.ladder_escape(scr, p, color)
                 else:
                     continue
                 queries += 1
-                nodes += int(scr[LD.WIDE][LD.CTL, 1])
-                assert scr[LD.WIDE][LD.CTL, 5] == 0
-                assert np.array_equal(scr[0], state.board)
-                for row, arr in enumerate((state.head, state.nxt, state.libs, state.ssize)):
-                    assert np.array_equal(scr[1][row], arr), row
-                assert scr[LD.WIDE][LD.META, 1] == state.meta[1] and scr[LD.WIDE][LD.META, 2] == state.meta[2]
+                nodes += int(scr.ctl[LD.NODES])
+                s = scr.eng
+                assert s.meta[K.M_DEPTH] == 0 and s.meta[K.M_TOP] == 0
+                for name in ("board", "head", "nxt", "libs", "ssize"):
+                    assert np.array_equal(getattr(s, name), getattr(state, name)), name
+                own = [K.M_STAMP, K.M_DEPTH, K.M_TOP]  # the scratch's stamp and (empty) undo stack
+                assert np.array_equal(np.delete(s.meta, own), np.delete(state.meta, own))
+                assert s.hashv[0] == state.hashv[0]
     assert queries > 50 and nodes > 2 * queries
 
 
@@ -269,12 +272,15 @@ def test_the_python_scratch_is_the_compiled_one(size):
 
     n = size * size
     plies = LD.max_plies(n)
-    py, nb = LD.new_scratch(n, plies), LD.make_scratch(n, plies)
-    assert len(py) == len(nb) == LD.BITS + 1
-    for i, (a, b) in enumerate(zip(py, nb, strict=True)):
+    py, nb = LD.new_scratch(n, plies), LD.make_scratch(GameState(size).e, plies)
+    arrays = [*py.eng, *py[1:]]
+    for i, (a, b) in enumerate(zip(arrays, [*nb.eng, *nb[1:]], strict=True)):
         assert a.shape == b.shape and a.dtype == b.dtype, i
-    for i in (1, LD.WIDE, LD.BITS):  # every array that starts with values (the others are written first)
-        assert np.array_equal(py[i], nb[i]), i
-    assert py[LD.BITS][3, 0] == size and py[LD.BITS][2].sum() > 0
+    for name in ("ctl", "bits"):  # the arrays that start with values (the others are written first)
+        assert np.array_equal(getattr(py, name), getattr(nb, name)), name
+    assert np.array_equal(py.eng.mark, nb.eng.mark)
+    for name in ("nbr", "diag", "zob"):  # the size's shared tables
+        assert getattr(py.eng, name) is getattr(GameState(size).e, name)
+    assert py.bits[3, 0] == size and py.bits[2].sum() > 0
     for a, b in zip(new_lists(n), make_lists(n), strict=True):
         assert a.shape == b.shape and a.dtype == b.dtype

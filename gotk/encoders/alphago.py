@@ -203,8 +203,7 @@ def _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move,
 
 
 @internal_kernel
-def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
-                 cap_move, cap_target, esc_move):
+def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
     """Write every plane but the ladder reads into zeroed ``out`` (C, N); with ``ladders`` collect the
     moves that need reading: ``(move, target)`` pairs in ``cap_move``/``cap_target`` (room for
     ``4 * N``; ``cap_target`` has ``2 N + 12`` more entries, this function's scratch) and escape moves in
@@ -215,6 +214,8 @@ def local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, di
     opponent string with two liberties, an own string in atari); a second pass collects their moves. Kept
     in the first pass, that work made the hot loop spill registers: a third of the loop's time went to it
     (BENCHMARKS.md)."""
+    board, head, nxt, libs, ssize, placed = e.board, e.head, e.nxt, e.libs, e.ssize, e.placed
+    mark, meta, nbr, diag = e.mark, e.meta, e.nbr, e.diag
     n = board.shape[0]
     move_no = meta[K.M_MOVE_NO]
     ko = meta[K.M_KO] if meta[K.M_KO_COLOR] == color else -1
@@ -353,49 +354,47 @@ make_lists = compiled(new_lists)
 
 
 @compiled
-def fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders):
+def fill_planes(out, e, color, ladders):
     """Write every plane into zeroed ``out`` (C, N); ladder planes (46–47) only with ``ladders``.
 
     One pass over the points computes the local planes and collects the few moves that need ladder
     reading (:func:`local_planes`); a second step reads every one of those ladders on a scratch
     copy. This is the uncached reference of :mod:`gotk.encoders.ladder_cache`.
     """
-    n = board.shape[0]
+    n = e.board.shape[0]
     # (move, target) pairs to read as ladder captures, moves to read as ladder escapes
     cap_move, cap_target, esc_move = make_lists(n)
-    ncap, nesc = local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, ladders,
-                              cap_move, cap_target, esc_move)
+    ncap, nesc = local_planes(out, e, color, ladders, cap_move, cap_target, esc_move)
     if ncap + nesc > 0:
-        scr = LD.make_scratch(n, LD.max_plies(n))
-        LD.load_position(scr, board, head, nxt, libs, ssize, meta)
+        scr = LD.make_scratch(e, LD.max_plies(n))
+        LD.load_position(scr, e)
         for i in range(ncap):
             p = cap_move[i]
-            if out[P_LADDER_CAPTURE, p] == 0 and LD.ladder_capture(p, color, cap_target[i], nbr, scr):
+            if out[P_LADDER_CAPTURE, p] == 0 and LD.ladder_capture(scr, p, color, cap_target[i]):
                 out[P_LADDER_CAPTURE, p] = 1
         for i in range(nesc):
             p = esc_move[i]
-            if LD.ladder_escape(p, color, nbr, scr):
+            if LD.ladder_escape(scr, p, color):
                 out[P_LADDER_ESCAPE, p] = 1
 
 
 @compiled
-def alphago_fill(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+def alphago_fill(out, e, color):
     """Fill zeroed ``out`` (48 or 49, N) for ``color`` to move; plane 48 if ``out`` has 49 rows."""
-    fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, True)
+    fill_planes(out, e, color, True)
 
 
 @compiled
-def alphago_fill_noladders(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+def alphago_fill_noladders(out, e, color):
     """:func:`alphago_fill` with planes 46–47 left zero."""
-    fill_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False)
+    fill_planes(out, e, color, False)
 
 
 @inline_kernel
-def fill_noladders_lists(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, lists):
+def fill_noladders_lists(out, e, color, lists):
     """:func:`alphago_fill_noladders` with the move lists made once per game (``lists`` from
     :func:`new_lists`, the game loop's per-game state), so that the loop allocates nothing per position."""
-    local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, False,
-                 lists[0], lists[1], lists[2])
+    local_planes(out, e, color, False, lists[0], lists[1], lists[2])
 
 
 class AlphaGoEncoder(FillEncoder):

@@ -1,8 +1,8 @@
 """The generic compiled game loop (replay + encode) and the base class of compiled encoders.
 
-The encoder contract: a fill function ``fill(out, board, head, nxt, libs, ssize, placed, mark, meta,
-nbr, diag, color)`` (``@gotk.jit.kernel``, or ``@gotk.jit.compiled`` if it allocates) writes the planes
-of the position held in the engine arrays into a zeroed, C-contiguous ``out`` of shape ``(C, N)`` for
+The encoder contract: a fill function ``fill(out, e, color)`` (``@gotk.jit.kernel``, or
+``@gotk.jit.compiled`` if it allocates) writes the planes of the position ``e`` (a
+:class:`~gotk.game.kernels.Engine`, read-only) into a zeroed, C-contiguous ``out`` of shape ``(C, N)`` for
 player ``color`` to move.
 
 :func:`game_loop_for` gives, for any fill function, one compiled loop that replays a whole game and
@@ -26,14 +26,12 @@ from gotk import jit
 from gotk.encoders.base import EncodedGame, Encoder, kept_count
 from gotk.game import kernels as K
 from gotk.game.replay import BoardTrace, GameBatch, stop_error
-from gotk.game.state import GameState, tables
 
-FILL_ARGS = "board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color"
+FILL_ARGS = "e, color"
 
 LOOP_TEMPLATE = """\
-def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, placed, mark, meta, hashv,
-           nbr, diag, zob, colors, points, allow_suicide, include_passes, skip_first):
-    n = board.shape[0]
+def {name}(out, labels, move_numbers, to_play, e, colors, points, allow_suicide, include_passes, skip_first):
+    n = e.board.shape[0]
     j = 0
     for i in range(points.shape[0]):
         p = points[i]
@@ -45,8 +43,7 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
             move_numbers[j] = i
             to_play[j] = 1 if color == 1 else -1
             j += 1
-        st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, color,
-                       allow_suicide)
+        st = play(e, p, color, allow_suicide)
         if st != 0:
             if kept:
                 j -= 1  # the label of that row is an illegal move: drop it
@@ -62,10 +59,9 @@ def {name}(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, pl
 #: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]``, ``[g, 8]``
 #: and ``[g, 9]`` are the ``K.G_M0``, ``K.G_M1``, ``K.G_SUICIDE`` and ``K.G_START`` columns.
 BATCH_TEMPLATE = """\
-def {name}(out, labels, move_numbers, to_play, result, games, colors, points, board, head, nxt, libs, ssize, placed,
-           mark, meta, hashv, nbr, zob, s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv,
-           diag, include_passes, skip_first, zero_rows):
-    n = board.shape[0]
+def {name}(out, labels, move_numbers, to_play, result, games, colors, points, e, starts, include_passes, skip_first,
+           zero_rows):
+    n = e.board.shape[0]
     j = 0
     for g in range(games.shape[0]):
         t = games[g, 9]
@@ -73,16 +69,14 @@ def {name}(out, labels, move_numbers, to_play, result, games, colors, points, bo
         m1 = games[g, 1]
         if t < 0:
             return j, g
-        start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
-                   s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
+        start_game(e, starts, t, colors, m0, m1)
         j0 = j
         allow_suicide = games[g, 8] != 0
         played = m1 - m0
         st = 0
         for i in range(m0, m1):
 {row}
-            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, color,
-                           allow_suicide)
+            st = play(e, p, color, allow_suicide)
             if st != 0:
                 if kept:
                     j -= 1  # the label of that row is an illegal move: drop it
@@ -98,11 +92,11 @@ def {name}(out, labels, move_numbers, to_play, result, games, colors, points, bo
 #: over games replayed before (a :class:`~gotk.game.replay.BoardTrace`): each game's board is set from its first
 #: position and then moves by itself, a stone placed per move and the stones the move took (as the engine found
 #: them) lifted, over the ``played[g]`` moves the engine played; no strings, liberties or legality to work out.
-#: The other engine arrays are passed to the fill as they are (it does not read them). ``result[g]`` = (rows,
-#: ``played[g]``, 0).
+#: Only ``e.board`` is kept up to date (the fill reads nothing else). ``result[g]`` = (rows, ``played[g]``, 0).
 BOARD_TEMPLATE = """\
-def {name}(out, labels, move_numbers, to_play, result, games, played, taken_at, taken, colors, points, board, head,
-           nxt, libs, ssize, placed, mark, meta, nbr, s_board, diag, include_passes, skip_first, zero_rows):
+def {name}(out, labels, move_numbers, to_play, result, games, played, taken_at, taken, colors, points, e, s_board,
+           include_passes, skip_first, zero_rows):
+    board = e.board
     n = board.shape[0]
     j = 0
     for g in range(games.shape[0]):
@@ -154,7 +148,7 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
-    env = {"play_move": K.play_move, "start_game": K.start_game, "np": np, "__name__": module}
+    env = {"play": K.play, "start_game": K.start_game, "np": np, "__name__": module}
     env.update(namespace)
     exec(compile(source, filename, "exec"), env)
     fn = env[name]
@@ -170,8 +164,8 @@ _LOOPS: dict[tuple[int, bool], tuple[Any, Any]] = {}
 def game_loop_for(fill, with_state: bool = False):
     """The compiled game loop calling ``fill`` (built once per fill, cached across processes).
 
-    Signature: ``loop(out, labels, move_numbers, to_play, board, head, nxt, libs, ssize, placed, mark,
-    meta, hashv, nbr, diag, zob, colors, points, allow_suicide, include_passes, skip_first)`` →
+    Signature: ``loop(out, labels, move_numbers, to_play, e, colors, points, allow_suicide, include_passes,
+    skip_first)`` →
     ``(rows_written, moves_replayed, status)``. With ``with_state`` the loop takes one more argument,
     ``state``, passed on as the fill's last argument: what the fill keeps from one position of the
     game to the next (a cache).
@@ -218,8 +212,7 @@ def encode_state(fill, num_planes: int, dtype: np.dtype, state, color: int | Non
         raise ValueError(f"color must be 1 (black) or 2 (white), not {color}")
     n = state.size * state.size
     out = np.zeros((num_planes, n), dtype=dtype)
-    fill(out, state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark,
-         state.meta, state.nbr, state.diag, color)
+    fill(out, state.e, color)
     return out.reshape(num_planes, state.size, state.size)
 
 
@@ -258,9 +251,8 @@ def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_n
     points = np.ascontiguousarray(record.points, dtype=np.int32)
     colors = np.ascontiguousarray(record.colors, dtype=np.int64)
     loop = game_loop_for(fill, state_maker is not None)
-    args = (out, labels, move_numbers, to_play, state.board, state.head, state.nxt, state.libs, state.ssize,
-            state.placed, state.mark, state.meta, state.hashv, state.nbr, state.diag, state.zob, colors, points,
-            state.rules.suicide, bool(include_passes), max(0, int(skip_first)))
+    args = (out, labels, move_numbers, to_play, state.e, colors, points, state.rules.suicide, bool(include_passes),
+            max(0, int(skip_first)))
     if state_maker is not None:
         args += (state_maker(record.size * record.size),)
     rows, replayed, status = loop(*args)
@@ -281,8 +273,8 @@ def encode_batch_into(fill, batch: GameBatch, out: np.ndarray, labels: np.ndarra
     result = np.zeros((len(batch), 3), dtype=np.int64)
     b = batch
     rows, done = batch_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, b.colors, b.points,
-                                      *b.engine_args(), tables(b.size)[1], bool(include_passes),
-                                      max(0, int(skip_first)), not dense)
+                                      b.engine(), b.starts, bool(include_passes), max(0, int(skip_first)),
+                                      not dense)
     return result, int(rows), int(done)
 
 
@@ -294,11 +286,9 @@ def encode_traced_batch_into(fill, batch: GameBatch, trace: BoardTrace, out: np.
     ``fill`` that reads only the board. ``result[g]``'s status is 0 (the trace says only where each game stopped)."""
     result = np.zeros((len(batch), 3), dtype=np.int64)
     b = batch
-    s = GameState(b.size)
     rows, done = board_loop_for(fill)(out, labels, move_numbers, to_play, result, b.games, trace.played,
-                                      trace.taken_at, trace.taken, b.colors, b.points, s.board, s.head, s.nxt,
-                                      s.libs, s.ssize, s.placed, s.mark, s.meta, s.nbr, b.starts[0],
-                                      tables(b.size)[1], bool(include_passes), max(0, int(skip_first)), not dense)
+                                      trace.taken_at, trace.taken, b.colors, b.points, b.engine(), b.starts.board,
+                                      bool(include_passes), max(0, int(skip_first)), not dense)
     return result, int(rows), int(done)
 
 
@@ -332,9 +322,7 @@ def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include
         labels = np.empty(cap, dtype=np.int16)
         move_numbers = np.empty(cap, dtype=np.int32)
         to_play = np.empty(cap, dtype=np.int8)
-        rows, replayed, status = loop(out, labels, move_numbers, to_play, state.board, state.head, state.nxt,
-                                      state.libs, state.ssize, state.placed, state.mark, state.meta, state.hashv,
-                                      state.nbr, state.diag, state.zob, cols, pts, state.rules.suicide,
+        rows, replayed, status = loop(out, labels, move_numbers, to_play, state.e, cols, pts, state.rules.suicide,
                                       bool(include_passes), first, *extra)
         rows, replayed, status = int(rows), a + int(replayed), int(status)
         move_numbers[:rows] += a

@@ -150,18 +150,17 @@ def _clean(fp, dirty):
 def _store(scr, fp):
     """Keep the last query's footprint in ``fp[0]`` and its core in ``fp[1]``."""
     LD.footprint(scr, fp[0])
-    core = scr[LD.BITS][LD.CORE]
+    core = scr.bits[LD.CORE]
     for i in range(core.shape[0]):
         fp[1, i] = core[i]
 
 
 @inline_kernel
-def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, cache):
+def fill_cached(out, e, color, cache):
     """:func:`gotk.encoders.alphago.fill_planes` with ladders, reading only the ladders whose footprint
     changed since ``color``'s previous position in this game (``cache`` from :func:`make_cache`)."""
     cand = cache[C_CAND]
-    ncap, nesc = AG.local_planes(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, True,
-                                 cand[0], cand[1], cand[2])
+    ncap, nesc = AG.local_planes(out, e, color, True, cand[0], cand[1], cand[2])
     ci = color - 1
     fills = cache[C_FILLS]
     before = fills[ci]  # entries confirmed at the previous position have this stamp
@@ -171,7 +170,7 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
         return
     # compared with the position of the last call that got here: an entry is used only if confirmed at the
     # player's previous position, which then got here too (a position without queries confirms nothing)
-    _changed_points(cache, ci, board, head, nxt)
+    _changed_points(cache, ci, e.board, e.head, e.nxt)
     scr, dirty, stats = cache[C_SCR], cache[C_DIRTY], cache[C_STATS]
     cap_head, cap_stamp, cap_res, cap_fp = cache[C_CAP_HEAD], cache[C_CAP_STAMP], cache[C_CAP_RES], cache[C_CAP_FP]
     esc_stamp, esc_res, esc_fp = cache[C_ESC_STAMP], cache[C_ESC_RES], cache[C_ESC_FP]
@@ -195,11 +194,11 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             stats[S_HITS] += 1
         else:
             if not loaded:
-                LD.load_position(scr, board, head, nxt, libs, ssize, meta)
+                LD.load_position(scr, e)
                 loaded = True
-            res = 1 if LD.ladder_capture(p, color, t, nbr, scr) else 0
+            res = 1 if LD.ladder_capture(scr, p, color, t) else 0
             stats[S_READS] += 1
-            stats[S_NODES] += scr[LD.WIDE][LD.CTL, 1]
+            stats[S_NODES] += scr.ctl[LD.NODES]
             if slot < 0:
                 for k in range(4):  # a slot no other target used at this position (≤ 4 targets per move)
                     if cap_stamp[ci, p, k] != now:
@@ -219,11 +218,11 @@ def fill_cached(out, board, head, nxt, libs, ssize, placed, mark, meta, nbr, dia
             stats[S_HITS] += 1
         else:
             if not loaded:
-                LD.load_position(scr, board, head, nxt, libs, ssize, meta)
+                LD.load_position(scr, e)
                 loaded = True
-            res = 1 if LD.ladder_escape(p, color, nbr, scr) else 0
+            res = 1 if LD.ladder_escape(scr, p, color) else 0
             stats[S_READS] += 1
-            stats[S_NODES] += scr[LD.WIDE][LD.CTL, 1]
+            stats[S_NODES] += scr.ctl[LD.NODES]
             esc_res[ci, p] = res
             _store(scr, esc_fp[ci, p])
         esc_stamp[ci, p] = now

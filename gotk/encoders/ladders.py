@@ -22,11 +22,10 @@ are played on the real board.
   :data:`NODE_BUDGET` moves per query; a search cut by either limit counts as "not captured".
 
 The search is iterative (numba cannot cache recursive functions reliably) and plays on one scratch
-copy of the position (the engine's arrays are never written). Each move logs the old value of every
-array entry it writes (a merge logs the two heads and is undone by splitting the rings again);
-leaving a move undoes its log entries newest first, so the position at ply ``d`` is exactly what a
-fresh copy with the same moves played would hold: the same stones, heads, links, liberty counts,
-sizes and ko point. A move writes a handful of entries where a copy of the position was 1,800.
+copy of the position (the caller's engine is never written) with the engine's own moves:
+:func:`gotk.game.kernels.play_recorded` and :func:`~gotk.game.kernels.undo`, so the position at ply ``d`` is
+exactly what a fresh copy with the same moves played would hold: the same stones, heads, links, liberty
+counts, sizes and ko point. A move writes a handful of log entries where a copy of the position was 1,800.
 
 **Footprint.** Every query also records the points whose contents it may depend on (its
 *footprint*). Before any read it *touches* what that read looks at, in the position it reads, adding
@@ -42,14 +41,14 @@ string only if its stone ``x`` is not in the core yet. Claim: in any position th
 string with one stone in the core has all of them there, so the skip changes nothing (the core, and
 with it every footprint, is the one that walking every time gives). Such a string is one or more of the
 root position's strings, each whole, joined by stones the search played. Every stone the search plays
-is in the core (``_play`` touches its point first), and so is every root string a move joins or takes
-(``_play`` touches the strings next to its point first). A point of a root string enters the core only
+is in the core (:func:`_play` touches its point first), and so is every root string a move joins or takes
+(:func:`_play` touches the strings next to its point first). A point of a root string enters the core only
 in a walk of a string holding it — which, in that position, holds the point's whole root string unless
 a move took that root string earlier on its line — or as an empty point, again after a move took its
 root string. So a string with a played stone is in the core whole (its root strings were joined by
 moves), and a string without one is a single root string, in the core whole once one point is.
 
-Each ``_play`` touches its point first (a move reads only the point, its neighbours, the strings
+Each :func:`_play` touches its point first (a move reads only the point, its neighbours, the strings
 next to it — merged or captured — and the neighbours of their stones: the liberty updates of strings
 next to a captured one are writes whose values are read later only through a touch);
 each liberty count or liberty list of the target touches the target string; the defender's capture
@@ -63,9 +62,12 @@ footprint point changes, and caches answers across the positions of a game.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from gotk.game import kernels as K
+from gotk.game.state import new_engine
 from gotk.jit import compiled, inline_kernel, internal_kernel, kernel
 
 MAX_CANDIDATES = 16
@@ -77,20 +79,17 @@ DEF = 1  # defender to move: the target has 1 liberty (an AND node)
 # next to the target is in atari
 _C_N, _C_IDX, _C_TYPE, _C_MORE, _C0 = 0, 1, 2, 3, 4
 _NO_ATARI = 2
-# the scratch tuple (new_scratch): few arrays, because compiled calls pass every field of every array
-WIDE = 2  # index of the int64 rows: meta, ctl, per-ply log starts, per-ply move kinds
-LOG = 4  # index of the undo log
-BITS = 5  # index of the uint64 rows: four board masks for footprint(), then the touched core
-MARK = 4  # row of ``mark`` in scr[1]
-META, CTL, START, QUIET = 0, 1, 2, 3  # rows of scr[WIDE]
-_Q_NO_CAPTURE, _Q_NO_JOIN = 1, 2  # bits of quiet[d]: the move into ply d took no stone / joined no string
-CORE = 4  # row of the touched-core bitset in scr[BITS]
-_TOP = 5  # ctl[_TOP]: entries in the undo log
-# kinds of undo-log entries (kind, index, old value); _L_MERGE: (surviving head, merged head); _L_PLACE:
-# (point, (old ko point + 1) * 4 + old ko colour), a move's first entry: its stone was placed on an empty
-# point, which held head = nxt = itself, size and liberties 0 (the engine's empty points, and the reader's,
-# always do), and the ko point it changes is restored with it
-_L_BOARD, _L_HEAD, _L_NXT, _L_LIBS, _L_SSIZE, _L_MERGE, _L_PLACE = 0, 1, 2, 3, 4, 5, 6
+NODES, PLY_LIMIT, BUDGET = 0, 1, 2  # entries of ``ctl``: moves played by the last query, its limits
+CORE = 4  # row of the touched-core bitset in ``bits``
+
+
+class Scratch(NamedTuple):
+    """A ladder search's preallocated state (:func:`new_scratch`)."""
+
+    eng: K.Engine  # the position read, a copy of the caller's (:func:`load_position`), with its undo log
+    ctl: np.ndarray  # int64: NODES, PLY_LIMIT, BUDGET
+    cand: np.ndarray  # int32 (plies + 2, _C0 + MAX_CANDIDATES): each ply's frame and candidate moves
+    bits: np.ndarray  # uint64 (5, W): four board masks for footprint(), then the touched core
 
 
 @kernel
@@ -102,26 +101,20 @@ def max_plies(n):
     return max(80, 4 * size + 8)
 
 
-def new_scratch(n, plies):
-    """Preallocated search state, passed around as one tuple of six arrays:
-    ``(board[n], ints[5, n] (head, nxt, libs, ssize, mark), wide[4, R] (meta, ctl, start, quiet),
-    cand[L, 4 + MAX_CANDIDATES], log[G, 3], bits[5, W] (masks, core))`` with ``L = plies + 2`` plies,
-    ``R = max(L, 9)`` and ``W = (n + 63) // 64`` words per bitset. ``log`` is the undo log
-    (``G = 25 L + 9 n + 64`` entries: a move writes at most 10 entries plus 9 per stone it captures, and
-    a line of play captures at most the ``n`` stones of the root and the ones it placed); ``start[d]``:
-    where the move into ply ``d`` starts in it. ``ctl`` holds the node count (1), the ply limit (2), the
-    node budget (3) and the log's length (``_TOP``); ``quiet[d]``: how the move into ply ``d`` went
-    (:data:`_Q_NO_CAPTURE`, :data:`_Q_NO_JOIN`); ``meta[M_STAMP]`` is the stamp of ``mark``, kept
-    across positions. ``bits``: points not in the first column, not in the last column, on the board,
-    the board size (for :func:`footprint`), and the core: the points the last query touched.
+@kernel
+def log_room(n, plies):
+    """Undo-log entries a search needs: a move writes at most ``K.MOVE_LOG`` entries plus ``K.STONE_LOG`` per
+    stone it takes, and a line of play takes at most the ``n`` stones of the root and the ones it placed."""
+    return (plies + 2) * K.MOVE_LOG + K.STONE_LOG * (n + plies + 2)
 
-    Plain Python here (numpy: nothing to compile, for the per-thread caches); compiled code calls
-    :func:`make_scratch`, the same function compiled.
-    """
-    layers = plies + 2
-    wide = np.zeros((4, max(layers, K.META_LEN)), dtype=np.int64)
-    wide[CTL, 2] = plies
-    wide[CTL, 3] = NODE_BUDGET
+
+def scratch_parts(n, plies):
+    """``(ctl, cand, bits)`` of a :class:`Scratch` (plain numpy, also compiled: :func:`make_scratch`).
+    ``bits``: points not in the first column, not in the last column, on the board, the board size (for
+    :func:`footprint`), and the core: the points the last query touched. ``cand`` is written before read."""
+    ctl = np.zeros(3, dtype=np.int64)
+    ctl[PLY_LIMIT] = plies
+    ctl[BUDGET] = NODE_BUDGET
     size = 1
     while size * size < n:
         size += 1
@@ -134,13 +127,30 @@ def new_scratch(n, plies):
             masks[1, x >> 6] |= b
         masks[2, x >> 6] |= b
     masks[3, 0] = size
-    # only ints (mark), wide and masks need initial values; board, cand and log are written before read
-    return (np.empty(n, dtype=np.int8), np.zeros((5, n), dtype=np.int32), wide,
-            np.empty((layers, _C0 + MAX_CANDIDATES), dtype=np.int32),
-            np.empty((25 * layers + 9 * n + 64, 3), dtype=np.int32), masks)
+    return ctl, np.empty((plies + 2, _C0 + MAX_CANDIDATES), dtype=np.int32), masks
 
 
-make_scratch = compiled(new_scratch)
+_scratch_parts = compiled(scratch_parts)
+
+
+def new_scratch(n: int, plies: int) -> Scratch:
+    """A :class:`Scratch` for a board of ``n`` points reading ``plies`` plies (for the per-thread caches)."""
+    size = int(round(n ** 0.5))
+    return Scratch(new_engine(size, log_entries=log_room(n, plies), log_moves=plies + 2),
+                   *scratch_parts(n, plies))
+
+
+@compiled
+def make_scratch(e, plies):
+    """:func:`new_scratch` in compiled code, sharing the tables of the position ``e``."""
+    n = e.board.shape[0]
+    eng = K.Engine(np.empty(n, np.int8), np.empty(n, np.int32), np.empty(n, np.int32), np.empty(n, np.int32),
+                   np.empty(n, np.int32), np.empty(n, np.int32), np.zeros(n, np.int32),
+                   np.zeros(e.meta.shape[0], np.int64), np.zeros(1, np.uint64),
+                   np.empty((log_room(n, plies), 3), np.int32), np.empty((plies + 2, K.MV_LEN), np.int64),
+                   e.nbr, e.diag, e.zob)
+    ctl, cand, bits = _scratch_parts(n, plies)
+    return Scratch(eng, ctl, cand, bits)
 
 
 @internal_kernel
@@ -149,17 +159,17 @@ def _fp_set(fp, x):
 
 
 @internal_kernel
-def touch_string(scr, x, nbr):
+def touch_string(scr, x):
     """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
     a string with ``x`` in the core already is all there (see *Footprint* above), and is not walked."""
-    fp = scr[BITS][CORE]
+    fp = scr.bits[CORE]
     b = np.uint64(1) << np.uint64(x & 63)
     if fp[x >> 6] & b:
         return
     fp[x >> 6] |= b
-    if scr[0][x] == 0:
+    if scr.eng.board[x] == 0:
         return
-    nxt = scr[1][1]
+    nxt = scr.eng.nxt
     p = nxt[x]
     while p != x:
         _fp_set(fp, np.int64(p))
@@ -167,23 +177,23 @@ def touch_string(scr, x, nbr):
 
 
 @internal_kernel(always_inline=True)
-def touch_point(scr, x, nbr):
+def touch_point(scr, x):
     """Add ``x`` and the strings next to it (current position) to the core."""
-    sb = scr[0]
-    _fp_set(scr[BITS][CORE], x)
+    sb, nbr = scr.eng.board, scr.eng.nbr
+    _fp_set(scr.bits[CORE], x)
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
             break
         if sb[q] != 0:
-            touch_string(scr, np.int64(q), nbr)
+            touch_string(scr, np.int64(q))
 
 
 @kernel
 def footprint(scr, out):
     """Write the last query's footprint — its core plus every neighbour of a core point — into ``out``
     (a bitset of ``(n + 63) // 64`` words): a shift by one column and by one row of the core."""
-    masks = scr[BITS]
+    masks = scr.bits
     core = masks[CORE]
     size = np.uint64(masks[3, 0])
     w = core.shape[0]
@@ -203,248 +213,59 @@ def footprint(scr, out):
 @internal_kernel
 def clear_footprint(scr):
     """Start a query: an empty core."""
-    fp = scr[BITS][CORE]
+    fp = scr.bits[CORE]
     for i in range(fp.shape[0]):
         fp[i] = 0
 
 
 @kernel
-def load_position(scr, board, head, nxt, libs, ssize, meta):
-    """Copy the engine position into the scratch (searches undo every move they play, so once per
-    position is enough); the scratch keeps its own ``mark`` stamp."""
-    sb, si, sm = scr[0], scr[1], scr[WIDE][META]
+def load_position(scr, e):
+    """Copy the position ``e`` into the scratch (searches undo every move they play, so once per position is
+    enough); the scratch keeps its own ``mark`` stamp."""
+    s = scr.eng
+    board, head, nxt, libs, ssize = e.board, e.head, e.nxt, e.libs, e.ssize
     for j in range(board.shape[0]):
-        sb[j] = board[j]
-        si[0, j] = head[j]
-        si[1, j] = nxt[j]
-        si[2, j] = libs[j]
-        si[3, j] = ssize[j]
-    for j in range(meta.shape[0]):
+        s.board[j] = board[j]
+        s.head[j] = head[j]
+        s.nxt[j] = nxt[j]
+        s.libs[j] = libs[j]
+        s.ssize[j] = ssize[j]
+    for j in range(e.meta.shape[0]):
         if j != K.M_STAMP:
-            sm[j] = meta[j]
-    scr[WIDE][CTL, _TOP] = 0
-
-
-@internal_kernel
-def _log(lg, i, kind, x, old):
-    """Write undo-log entry ``i``; returns the log's new length (kept in a local by the caller, written back
-    to ``ctl`` once a move is done: a store through ``ctl`` after every entry cost a load and a store each)."""
-    lg[i, 0] = kind
-    lg[i, 1] = x
-    lg[i, 2] = old
-    return i + 1
-
-
-@internal_kernel
-def _remove(h, board, head, nxt, libs, ssize, nbr, lg, top):
-    """The engine's ``_remove_string`` with every write logged (from entry ``top`` on; returns the log's new
-    length): take the string with head ``h`` off the board, its neighbours gain the freed liberties."""
-    color = board[h]
-    p = h
-    while True:
-        top = _log(lg, top, np.int64(_L_BOARD), np.int64(p), np.int64(color))
-        board[p] = 0
-        p = nxt[p]
-        if p == h:
-            break
-    p = h
-    while True:
-        h0 = -1
-        h1 = -1
-        h2 = -1
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                break
-            if board[q] != 0:
-                hq = head[q]
-                if hq != h0 and hq != h1 and hq != h2:
-                    top = _log(lg, top, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
-                    libs[hq] += 1
-                    if h0 < 0:
-                        h0 = hq
-                    elif h1 < 0:
-                        h1 = hq
-                    else:
-                        h2 = hq
-        nx = nxt[p]
-        top = _log(lg, top, np.int64(_L_HEAD), np.int64(p), np.int64(head[p]))
-        top = _log(lg, top, np.int64(_L_NXT), np.int64(p), np.int64(nx))
-        top = _log(lg, top, np.int64(_L_SSIZE), np.int64(p), np.int64(ssize[p]))
-        top = _log(lg, top, np.int64(_L_LIBS), np.int64(p), np.int64(libs[p]))
-        head[p] = p
-        nxt[p] = p
-        ssize[p] = 0
-        libs[p] = 0
-        p = nx
-        if p == h:
-            break
-    return top
+            s.meta[j] = e.meta[j]
+    s.hashv[0] = e.hashv[0]
+    K.forget_moves(s)
 
 
 @internal_kernel(always_inline=True)
-def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
-    """Liberties of the string ``h`` that the stone just played at ``pt`` belongs to, when the move captured
-    nothing and joined at most one string (``merged``; its liberties before were ``merged_libs``, ``pt``
-    among them): that string's other liberties plus each empty neighbour of ``pt`` that is not already one
-    of them (no stone of the string but ``pt`` next to it) — exactly what counting the string's liberties
-    from scratch gives, without walking it (a ladder's string grows by a stone a ply)."""
-    cnt = merged_libs - 1 if merged == 1 else 0
-    for k in range(4):
-        q = nbr[pt, k]
-        if q < 0:
-            break
-        if board[q] != 0:
-            continue
-        new = True
-        if merged == 1:
-            for j in range(4):
-                r = nbr[q, j]
-                if r < 0:
-                    break
-                if r != pt and board[r] == color and head[r] == h:
-                    new = False
-                    break
-        if new:
-            cnt += 1
-    return cnt
-
-
-@internal_kernel(always_inline=True)
-def _play(scr, d, point, color, nbr):
-    """Play ``point`` in the current position (suicide forbidden, simple ko), logging every write so that
-    :func:`_undo` back to ``start[d + 1]`` restores the position; returns the engine status. The same
-    strings, liberty counts, heads, links and ko point as ``play_move``; only what the search never
-    reads (``placed``, the hash, move and capture counters) is left out."""
-    touch_point(scr, point, nbr)
-    board, si, wide, lg = scr[0], scr[1], scr[WIDE], scr[LOG]
-    head, nxt, libs, ssize, mark, meta, ctl = si[0], si[1], si[2], si[3], si[MARK], wide[META], wide[CTL]
-    top = ctl[_TOP]
-    wide[START, d + 1] = top
-    ctl[1] += 1
-    pt = np.int32(point)
-    # int32 points and these array types, as the engine's own callers pass: one compile of each helper
-    st = K.check_move(board, head, libs, meta, nbr, pt, color, np.bool_(False))
-    if st != K.OK:
-        return st
-    top = _log(lg, top, np.int64(_L_PLACE), np.int64(pt), np.int64((meta[K.M_KO] + 1) * 4 + meta[K.M_KO_COLOR]))
-    board[pt] = color
-    head[pt] = pt
-    nxt[pt] = pt
-    ssize[pt] = 1
-    libs[pt] = 0
-    h = pt
-    # typed, not literal zeros: numba would compile _libs_after once more for Literal[int](0) arguments
-    merged = np.int64(0)
-    merged_libs = np.int64(0)  # liberties of the first string merged, before the move
-    for k in range(4):
-        q = nbr[pt, k]
-        if q < 0:
-            break
-        if board[q] == color:
-            hq = head[q]
-            if hq != h:
-                merged += 1
-                merged_libs = libs[hq]
-                a = K._merge(h, hq, head, nxt, ssize)
-                top = _log(lg, top, np.int64(_L_MERGE), np.int64(a), np.int64(h + hq - a))
-                h = a
-    opp = 3 - color
-    captured = 0
-    captured_point = -1
-    s = K.next_stamp(mark, meta)
-    for k in range(4):
-        q = nbr[pt, k]
-        if q < 0:
-            break
-        if board[q] == opp:
-            hq = head[q]
-            if mark[hq] != s:
-                mark[hq] = s
-                top = _log(lg, top, np.int64(_L_LIBS), np.int64(hq), np.int64(libs[hq]))
-                libs[hq] -= 1
-                if libs[hq] == 0:
-                    if ssize[hq] == 1:
-                        captured_point = hq
-                    captured += ssize[hq]
-                    top = _remove(hq, board, head, nxt, libs, ssize, nbr, lg, top)
-    h = head[pt]
-    if h != pt:  # else its liberties were 0, which _L_PLACE restores
-        top = _log(lg, top, np.int64(_L_LIBS), np.int64(h), np.int64(libs[h]))
-    wide[QUIET, d + 1] = (_Q_NO_CAPTURE if captured == 0 else 0) | (_Q_NO_JOIN if merged == 0 else 0)
-    if captured == 0 and merged <= 1:
-        libs[h] = _libs_after(board, head, nbr, pt, h, color, merged, merged_libs)
-    else:
-        libs[h] = K.count_libs(h, board, nxt, nbr, mark, meta)
-    if captured == 1 and ssize[h] == 1 and libs[h] == 1:
-        meta[K.M_KO] = captured_point
-        meta[K.M_KO_COLOR] = opp
-    else:
-        meta[K.M_KO] = -1
-    ctl[_TOP] = top
-    return st
+def _play(scr, point, color):
+    """Play ``point`` in the current position (suicide forbidden, simple ko) with the engine's recorded move,
+    after touching it (see *Footprint*); returns the engine status. Every move counts against the budget."""
+    touch_point(scr, point)
+    scr.ctl[NODES] += 1
+    return K.play_recorded(scr.eng, point, color, False)
 
 
 @internal_kernel
-def _undo(scr, top):
-    """Undo the logged writes back to log length ``top``, newest first."""
-    board, si, lg = scr[0], scr[1], scr[LOG]
-    head, nxt, libs, ssize, meta, ctl = si[0], si[1], si[2], si[3], scr[WIDE][META], scr[WIDE][CTL]
-    i = ctl[_TOP]
-    while i > top:
-        i -= 1
-        kind, x, v = lg[i, 0], lg[i, 1], lg[i, 2]
-        if kind == _L_LIBS:
-            libs[x] = v
-        elif kind == _L_PLACE:
-            board[x] = 0
-            head[x] = x
-            nxt[x] = x
-            ssize[x] = 0
-            libs[x] = 0
-            meta[K.M_KO] = (v >> 2) - 1
-            meta[K.M_KO_COLOR] = v & 3
-        elif kind == _L_MERGE:  # split string v (its old head) back off string x
-            na = nxt[x]
-            nxt[x] = nxt[v]
-            nxt[v] = na
-            p = v
-            while True:
-                head[p] = v
-                p = nxt[p]
-                if p == v:
-                    break
-            ssize[x] -= ssize[v]
-        elif kind == _L_BOARD:
-            board[x] = v
-        elif kind == _L_HEAD:
-            head[x] = v
-        elif kind == _L_NXT:
-            nxt[x] = v
-        else:
-            ssize[x] = v
-    ctl[_TOP] = top
-
-
-@internal_kernel
-def _libs_of(scr, t, nbr):
-    touch_string(scr, t, nbr)
-    si = scr[1]
-    return si[2, si[0, t]]
+def _libs_of(scr, t):
+    touch_string(scr, t)
+    s = scr.eng
+    return s.libs[s.head[t]]
 
 
 @internal_kernel(always_inline=True)
-def _add_liberties(scr, t, row, limit, nbr):
+def _add_liberties(scr, t, row, limit):
     """Append the distinct liberties of the string through ``t`` to candidate row ``row`` until it holds
     ``limit`` candidates; returns the first liberty found (-1 if none). A string with one or two liberties
     stops walking once it has met them all (its liberty count says when): the rest of the walk would only
     meet them again, which changes nothing."""
-    touch_string(scr, t, nbr)
-    sb, si, cand = scr[0], scr[1], scr[3]
+    touch_string(scr, t)
+    s, cand = scr.eng, scr.cand
+    sb, nbr, nxt = s.board, s.nbr, s.nxt
     first = -1
     second = -1
-    h = si[0, t]
-    nlibs = si[2, h]
+    h = s.head[t]
+    nlibs = s.libs[h]
     p = h
     while True:
         for k in range(4):
@@ -469,7 +290,7 @@ def _add_liberties(scr, t, row, limit, nbr):
                     second = q
                 if nlibs == 1 or (nlibs == 2 and second >= 0):
                     return first
-        p = si[1, p]
+        p = nxt[p]
         if p == h:
             break
     return first
@@ -488,23 +309,23 @@ def _empty_nbrs(sb, p, nbr):
 
 
 @internal_kernel(always_inline=True)
-def _escapes_by_extension(scr, t, x, y, nbr):
+def _escapes_by_extension(scr, t, x, y):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
     extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
     board changes and only playing tells). The caller touches ``x`` and ``y`` (:func:`touch_point`) first."""
-    sb, si = scr[0], scr[1]
-    mark = si[MARK]
+    s = scr.eng
+    sb, head, libs, nxt, nbr, mark = s.board, s.head, s.libs, s.nxt, s.nbr, s.mark
     dcol = sb[t]
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
             break
-        if sb[q] == dcol and si[2, si[0, q]] == 1:
+        if sb[q] == dcol and libs[head[q]] == 1:
             return 0
-    s = K.next_stamp(mark, scr[WIDE][META])
-    mark[x] = s
-    mark[y] = s
-    ht = si[0, t]
+    st = K.next_stamp(mark, s.meta)
+    mark[x] = st
+    mark[y] = st
+    ht = head[t]
     cnt = 0
     for k in range(4):
         q = nbr[y, k]
@@ -512,21 +333,21 @@ def _escapes_by_extension(scr, t, x, y, nbr):
             break
         v = sb[q]
         if v == 0:
-            if mark[q] != s:
-                mark[q] = s
+            if mark[q] != st:
+                mark[q] = st
                 cnt += 1
-        elif v == dcol and si[0, q] != ht:
-            h = si[0, q]
+        elif v == dcol and head[q] != ht:
+            h = head[q]
             z = h
             while cnt < 3:
                 for j in range(4):
                     r = nbr[z, j]
                     if r < 0:
                         break
-                    if sb[r] == 0 and mark[r] != s:
-                        mark[r] = s
+                    if sb[r] == 0 and mark[r] != st:
+                        mark[r] = st
                         cnt += 1
-                z = si[1, z]
+                z = nxt[z]
                 if z == h:
                     break
         if cnt >= 3:
@@ -535,22 +356,22 @@ def _escapes_by_extension(scr, t, x, y, nbr):
 
 
 @internal_kernel(always_inline=True)
-def _open(scr, d, kind, t, nbr):
+def _open(scr, d, kind, t):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
-    sb, cand = scr[0], scr[3]
+    sb, nbr, cand = scr.eng.board, scr.eng.nbr, scr.cand
     cand[d, _C_N] = 0
     cand[d, _C_IDX] = 0
     cand[d, _C_TYPE] = kind
     cand[d, _C_MORE] = 0
     if kind == ATT:
-        _add_liberties(scr, t, d, np.int64(2), nbr)
+        _add_liberties(scr, t, d, np.int64(2))
         if cand[d, _C_N] == 2:
             a, b = np.int64(cand[d, _C0]), np.int64(cand[d, _C0 + 1])
-            touch_point(scr, a, nbr)
-            touch_point(scr, b, nbr)
+            touch_point(scr, a)
+            touch_point(scr, b)
             # drop an atari the defender answers by extending to ≥3 liberties (exact: no play needed)
-            keep_a = _escapes_by_extension(scr, t, a, b, nbr) < 3
-            keep_b = _escapes_by_extension(scr, t, b, a, nbr) < 3
+            keep_a = _escapes_by_extension(scr, t, a, b) < 3
+            keep_b = _escapes_by_extension(scr, t, b, a) < 3
             if keep_a and keep_b:
                 # first the atari that leaves the defender the liberty with fewer empty neighbours
                 if _empty_nbrs(sb, b, nbr) > _empty_nbrs(sb, a, nbr):
@@ -564,20 +385,20 @@ def _open(scr, d, kind, t, nbr):
                 cand[d, _C_N] = 1
         return
     # the target's liberty; the capture options follow only if extending there fails (_add_captures)
-    _add_liberties(scr, t, d, np.int64(1), nbr)
+    _add_liberties(scr, t, d, np.int64(1))
     cand[d, _C_MORE] = 1
 
 
 @internal_kernel(always_inline=True)
-def _add_captures(scr, d, t, nbr):
+def _add_captures(scr, d, t):
     """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
     target's stones; every string next to the target is touched. Looked for only when needed — the
     extension mostly decides — the options and their order are those an eager frame would have: the same
     position, the same walk after the same first candidate (so a liberty equal to it is not added again).
     Returns True if some attacker string next to the target is in atari."""
-    sb, si = scr[0], scr[1]
-    head, libs = si[0], si[2]
+    s = scr.eng
+    sb, head, libs, nxt, nbr = s.board, s.head, s.libs, s.nxt, s.nbr
     acol = 3 - sb[t]
     h = head[t]
     last = -1  # the string met last (a wall of the ladder meets the walk stone after stone)
@@ -590,11 +411,11 @@ def _add_captures(scr, d, t, nbr):
                 break
             if sb[q] == acol and head[q] != last:
                 last = head[q]
-                touch_string(scr, np.int64(q), nbr)
+                touch_string(scr, np.int64(q))
                 if libs[last] == 1:
                     found = True
-                    _add_liberties(scr, np.int64(q), d, np.int64(MAX_CANDIDATES), nbr)
-        p = si[1, p]
+                    _add_liberties(scr, np.int64(q), d, np.int64(MAX_CANDIDATES))
+        p = nxt[p]
         if p == h:
             break
     return found
@@ -605,29 +426,29 @@ def _none_after_step(scr, d):
     """True if no attacker string next to the target is in atari at ply ``d``, a defender's frame whose
     extension lost (the attacker won after it), known without walking: the frame two plies down — opened
     after the extension and the attacker's winning atari — found none, neither move took a stone, and the
-    atari joined no string.
+    atari joined no string (the engine's move records ``d`` and ``d + 1`` say how those moves went).
 
     Exact: then every attacker string next to the target at ply ``d`` is still a string two plies down, next
     to the target (which only grew), with no more liberties than now (two stones were added and nothing was
     taken); none was in atari there, so none is now. Every value this reads was read, under touches, by
     the search itself; the strings the walk would touch were touched two plies down (the same stones)."""
-    cand, quiet = scr[3], scr[WIDE][QUIET]
+    cand, mv = scr.cand, scr.eng.moves
     return (cand[d + 2, _C_TYPE] == DEF and cand[d + 2, _C_MORE] == _NO_ATARI
-            and (quiet[d + 1] & _Q_NO_CAPTURE) != 0 and quiet[d + 2] == _Q_NO_CAPTURE | _Q_NO_JOIN)
+            and mv[d, K.MV_CAPTURED] == 0 and mv[d + 1, K.MV_CAPTURED] == 0 and mv[d + 1, K.MV_MERGED] == 0)
 
 
 @internal_kernel
-def read_ladder(scr, kind, t, dcol, point, nbr):
+def read_ladder(scr, kind, t, dcol, point):
     """The iterative AND/OR search of a query: True if the attacker (colour ``3 - dcol``) captures the string
     through ``t``. Its root frame, at ply 0, holds the query's first move ``point``: the attacker's (``kind``
     ``ATT``: a ladder capture, which needs the target in atari after it) or the defender's (``DEF``: a ladder
     escape; its string is ``t = point``, which needs ≥3 liberties, or 2 and no working ladder; one is not
     enough, whatever a ko). The first move is not counted against the node budget. Cut-offs (ply limit,
-    node budget) count as the defender surviving. Every move it plays is undone before it returns; one
-    call site of :func:`_play`, inlined (a call passes every field of every scratch array)."""
-    sb, cand, ctl, start = scr[0], scr[3], scr[WIDE][CTL], scr[WIDE][START]
+    node budget) count as the defender surviving. Every move it plays is undone before it returns (the move
+    into ply ``d + 1`` is the engine's recorded move ``d``); one call site of :func:`_play`, inlined."""
+    cand, ctl, eng = scr.cand, scr.ctl, scr.eng
     acol = 3 - dcol
-    ctl[1] = -1
+    ctl[NODES] = -1
     d = np.int64(0)  # typed: a literal 0 compiled every helper taking the ply once more
     cand[0, _C_N] = 1
     cand[0, _C_IDX] = 0
@@ -638,7 +459,7 @@ def read_ladder(scr, kind, t, dcol, point, nbr):
     ret = -1  # result of the child frame just closed (-1: none)
     while True:
         if opening >= 0:
-            _open(scr, d, opening, t, nbr)
+            _open(scr, d, opening, t)
             opening = -1
         kind = cand[d, _C_TYPE]
         val = -1
@@ -655,18 +476,18 @@ def read_ladder(scr, kind, t, dcol, point, nbr):
             if cand[d, _C_IDX] >= cand[d, _C_N]:
                 if cand[d, _C_MORE] != 1:
                     break
-                if (lost and _none_after_step(scr, d)) or not _add_captures(scr, d, t, nbr):
+                if (lost and _none_after_step(scr, d)) or not _add_captures(scr, d, t):
                     cand[d, _C_MORE] = _NO_ATARI
                 else:
                     cand[d, _C_MORE] = 0
                 continue
             m = np.int64(cand[d, _C0 + cand[d, _C_IDX]])
             cand[d, _C_IDX] += 1
-            if _play(scr, d, m, acol if kind == ATT else dcol, nbr) != K.OK:
+            if _play(scr, m, acol if kind == ATT else dcol) != K.OK:
                 continue
             e = d + 1
-            nl = _libs_of(scr, t, nbr)
-            deeper = e + 2 <= ctl[2] and ctl[1] < ctl[3]
+            nl = _libs_of(scr, t)
+            deeper = e + 2 <= ctl[PLY_LIMIT] and ctl[NODES] < ctl[BUDGET]
             if kind == ATT:
                 if nl == 1 and deeper:
                     pushed = True
@@ -680,44 +501,42 @@ def read_ladder(scr, kind, t, dcol, point, nbr):
             elif d > 0:
                 # one liberty left: the attacker takes it unless that is illegal (ko)
                 cand[e, _C_N] = 0
-                lib = _add_liberties(scr, t, e, np.int64(0), nbr)
-                si = scr[1]
-                touch_point(scr, lib, nbr)
-                if K.check_move(sb, si[0], si[2], scr[WIDE][META], nbr, np.int32(lib), acol,
-                                np.bool_(False)) != K.OK:
+                lib = _add_liberties(scr, t, e, np.int64(0))
+                touch_point(scr, lib)
+                if K.check_move(eng, lib, acol, False) != K.OK:
                     val = 0
             if pushed:
                 opening = np.int64(DEF if kind == ATT else ATT)
                 d = e
             else:
-                _undo(scr, start[e])
+                K.undo(eng)
         if pushed:
             continue
         if val < 0:
             val = 1 if kind == DEF else 0  # every defence failed / no atari worked
         if d == 0:
             return val == 1
-        _undo(scr, start[d])
+        K.undo(eng)
         d -= 1
         ret = val
 
 
 @inline_kernel
-def ladder_capture(point, color, target, nbr, scr):
+def ladder_capture(scr, point, color, target):
     """True if ``color`` playing ``point`` (legal, a liberty of the 2-liberty opponent string through
     ``target``) leaves that string in atari and it cannot escape the ladder. The scratch must hold the
     position (:func:`load_position`); it holds it again afterwards. The query's footprint is left in
-    ``scr[BITS][CORE]``."""
+    ``scr.bits[CORE]``."""
     clear_footprint(scr)
-    return read_ladder(scr, np.int64(ATT), np.int64(target), np.int64(3 - color), np.int64(point), nbr)
+    return read_ladder(scr, np.int64(ATT), np.int64(target), np.int64(3 - color), np.int64(point))
 
 
 @inline_kernel
-def ladder_escape(point, color, nbr, scr):
+def ladder_escape(scr, point, color):
     """True if ``color`` playing ``point`` (legal, the liberty of its own string in atari) leaves
     that string with ≥3 liberties, or with 2 and no working ladder for the opponent. The scratch must
     hold the position (:func:`load_position`); it holds it again afterwards. The query's footprint is
-    left in ``scr[BITS][CORE]``."""
+    left in ``scr.bits[CORE]``."""
     clear_footprint(scr)
     x = np.int64(point)
-    return not read_ladder(scr, np.int64(DEF), x, np.int64(color), x, nbr)
+    return not read_ladder(scr, np.int64(DEF), x, np.int64(color), x)

@@ -1,9 +1,9 @@
 """Small named plane functions over the engine's arrays, and the data that composes them.
 
 Every plane function has the signature
-``fn(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, *params)``:
-``dst`` is one zeroed plane ``(N,)`` of the output, the engine arrays are a
-:class:`~gotk.game.state.GameState`'s (read-only), ``color`` is the player to move (1 black,
+``fn(dst, e, color, *params)``:
+``dst`` is one zeroed plane ``(N,)`` of the output, ``e`` is the position's
+:class:`~gotk.game.kernels.Engine` (read-only), ``color`` is the player to move (1 black,
 2 white) and ``params`` are small integers fixed by the encoder's plane list.
 
 An encoder's planes are data: a tuple of :class:`Plane` ``(name, fn, params)``.
@@ -49,8 +49,9 @@ def who_color(who, color):
 
 
 @kernel
-def stone_sign(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+def stone_sign(dst, e, color):
     """+1 on the mover's stones, -1 on the opponent's, 0 on empty points."""
+    board = e.board
     own = np.int8(color)  # int8 like the board: compared as int64 the loop ran 5x slower (wider vectors)
     opp = np.int8(3 - color)
     for p in range(board.shape[0]):
@@ -59,25 +60,27 @@ def stone_sign(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag
 
 
 @kernel
-def stones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, who):
+def stones(dst, e, color, who):
     """1 on every stone of ``who``."""
+    board = e.board
     c = np.int8(who_color(who, color))  # int8 like the board (see stone_sign)
     for p in range(board.shape[0]):
         dst[p] = board[p] == c  # branch-free: vectorised, no mispredicted branches on random stones
 
 
 @kernel
-def empty(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+def empty(dst, e, color):
     """1 on every empty point."""
+    board = e.board
     zero = np.int8(0)  # int8 like the board (see stone_sign)
     for p in range(board.shape[0]):
         dst[p] = board[p] == zero
 
 
 @kernel
-def stones_with_liberties(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color,
-                          who, lo, hi):
+def stones_with_liberties(dst, e, color, who, lo, hi):
     """1 on stones of ``who`` whose string has between ``lo`` and ``hi`` liberties (inclusive)."""
+    board, head, libs = e.board, e.head, e.libs
     c = who_color(who, color)
     for p in range(board.shape[0]):
         if board[p] == c:
@@ -87,23 +90,26 @@ def stones_with_liberties(dst, board, head, nxt, libs, ssize, placed, mark, meta
 
 
 @kernel
-def to_move(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color, who):
+def to_move(dst, e, color, who):
     """All ones when the player to move is ``who`` (BLACK or WHITE), else all zeros."""
+    board = e.board
     if color == who_color(who, color):
         for p in range(board.shape[0]):
             dst[p] = 1
 
 
 @kernel
-def ones(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+def ones(dst, e, color):
     """All ones (a constant plane, e.g. to mark the board's extent under zero padding)."""
+    board = e.board
     for p in range(board.shape[0]):
         dst[p] = 1
 
 
 @kernel
-def ko_forbidden(dst, board, head, nxt, libs, ssize, placed, mark, meta, nbr, diag, color):
+def ko_forbidden(dst, e, color):
     """1 on the empty point the player to move may not take because of simple ko (if any)."""
+    board, meta = e.board, e.meta
     ko = meta[K.M_KO]
     if ko >= 0 and color == meta[K.M_KO_COLOR] and board[ko] == 0:
         dst[ko] = 1

@@ -155,7 +155,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
     size = record.size
     n = size * size
     state = initial_state(record, engine_rules)
-    nbr, zob = state.nbr, state.zob
+    nbr = state.nbr
     colors = record.colors.astype(np.int64)
     points = record.points.astype(np.int64)
     m = len(points)
@@ -202,7 +202,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
         point = int(points[t])
         board, head, libs = state.board, state.head, state.libs
 
-        KL.load(scr, board, head, state.nxt, libs, state.ssize, state.meta)
+        KL.load(scr, state.e)
         KL.iter_ladders(scr, nbr, laddered, working)
         ladder_hist.append(laddered.copy())
 
@@ -229,9 +229,8 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
             else:
                 b[9 + k, pos19[points[j]]] = 1
         if kr.ko != "simple":
-            KK.superko_banned(board, head, state.nxt, libs, state.meta, state.hashv, nbr, zob, pla, kr.suicide,
-                              kr.ko == "situational", _PLAYER_KEY, np.sort(np.array(ko_history, dtype=np.uint64)),
-                              banned)
+            KK.superko_banned(state.e, pla, kr.suicide, kr.ko == "situational", _PLAYER_KEY,
+                              np.sort(np.array(ko_history, dtype=np.uint64)), banned)
             b[6, pos19[banned == 1]] = 1
 
         # globals: komi from pla's view (with territory scoring's one point per stone played, and the
@@ -262,8 +261,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
 
         # play the move and follow KataGo's phase bookkeeping
         before = int(state.hashv[0])
-        st = K.play_move(state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark,
-                         state.meta, state.hashv, nbr, zob, point, pla, kr.suicide)
+        st = K.play(state.e, point, pla, kr.suicide)
         if st != K.OK:  # cannot happen after _check; kept so a disagreement never writes bad rows
             raise SGFError("illegal_move", f"move {t + 1} refused by the engine")
         boards.append(state.board.copy())

@@ -6,8 +6,9 @@ docs/katago-export.md. Not gotk's own ladder reader (:mod:`gotk.encoders.ladders
 KataGo's search has its own early exits, move ordering, ko and stack-limit rules, and the features must
 be KataGo's.
 
-The search runs on layered copies of the position (layer ``d`` = the node at depth ``d``), each move
-played with :func:`gotk.game.kernels.play_move`, so nothing needs undoing. Legality is KataGo's
+The search runs on layered copies of the position (layer ``d`` = the node at depth ``d``, read as an
+:class:`~gotk.game.kernels.Engine` by :func:`_layer`), each move played with the engine's
+:func:`gotk.game.kernels.play`, so nothing needs undoing. Legality is KataGo's
 ``isLegal(loc, pla, multiStoneSuicideLegal=false)``: an empty point, no suicide of any size, and not the
 board's simple-ko point whoever moves.
 """
@@ -25,20 +26,22 @@ MAX_MOVES = 64  # candidate moves per search node (liberties + capturing moves);
 @compiled
 def make_scratch(n):
     """Search state as one tuple: ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M],
-    moves[L, MAX_MOVES], nmoves[L], cur[L], placed, mark, hashv, zob, ctl)``. ``L`` is KataGo's stack
-    limit ``n * 3 // 2 + 1`` plus a spare root layer; ``ctl[0]`` carries the ``mark`` stamp."""
+    moves[L, MAX_MOVES], nmoves[L], cur[L], placed, mark, hashv, zob, ctl, log, moves)``. ``L`` is KataGo's
+    stack limit ``n * 3 // 2 + 1`` plus a spare root layer; ``ctl[0]`` carries the ``mark`` stamp; the engine
+    undo log is empty (nothing is undone)."""
     layers = n * 3 // 2 + 3
     return (np.zeros((layers, n), dtype=np.int8), np.zeros((layers, 4, n), dtype=np.int32),
             np.zeros((layers, K.META_LEN), dtype=np.int64), np.zeros((layers, MAX_MOVES), dtype=np.int32),
             np.zeros(layers, dtype=np.int32), np.zeros(layers, dtype=np.int32), np.zeros(n, dtype=np.int32),
             np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64), np.zeros((3, n), dtype=np.uint64),
-            np.zeros(2, dtype=np.int64))
+            np.zeros(2, dtype=np.int64), np.zeros((0, 3), dtype=np.int32), np.zeros((0, K.MV_LEN), dtype=np.int64))
 
 
 @kernel
-def load(scr, board, head, nxt, libs, ssize, meta):
-    """Copy a position into layer 0."""
+def load(scr, e):
+    """Copy the position ``e`` into layer 0."""
     sb, si, sm = scr[0], scr[1], scr[2]
+    board, head, nxt, libs, ssize, meta = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta
     for j in range(board.shape[0]):
         sb[0, j] = board[j]
         si[0, 0, j] = head[j]
@@ -50,12 +53,21 @@ def load(scr, board, head, nxt, libs, ssize, meta):
 
 
 @kernel
+def _layer(scr, d, nbr):
+    """Layer ``d`` as an engine position (its own stones and strings; ``placed``, ``mark`` and the hash shared by
+    every layer: the search reads none of them). ``nbr`` stands in for the diagonal table too (never read)."""
+    sb, si = scr[0], scr[1]
+    return K.Engine(sb[d], si[d, 0], si[d, 1], si[d, 2], si[d, 3], scr[6], scr[7], scr[2][d], scr[8], scr[11],
+                    scr[12], nbr, nbr, scr[9])
+
+
+@kernel
 def _legal(scr, d, p, color, nbr):
     """KataGo's ``Board::isLegal(p, color, false)`` on layer ``d``."""
-    sb, si, sm = scr[0], scr[1], scr[2]
+    sb, sm = scr[0], scr[2]
     if sb[d, p] != 0 or p == sm[d, K.M_KO]:
         return False
-    return K.check_move(sb[d], si[d, 0], si[d, 2], sm[d], nbr, p, color, False) == K.OK
+    return K.check_move(_layer(scr, d, nbr), p, color, False) == K.OK
 
 
 @kernel
@@ -72,8 +84,7 @@ def _play(scr, d, p, color, nbr):
     for j in range(sm.shape[1]):
         sm[e, j] = sm[d, j]
     sm[e, K.M_STAMP] = ctl[0]
-    K.play_move(sb[e], si[e, 0], si[e, 1], si[e, 2], si[e, 3], scr[6], scr[7], sm[e], scr[8], nbr, scr[9],
-                p, color, False)
+    K.play(_layer(scr, e, nbr), p, color, False)
     ctl[0] = sm[e, K.M_STAMP]
     ctl[1] += 1  # plies played (statistics)
 

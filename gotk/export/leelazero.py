@@ -46,16 +46,15 @@ _POLICY_ZEROS = np.frombuffer((" ".join(["0"] * (N + 1)) + "\n").encode(), dtype
 
 
 @compiled
-def _boards(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points, allow_suicide, out):
-    """``out[0]`` = the start position, ``out[i + 1]`` = the board after move ``i``. Returns
+def _boards(e, colors, points, allow_suicide, out):
+    """``out[0]`` = the start position ``e``, ``out[i + 1]`` = the board after move ``i``. Returns
     ``(moves_played, status)`` (status != 0: move ``moves_played`` is illegal)."""
-    out[0] = board
+    out[0] = e.board
     for i in range(points.shape[0]):
-        st = K.play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, points[i], colors[i],
-                         allow_suicide)
+        st = K.play(e, points[i], colors[i], allow_suicide)
         if st != 0:
             return i, st
-        out[i + 1] = board
+        out[i + 1] = e.board
     return points.shape[0], 0
 
 
@@ -87,9 +86,8 @@ def game_boards(record: GameRecord) -> np.ndarray:
     state = initial_state(record)  # rules from RU (suicide under NZ / Tromp-Taylor); simple ko, as the scan
     n = record.size * record.size
     boards = np.empty((record.num_moves + 1, n), dtype=np.int8)
-    played, status = _boards(state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark,
-                             state.meta, state.hashv, state.nbr, state.zob, record.colors.astype(np.int64),
-                             record.points.astype(np.int32), state.rules.suicide, boards)
+    played, status = _boards(state.e, record.colors.astype(np.int64), record.points.astype(np.int32),
+                             state.rules.suicide, boards)
     error = stop_error(record, int(status), int(played), record.colors, record.points)
     if error is not None:
         raise error

@@ -1,9 +1,10 @@
-"""Compiled (numba) kernels of the rules engine, on flat arrays.
+"""Compiled (numba) kernels of the rules engine: one position, :class:`Engine`, with ``play`` and ``undo``.
 
 The board is a flat ``int8`` array of ``size * size`` points (index ``row * size + col``, row 0 at
 the top, see :mod:`gotk.coords`): 0 empty, 1 black, 2 white. Strings are kept
-incrementally as circular linked lists:
+incrementally as circular linked lists. An :class:`Engine` names every array of a position:
 
+* ``board[p]``  the stone on ``p``;
 * ``head[p]``   representative point of the string through ``p``;
 * ``nxt[p]``    next stone of the same string (circular);
 * ``libs[h]``   number of distinct liberties of the string whose head is ``h``;
@@ -11,14 +12,24 @@ incrementally as circular linked lists:
 * ``placed[p]`` move number at which the stone on ``p`` was placed (-1 for setup stones);
 * ``mark``      scratch array for de-duplication, used with a stamp counter in ``meta``;
 * ``meta``      scalars (see the ``M_*`` indices);
-* ``hashv[0]``  Zobrist hash of the stones on the board (positional).
+* ``hashv[0]``  Zobrist hash of the stones on the board (positional);
+* ``log``, ``moves`` the undo log of :func:`play_recorded` (entries and move records; empty arrays where
+  nothing is ever undone);
+* ``nbr[p, k]`` / ``diag[p, k]`` the on-board neighbours / diagonal neighbours of ``p``, padded with -1 at
+  the end, and ``zob`` the Zobrist keys: tables shared by every position of a board size, never written.
 
-``nbr[p, k]`` lists on-board neighbours, padded with -1 at the end. Every kernel here is a plain
-function over these arrays so encoders and replay loops can call them from their own compiled
-loops without Python in between.
+An empty point always holds ``head = nxt = itself`` and ``ssize = libs = 0``; :func:`undo` relies on it.
+
+There is one set of rules: :func:`play` (replay loops, which never undo) and :func:`play_recorded` (look-ahead:
+the ladder reader, search, superko checks) are the same function compiled with and without its undo log, as
+KataGo's ``playMoveAssumeLegal`` / ``playMoveRecorded`` + ``undo``. Every kernel is a plain function over an
+:class:`Engine`, so encoders and replay loops call them from their own compiled loops without Python in
+between.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,15 +49,69 @@ M_CAPT_B = 5  # stones captured by black
 M_CAPT_W = 6
 M_STAMP = 7
 M_LAST = 8  # last move point (-1 none)
-META_LEN = 9
+M_DEPTH = 9  # moves on the undo stack (records in ``moves``)
+M_TOP = 10  # entries in use in ``log``
+META_LEN = 11
 
-# status codes of play_move / check_move
+# status codes of play / check_move
 OK = 0
 OCCUPIED = 1
 SUICIDE = 2
 KO = 3
 OFF_BOARD = 4
 STATUS_NAMES = ("ok", "occupied", "suicide", "ko", "off_board")
+
+# columns of a move record (``moves[d]``, int64): what undo needs beyond the log, and how the move went
+(MV_POINT, MV_COLOR, MV_TO_PLAY, MV_KO, MV_KO_COLOR, MV_LAST, MV_PASSES, MV_PLACED, MV_HASH, MV_TOP,
+ MV_CAPTURED, MV_MERGED, MV_SUICIDED) = range(13)
+MV_LEN = 13
+
+# kinds of undo-log entries (kind, index, old value); L_MERGE: (surviving head, merged head)
+L_BOARD, L_HEAD, L_NXT, L_LIBS, L_SSIZE, L_MERGE = 0, 1, 2, 3, 4, 5
+MOVE_LOG = 16  # log entries a move writes besides its captures (≤ 3 merges, ≤ 4 liberty changes, its string)
+STONE_LOG = 8  # log entries per stone a move takes off the board (≤ 3 neighbour strings, 5 fields)
+
+
+def move_log_bound(n: int) -> int:
+    """Log entries one recorded move can write on a board of ``n`` points (it takes at most ``n`` stones)."""
+    return MOVE_LOG + STONE_LOG * n
+
+
+class Engine(NamedTuple):
+    """The arrays of one position (see the module docstring); numba passes it as one value."""
+
+    board: np.ndarray
+    head: np.ndarray
+    nxt: np.ndarray
+    libs: np.ndarray
+    ssize: np.ndarray
+    placed: np.ndarray
+    mark: np.ndarray
+    meta: np.ndarray
+    hashv: np.ndarray
+    log: np.ndarray
+    moves: np.ndarray
+    nbr: np.ndarray
+    diag: np.ndarray
+    zob: np.ndarray
+
+
+class Positions(NamedTuple):
+    """Many positions' arrays, one row each (the first positions of a batch of games): the position fields of
+    :class:`Engine`, stacked."""
+
+    board: np.ndarray
+    head: np.ndarray
+    nxt: np.ndarray
+    libs: np.ndarray
+    ssize: np.ndarray
+    placed: np.ndarray
+    mark: np.ndarray
+    meta: np.ndarray
+    hashv: np.ndarray
+
+
+POSITION_FIELDS = Positions._fields
 
 
 def make_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -111,9 +176,10 @@ def count_libs(h, board, nxt, nbr, mark, meta):
 
 
 @internal_kernel
-def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta, stack):
-    """Recompute every string and liberty count from the stones alone (flood fill; ``stack`` is int32
+def rebuild_strings(e, stack):
+    """Recompute every string and liberty count of ``e`` from the stones alone (flood fill; ``stack`` is int32
     scratch of the board's length)."""
+    board, head, nxt, libs, ssize, nbr = e.board, e.head, e.nxt, e.libs, e.ssize, e.nbr
     n = board.shape[0]
     for p in range(n):
         head[p] = -1
@@ -148,20 +214,20 @@ def rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta, stack):
                     top += 1
     for p in range(n):
         if board[p] != 0 and head[p] == p:
-            libs[p] = count_libs(np.int32(p), board, nxt, nbr, mark, meta)  # int32 as in play_move: one compile
+            libs[p] = count_libs(np.int32(p), board, nxt, nbr, e.mark, e.meta)  # int32 as in play: one compile
     for p in range(n):
         if head[p] < 0:
             head[p] = p
 
 
 @kernel
-def setup_position(board, head, nxt, libs, ssize, nbr, mark, meta, zob, hashv, stack):
-    """After setup stones were written into ``board``: rebuild every string and the hash (``hashv[0]``)
-    in one call. Returns the first point of a string left without liberties, else -1. ``stack``: int32
-    scratch of the board's length (the caller's: a kernel that allocates compiles numba's array
-    constructors, on a fresh install's first encode of a handicap game)."""
-    rebuild_strings(board, head, nxt, libs, ssize, nbr, mark, meta, stack)
-    hashv[0] = board_hash(board, zob)
+def setup_position(e, stack):
+    """After setup stones were written into ``e.board``: rebuild every string and the hash in one call. Returns
+    the first point of a string left without liberties, else -1. ``stack``: int32 scratch of the board's length
+    (the caller's: a kernel that allocates compiles numba's array constructors)."""
+    rebuild_strings(e, stack)
+    e.hashv[0] = board_hash(e.board, e.zob)
+    board, head, libs = e.board, e.head, e.libs
     for p in range(board.shape[0]):
         if board[p] != 0 and libs[head[p]] == 0:
             return p
@@ -179,11 +245,12 @@ def board_hash(board, zob):
 
 
 @kernel
-def check_move(board, head, libs, meta, nbr, point, color, allow_suicide):
+def check_move(e, point, color, allow_suicide):
     """Status a stone of ``color`` on ``point`` would get (``OK``, ``OCCUPIED``, ``KO``, ``SUICIDE``).
 
     Constant time: looks only at the four neighbours' strings. Passes are always ``OK``.
     """
+    board, head, libs, meta, nbr = e.board, e.head, e.libs, e.meta, e.nbr
     n = board.shape[0]
     if point == n:
         return OK
@@ -211,13 +278,28 @@ def check_move(board, head, libs, meta, nbr, point, color, allow_suicide):
 
 
 @internal_kernel
-def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
-    """Take the string with head ``h`` off the board; neighbours gain the freed liberties."""
+def _log(lg, i, kind, x, old):
+    """Write undo-log entry ``i``; returns the log's new length (kept in a local by :func:`_play`, written back
+    to ``meta`` once the move is done)."""
+    lg[i, 0] = kind
+    lg[i, 1] = x
+    lg[i, 2] = old
+    return i + 1
+
+
+@internal_kernel
+def _remove_string(e, h, record, top):
+    """Take the string with head ``h`` off the board; neighbours gain the freed liberties. With ``record``
+    every write is logged from entry ``top`` on. Returns (stones removed, the log's new length)."""
+    board, head, nxt, libs, ssize, nbr, zob, hashv, lg = (e.board, e.head, e.nxt, e.libs, e.ssize, e.nbr, e.zob,
+                                                          e.hashv, e.log)
     color = board[h]
     removed = 0
     p = h
     # first clear the stones so a stone's neighbours are judged on the final board
     while True:
+        if record:
+            top = _log(lg, top, np.int64(L_BOARD), np.int64(p), np.int64(color))
         board[p] = 0
         hashv[0] ^= zob[color, p]
         removed += 1
@@ -237,6 +319,8 @@ def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
             if board[q] != 0:
                 hq = head[q]
                 if hq != h0 and hq != h1 and hq != h2:
+                    if record:
+                        top = _log(lg, top, np.int64(L_LIBS), np.int64(hq), np.int64(libs[hq]))
                     libs[hq] += 1
                     if h0 < 0:
                         h0 = hq
@@ -245,6 +329,11 @@ def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
                     else:
                         h2 = hq
         nx = nxt[p]
+        if record:
+            top = _log(lg, top, np.int64(L_HEAD), np.int64(p), np.int64(head[p]))
+            top = _log(lg, top, np.int64(L_NXT), np.int64(p), np.int64(nx))
+            top = _log(lg, top, np.int64(L_SSIZE), np.int64(p), np.int64(ssize[p]))
+            top = _log(lg, top, np.int64(L_LIBS), np.int64(p), np.int64(libs[p]))
         head[p] = p
         nxt[p] = p
         ssize[p] = 0
@@ -252,7 +341,7 @@ def _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv):
         p = nx
         if p == h:
             break
-    return removed
+    return removed, top
 
 
 @internal_kernel
@@ -273,36 +362,85 @@ def _merge(a, b, head, nxt, ssize):
     return a
 
 
-@kernel
-def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, point, color, allow_suicide):
-    """Play ``color`` at ``point`` (``size*size`` = pass), updating every array in place.
+@internal_kernel(always_inline=True)
+def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
+    """Liberties of the string ``h`` that the stone just played at ``pt`` belongs to, when the move captured
+    nothing and joined at most one string (``merged``; its liberties before were ``merged_libs``, ``pt``
+    among them): that string's other liberties plus each empty neighbour of ``pt`` that is not already one
+    of them (no stone of the string but ``pt`` next to it) — exactly what counting the string's liberties
+    from scratch gives, without walking it (a ladder's string grows by a stone a ply)."""
+    cnt = merged_libs - 1 if merged == 1 else 0
+    for k in range(4):
+        q = nbr[pt, k]
+        if q < 0:
+            break
+        if board[q] != 0:
+            continue
+        new = True
+        if merged == 1:
+            for j in range(4):
+                r = nbr[q, j]
+                if r < 0:
+                    break
+                if r != pt and board[r] == color and head[r] == h:
+                    new = False
+                    break
+        if new:
+            cnt += 1
+    return cnt
 
-    Returns ``OK`` or the reason the move is illegal (the state is then unchanged). With
-    ``allow_suicide`` a suicide removes the mover's own string.
-    """
+
+@internal_kernel(always_inline=True)
+def _play(e, point, color, allow_suicide, record):
+    """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True)."""
+    board, head, nxt, libs, ssize, meta, nbr = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.nbr
     n = board.shape[0]
     opp = 3 - color
+    if point != n:
+        st = check_move(e, point, color, allow_suicide)
+        if st != OK:
+            return st
+    d = meta[M_DEPTH]
+    top = meta[M_TOP]
+    if record:
+        mv = e.moves
+        mv[d, MV_POINT] = point
+        mv[d, MV_COLOR] = color
+        mv[d, MV_TO_PLAY] = meta[M_TO_PLAY]
+        mv[d, MV_KO] = meta[M_KO]
+        mv[d, MV_KO_COLOR] = meta[M_KO_COLOR]
+        mv[d, MV_LAST] = meta[M_LAST]
+        mv[d, MV_PASSES] = meta[M_PASSES]
+        mv[d, MV_HASH] = np.int64(e.hashv[0])
+        mv[d, MV_TOP] = top
+        meta[M_DEPTH] = d + 1
     if point == n:
+        if record:
+            e.moves[d, MV_CAPTURED] = 0
+            e.moves[d, MV_MERGED] = 0
+            e.moves[d, MV_SUICIDED] = 0
         meta[M_PASSES] += 1
         meta[M_KO] = -1
         meta[M_TO_PLAY] = opp
         meta[M_MOVE_NO] += 1
         meta[M_LAST] = point
         return OK
-    st = check_move(board, head, libs, meta, nbr, point, color, allow_suicide)
-    if st != OK:
-        return st
-
+    lg = e.log
+    if record:
+        e.moves[d, MV_PLACED] = e.placed[point]
     board[point] = color
     head[point] = point
     nxt[point] = point
     ssize[point] = 1
     libs[point] = 0
-    placed[point] = meta[M_MOVE_NO]
-    hashv[0] ^= zob[color, point]
+    e.placed[point] = meta[M_MOVE_NO]
+    e.hashv[0] ^= e.zob[color, point]
 
     # merge friendly neighbours
     h = point
+    # typed, not literal zeros: numba would compile _libs_after once more for Literal[int](0) arguments
+    merged = np.int64(0)
+    merged_libs = np.int64(0)  # liberties of the first string merged, before the move
     for k in range(4):
         q = nbr[point, k]
         if q < 0:
@@ -310,32 +448,46 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
         if board[q] == color:
             hq = head[q]
             if hq != h:
-                h = _merge(h, hq, head, nxt, ssize)
+                merged += 1
+                merged_libs = libs[hq]
+                a = _merge(h, hq, head, nxt, ssize)
+                if record:
+                    top = _log(lg, top, np.int64(L_MERGE), np.int64(a), np.int64(h + hq - a))
+                h = a
 
     # opponent neighbours lose the liberty; capture those left with none
-    captured = 0
+    captured = np.int64(0)
     captured_point = -1
-    s = next_stamp(mark, meta)
+    s = next_stamp(e.mark, meta)
     for k in range(4):
         q = nbr[point, k]
         if q < 0:
             break
         if board[q] == opp:
             hq = head[q]
-            if mark[hq] != s:
-                mark[hq] = s
+            if e.mark[hq] != s:
+                e.mark[hq] = s
+                if record:
+                    top = _log(lg, top, np.int64(L_LIBS), np.int64(hq), np.int64(libs[hq]))
                 libs[hq] -= 1
                 if libs[hq] == 0:
                     if ssize[hq] == 1:
                         captured_point = hq
-                    captured += _remove_string(hq, board, head, nxt, libs, ssize, nbr, zob, hashv)
+                    removed, top = _remove_string(e, hq, record, top)
+                    captured += removed
 
     h = head[point]
-    libs[h] = count_libs(h, board, nxt, nbr, mark, meta)
+    if record and h != point:  # else its liberties were 0, which undo restores with the empty point
+        top = _log(lg, top, np.int64(L_LIBS), np.int64(h), np.int64(libs[h]))
+    if captured == 0 and merged <= 1:
+        libs[h] = _libs_after(board, head, nbr, point, h, color, merged, merged_libs)
+    else:
+        libs[h] = count_libs(h, board, nxt, nbr, e.mark, meta)
 
+    suicided = np.int64(0)
     if libs[h] == 0:
         # only reachable with allow_suicide: the mover's own string dies
-        suicided = _remove_string(h, board, head, nxt, libs, ssize, nbr, zob, hashv)
+        suicided, top = _remove_string(e, h, record, top)
         if color == BLACK:
             meta[M_CAPT_W] += suicided
         else:
@@ -355,110 +507,167 @@ def play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob
     meta[M_MOVE_NO] += 1
     meta[M_PASSES] = 0
     meta[M_LAST] = point
+    if record:
+        e.moves[d, MV_CAPTURED] = captured
+        e.moves[d, MV_MERGED] = merged
+        e.moves[d, MV_SUICIDED] = suicided
+        meta[M_TOP] = top
     return OK
 
 
-@internal_kernel
-def _restore(board, head, nxt, libs, ssize, placed, meta, s_board, s_head, s_nxt, s_libs, s_ssize, s_placed,
-             s_meta):
-    """Copy a position's arrays from the ``s_*`` ones (same shapes). Element loops, not ``a[:] = b``:
-    numba's slice assignment compiles a shape check with a formatted error message, which pulls
-    string formatting into the compile and cost several seconds of every first run."""
-    for p in range(board.shape[0]):
-        board[p] = s_board[p]
-        head[p] = s_head[p]
-        nxt[p] = s_nxt[p]
-        libs[p] = s_libs[p]
-        ssize[p] = s_ssize[p]
-        placed[p] = s_placed[p]
-    for j in range(meta.shape[0]):
-        meta[j] = s_meta[j]
+@kernel
+def play(e, point, color, allow_suicide):
+    """Play ``color`` at ``point`` (``size*size`` = pass), updating every array of ``e`` in place.
 
-
-_NO_BACKUP = tuple(np.empty(0, dtype) for dtype in (np.int8, np.int32, np.int32, np.int32, np.int32, np.int32,
-                                                      np.int64))
-
-
-def superko_backup(board, head, nxt, libs, ssize, placed, meta, superko: bool) -> tuple[np.ndarray, ...]:
-    """The seven arrays :func:`replay_moves` restores a refused superko repetition from: copies of the
-    position's arrays with ``superko``, else empty ones (never written: most replays never need them).
-    Allocated here, not in the kernel: a kernel that allocates compiles numba's reference counting
-    and array constructors into every fresh install's first ``gotk replay``."""
-    if not superko:
-        return _NO_BACKUP
-    return board.copy(), head.copy(), nxt.copy(), libs.copy(), ssize.copy(), placed.copy(), meta.copy()
+    Returns ``OK`` or the reason the move is illegal (the state is then unchanged). With
+    ``allow_suicide`` a suicide removes the mover's own string. Not undoable: nothing is logged, and moves
+    recorded before it can no longer be undone (the caller drops them, see :func:`forget_moves`).
+    """
+    return _play(e, point, color, allow_suicide, False)
 
 
 @kernel
-def replay_moves(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, colors, points,
-                 allow_suicide, superko, hashes, b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta):
-    """Play a whole move sequence in one compiled loop.
+def play_recorded(e, point, color, allow_suicide):
+    """:func:`play`, logging every write so that :func:`undo` restores the position exactly (every array but
+    ``mark``, whose stamp only moves on). The caller guarantees room: a free row of ``e.moves`` and
+    :func:`move_log_bound` free entries of ``e.log``. An illegal move records nothing."""
+    return _play(e, point, color, allow_suicide, True)
+
+
+@kernel
+def undo(e):
+    """Take back the last move :func:`play_recorded` played (``meta[M_DEPTH]`` must be > 0)."""
+    board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves
+    d = meta[M_DEPTH] - 1
+    top = mv[d, MV_TOP]
+    i = meta[M_TOP]
+    while i > top:
+        i -= 1
+        kind, x, v = lg[i, 0], lg[i, 1], lg[i, 2]
+        if kind == L_LIBS:
+            libs[x] = v
+        elif kind == L_MERGE:  # split string v (its old head) back off string x
+            na = nxt[x]
+            nxt[x] = nxt[v]
+            nxt[v] = na
+            p = v
+            while True:
+                head[p] = v
+                p = nxt[p]
+                if p == v:
+                    break
+            ssize[x] -= ssize[v]
+        elif kind == L_BOARD:
+            board[x] = v
+        elif kind == L_HEAD:
+            head[x] = v
+        elif kind == L_NXT:
+            nxt[x] = v
+        else:
+            ssize[x] = v
+    point = mv[d, MV_POINT]
+    if point != board.shape[0]:
+        board[point] = 0
+        head[point] = point
+        nxt[point] = point
+        ssize[point] = 0
+        libs[point] = 0
+        e.placed[point] = mv[d, MV_PLACED]
+        meta[M_PASSES] = mv[d, MV_PASSES]
+        if mv[d, MV_COLOR] == BLACK:
+            meta[M_CAPT_B] -= mv[d, MV_CAPTURED]
+            meta[M_CAPT_W] -= mv[d, MV_SUICIDED]
+        else:
+            meta[M_CAPT_W] -= mv[d, MV_CAPTURED]
+            meta[M_CAPT_B] -= mv[d, MV_SUICIDED]
+    else:
+        meta[M_PASSES] -= 1
+    meta[M_TO_PLAY] = mv[d, MV_TO_PLAY]
+    meta[M_KO] = mv[d, MV_KO]
+    meta[M_KO_COLOR] = mv[d, MV_KO_COLOR]
+    meta[M_LAST] = mv[d, MV_LAST]
+    meta[M_MOVE_NO] -= 1
+    e.hashv[0] = np.uint64(mv[d, MV_HASH])
+    meta[M_TOP] = top
+    meta[M_DEPTH] = d
+
+
+@kernel
+def forget_moves(e):
+    """Drop every recorded move (they can no longer be undone): after :func:`play` or a change by hand."""
+    e.meta[M_DEPTH] = 0
+    e.meta[M_TOP] = 0
+
+
+@kernel
+def replay_moves(e, colors, points, allow_suicide, superko, hashes):
+    """Play a whole move sequence in one compiled loop (recorded moves of ``e`` are dropped first).
 
     ``hashes`` (length ``len(points) + 1``) receives the position hash before the first move and after
-    each move. With ``superko`` a move that recreates an earlier position is refused (status ``-1``);
-    the ``b_*`` arrays are then scratch of the position's shapes (:func:`superko_backup`), unused
-    without it. Returns ``(moves_played, status)``; on an illegal move (superko included) the state is
-    the position before it.
+    each move. With ``superko`` a move that recreates an earlier position is refused (status ``-1``) and
+    undone, so ``e`` needs room to record one move (:func:`play_recorded`). Returns
+    ``(moves_played, status)``; on an illegal move (superko included) the state is the position before it.
     """
     m = points.shape[0]
-    n = board.shape[0]
-    hashes[0] = hashv[0]
+    n = e.board.shape[0]
+    forget_moves(e)
+    hashes[0] = e.hashv[0]
     for i in range(m):
-        if superko and points[i] != n:
-            _restore(b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta,
-                     board, head, nxt, libs, ssize, placed, meta)
-        st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
-                       points[i], colors[i], allow_suicide)
+        check = superko and points[i] != n
+        if check:
+            st = play_recorded(e, points[i], colors[i], allow_suicide)
+        else:
+            st = play(e, points[i], colors[i], allow_suicide)
         if st != OK:
             return i, st
-        hashes[i + 1] = hashv[0]
-        if superko and points[i] != n:
+        hashes[i + 1] = e.hashv[0]
+        if check:
             for j in range(i + 1):
-                if hashes[j] == hashv[0]:
-                    stamp = meta[M_STAMP]
-                    _restore(board, head, nxt, libs, ssize, placed, meta,
-                             b_board, b_head, b_nxt, b_libs, b_ssize, b_placed, b_meta)
-                    meta[M_STAMP] = stamp  # ``mark`` was stamped since; keep the counter moving on
-                    hashv[0] = hashes[i]
+                if hashes[j] == e.hashv[0]:
+                    undo(e)
                     return i, -1
+            forget_moves(e)
     return m, OK
 
 
 @kernel
-def legal_mask(board, head, libs, meta, nbr, color, allow_suicide, out):
+def legal_mask(e, color, allow_suicide, out):
     """``out[p] = 1`` where ``color`` may legally play ``p`` (simple ko); ``out[n]`` (pass) = 1."""
-    n = board.shape[0]
+    n = e.board.shape[0]
     for p in range(n):
-        out[p] = 1 if check_move(board, head, libs, meta, nbr, p, color, allow_suicide) == OK else 0
+        out[p] = 1 if check_move(e, p, color, allow_suicide) == OK else 0
     out[n] = 1
 
 
 # columns of a game batch's table (``games[g]``, int64): the game's main line is ``colors[M0:M1]`` /
 # ``points[M0:M1]``, its setup stones ``setup_b[B0:B1]``, ``setup_w[W0:W1]``, ``setup_e[E0:E1]`` (one
 # concatenated array per kind, for the whole batch), ``SUICIDE`` 1 where its rules allow suicide, ``START`` the
-# row of its first position in the batch's ``s_*`` arrays (-1: its setup stones are unusable)
+# row of its first position in the batch's :class:`Positions` (-1: its setup stones are unusable)
 G_M0, G_M1, G_B0, G_B1, G_W0, G_W1, G_E0, G_E1, G_SUICIDE, G_START = range(10)
 G_COLS = 10
 SETUP_FAILED = -2  # replay_games' status of a game whose setup stones are unusable
 
 
 @internal_kernel
-def start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
-               s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1):
-    """Set the engine arrays to a game's first position: row ``t`` of the ``s_*`` arrays (the position
+def start_game(e, starts, t, colors, m0, m1):
+    """Set ``e`` to a game's first position: row ``t`` of ``starts`` (the position
     ``gotk.game.replay.initial_state`` builds, setup stones placed), then, as it does, the first move's colour to
-    play (a game without moves plays and encodes nothing, so it is left as is)."""
+    play (a game without moves plays and encodes nothing, so it is left as is). Recorded moves are dropped."""
+    board, head, nxt, libs, ssize, placed, mark = e.board, e.head, e.nxt, e.libs, e.ssize, e.placed, e.mark
     for p in range(board.shape[0]):
-        board[p] = s_board[t, p]
-        head[p] = s_head[t, p]
-        nxt[p] = s_nxt[t, p]
-        libs[p] = s_libs[t, p]
-        ssize[p] = s_ssize[t, p]
-        placed[p] = s_placed[t, p]
-        mark[p] = s_mark[t, p]
+        board[p] = starts.board[t, p]
+        head[p] = starts.head[t, p]
+        nxt[p] = starts.nxt[t, p]
+        libs[p] = starts.libs[t, p]
+        ssize[p] = starts.ssize[t, p]
+        placed[p] = starts.placed[t, p]
+        mark[p] = starts.mark[t, p]
+    meta = e.meta
     for j in range(meta.shape[0]):
-        meta[j] = s_meta[t, j]
-    hashv[0] = s_hashv[t, 0]
+        meta[j] = starts.meta[t, j]
+    e.hashv[0] = starts.hashv[t, 0]
+    meta[M_DEPTH] = 0
+    meta[M_TOP] = 0
     if m1 > m0:
         meta[M_TO_PLAY] = colors[m0]
 
@@ -492,11 +701,11 @@ def _note_taken(point, board, shadow, nbr, taken, r):
 
 
 @kernel
-def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob,
-                 s_board, s_head, s_nxt, s_libs, s_ssize, s_placed, s_mark, s_meta, s_hashv, shadow, taken_at, taken):
+def replay_games(games, result, colors, points, e, starts, shadow, taken_at, taken):
     """:func:`replay_moves` (without superko) of every game of a batch (``games``: the ``G_*`` columns), each
-    from its own first position (:func:`start_game`), in one call: ``result[g]`` = (moves played, status),
-    status :data:`SETUP_FAILED` when the setup stones are unusable.
+    from its own first position (:func:`start_game`, a row of ``starts``), in one call on the scratch position
+    ``e``: ``result[g]`` = (moves played, status), status :data:`SETUP_FAILED` when the setup stones are
+    unusable.
 
     With a ``taken_at`` as long as ``points`` plus one (else empty: nothing is noted), it also notes the stones
     each played move took off the board (captures, or a suicide's own string: :func:`_note_taken`): those of
@@ -505,6 +714,7 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
     replayed again without the engine (:func:`gotk.encoders.game_loop.board_loop_for`). ``shadow`` is scratch of
     the board's length: the board as the trace knows it."""
     note = taken_at.shape[0] > 0
+    board, meta = e.board, e.meta
     n = board.shape[0]
     r = np.int64(0)  # typed, not a literal 0: numba would compile _note_taken once more for Literal[int](0)
     for g in range(games.shape[0]):
@@ -518,8 +728,7 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
             result[g, 0] = 0
             result[g, 1] = SETUP_FAILED
             continue
-        start_game(board, head, nxt, libs, ssize, placed, mark, meta, hashv, s_board, s_head, s_nxt, s_libs, s_ssize,
-                   s_placed, s_mark, s_meta, s_hashv, t, colors, m0, m1)
+        start_game(e, starts, t, colors, m0, m1)
         if note:
             taken_at[m0] = r
             for p in range(n):
@@ -530,8 +739,7 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
         st = OK
         for i in range(m0, m1):
             p = points[i]
-            st = play_move(board, head, nxt, libs, ssize, placed, mark, meta, hashv, nbr, zob, p, colors[i],
-                           allow_suicide)
+            st = play(e, p, colors[i], allow_suicide)
             if st != OK:
                 played = i - m0
                 break
@@ -540,7 +748,7 @@ def replay_games(games, result, colors, points, board, head, nxt, libs, ssize, p
                     shadow[p] = colors[i]
                 if meta[M_CAPT_B] + meta[M_CAPT_W] != gone:  # stones left the board
                     gone = meta[M_CAPT_B] + meta[M_CAPT_W]
-                    r = _note_taken(p, board, shadow, nbr, taken, r)
+                    r = _note_taken(p, board, shadow, e.nbr, taken, r)
                 taken_at[i + 1] = r
         if note:
             for i in range(m0 + played + 1, m1 + 1):  # moves not played take nothing

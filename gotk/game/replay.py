@@ -15,7 +15,7 @@ import numpy as np
 
 from gotk.errors import GotkError, IllegalMoveError, SGFError
 from gotk.game import kernels as K
-from gotk.game.state import BLACK, WHITE, GameState, Rules
+from gotk.game.state import BLACK, WHITE, GameState, Rules, new_engine, position_arrays
 
 if TYPE_CHECKING:  # the record type only: the engine never parses SGF
     from gotk.sgf.record import GameRecord
@@ -80,8 +80,7 @@ def _first_position(size: int, black: tuple, white: tuple, empty: tuple) -> tupl
         state = _set_up(size, None, 0.0, black, white, empty)
     except SGFError:
         return None
-    arrays = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed, state.mark, state.meta,
-              state.hashv)
+    arrays = position_arrays(state.e)
     for a in arrays:
         a.setflags(write=False)
     return arrays
@@ -97,11 +96,9 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
     points = record.points.astype(np.int32)
     colors = record.colors.astype(np.int64)
     hashes = np.zeros(len(points) + 1, dtype=np.uint64)
-    arrays = (state.board, state.head, state.nxt, state.libs, state.ssize, state.placed)
-    backup = K.superko_backup(*arrays, state.meta, state.rules.superko)
-    played, status = K.replay_moves(
-        *arrays, state.mark, state.meta, state.hashv, state.nbr, state.zob, colors, points, state.rules.suicide,
-        state.rules.superko, hashes, *backup)
+    if state.rules.superko:
+        state._reserve()  # a repetition is played recorded, then undone
+    played, status = K.replay_moves(state.e, colors, points, state.rules.suicide, state.rules.superko, hashes)
     played = int(played)
     if keep_history:
         state.history = list(zip(record.colors[:played].tolist(), record.points[:played].tolist(), strict=True))
@@ -135,8 +132,9 @@ class GameBatch:
     (:func:`replay_batch`, the encoders' batch game loops): ``games`` ``(G, K.G_COLS)`` int64 (the
     ``K.G_*`` columns: each game's ranges in the other arrays, and whether its rules allow suicide),
     ``colors`` int64 and ``points`` int32 (every game's main line, end to end), ``setup_b``, ``setup_w``,
-    ``setup_e`` int32 (AB, AW, AE points), ``starts`` the distinct first positions of the games (the engine's nine
-    arrays, one row each; ``K.G_START`` says a game's row). One Python call per batch instead of one per game."""
+    ``setup_e`` int32 (AB, AW, AE points), ``starts`` the distinct first positions of the games
+    (:class:`~gotk.game.kernels.Positions`, one row each; ``K.G_START`` says a game's row). One Python call per
+    batch instead of one per game."""
 
     size: int
     games: np.ndarray
@@ -145,7 +143,7 @@ class GameBatch:
     setup_b: np.ndarray
     setup_w: np.ndarray
     setup_e: np.ndarray
-    starts: tuple[np.ndarray, ...]
+    starts: K.Positions
 
     def __len__(self) -> int:
         return int(self.games.shape[0])
@@ -190,7 +188,7 @@ class GameBatch:
         games[:, K.G_START] = start
         if not positions:
             positions.append(_first_position(size, (), (), ()))
-        starts = tuple(np.stack(kind) for kind in zip(*positions, strict=True))
+        starts = K.Positions(*(np.stack(kind) for kind in zip(*positions, strict=True)))
         return cls(size, games, np.ascontiguousarray(colors, dtype=np.int64),
                    np.ascontiguousarray(points, dtype=np.int32),
                    *(np.ascontiguousarray(pts, dtype=np.int32) for pts, _ in setup), starts)
@@ -219,12 +217,9 @@ class GameBatch:
             setup.append((np.fromiter((p for t in pts for p in t), dtype=np.int32), offsets(len(t) for t in pts)))
         return cls.from_arrays(size, [r.rules for r in records], moves, setup, keys)
 
-    def engine_args(self) -> tuple[np.ndarray, ...]:
-        """The arrays a batch loop plays on after the batch's own: a position's nine (scratch, set to each game's
-        first position in turn), ``nbr``, ``zob`` and the :attr:`starts`."""
-        s = GameState(self.size)
-        return (s.board, s.head, s.nxt, s.libs, s.ssize, s.placed, s.mark, s.meta, s.hashv, s.nbr, s.zob,
-                *self.starts)
+    def engine(self) -> K.Engine:
+        """A scratch position for a batch loop to play on (set to each game's first position in turn)."""
+        return new_engine(self.size)
 
 
 @dataclass
@@ -258,7 +253,7 @@ def replay_batch(batch: GameBatch, trace: bool = False) -> np.ndarray | tuple[np
         n = batch.size * batch.size  # a stone leaves the board at most once per placement (a move or a setup stone)
         buffers = (np.empty(n, np.int8), np.empty(len(batch.points) + 1, np.int32),
                    np.empty(len(batch.points) + len(batch.setup_b) + len(batch.setup_w) + n, np.int16))
-    K.replay_games(batch.games, result, batch.colors, batch.points, *batch.engine_args(), *buffers)
+    K.replay_games(batch.games, result, batch.colors, batch.points, batch.engine(), batch.starts, *buffers)
     if not trace:
         return result
     return result, BoardTrace(result[:, 0].copy(), buffers[1], buffers[2])

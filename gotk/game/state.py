@@ -72,7 +72,8 @@ def tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 @cache
 def _empty_arrays(size: int) -> tuple[np.ndarray, ...]:
-    """The engine arrays of an empty board (read-only templates that :class:`GameState` copies)."""
+    """The position arrays of an empty board (read-only templates that :class:`GameState` copies), in
+    :data:`gotk.game.kernels.POSITION_FIELDS` order."""
     n = size * size
     meta = np.zeros(K.META_LEN, dtype=np.int64)
     meta[K.M_TO_PLAY] = BLACK
@@ -86,31 +87,59 @@ def _empty_arrays(size: int) -> tuple[np.ndarray, ...]:
     return arrays
 
 
-class GameState:
-    """A Go position plus what the rules need: player to move, ko, history, hashes."""
+_NO_LOG = np.empty((0, 3), dtype=np.int32)
+_NO_MOVES = np.empty((0, K.MV_LEN), dtype=np.int64)
 
-    __slots__ = (
-        "size", "rules", "komi", "board", "head", "nxt", "libs", "ssize", "placed", "mark", "meta",
-        "hashv", "nbr", "diag", "zob", "history", "_seen", "_setup",
-    )
+
+def new_engine(size: int, positions: tuple[np.ndarray, ...] | None = None, log_entries: int = 0,
+               log_moves: int = 0) -> K.Engine:
+    """A fresh :class:`~gotk.game.kernels.Engine`: an empty board, or copies of ``positions`` (the nine
+    position arrays, :data:`~gotk.game.kernels.POSITION_FIELDS` order), with the size's shared tables and an
+    undo log of ``log_entries`` entries and ``log_moves`` move records (none: it cannot record)."""
+    nbr, diag, zob = tables(size)
+    arrays = [a.copy() for a in (positions or _empty_arrays(size))]
+    log = np.empty((log_entries, 3), dtype=np.int32) if log_entries else _NO_LOG
+    moves = np.empty((log_moves, K.MV_LEN), dtype=np.int64) if log_moves else _NO_MOVES
+    return K.Engine(*arrays, log, moves, nbr, diag, zob)
+
+
+def position_arrays(e: K.Engine) -> tuple[np.ndarray, ...]:
+    """The nine position arrays of ``e`` (:data:`~gotk.game.kernels.POSITION_FIELDS` order)."""
+    return e[:9]
+
+
+def _engine_property(name: str) -> property:
+    return property(lambda self: getattr(self.e, name), doc=f"``e.{name}``: see :class:`gotk.game.kernels.Engine`")
+
+
+class GameState:
+    """A Go position plus what the rules need: player to move, ko, history, hashes.
+
+    ``e`` is the position's :class:`~gotk.game.kernels.Engine` (its arrays are also reachable by name:
+    ``state.board``, ``state.head``...). :meth:`play` records each move in the engine's undo log, so
+    :meth:`undo` is one compiled call; a :meth:`copy` starts with an empty log (undoing past it replays)."""
+
+    __slots__ = ("size", "rules", "komi", "e", "history", "_seen", "_setup")
+
+    board = _engine_property("board")
+    head = _engine_property("head")
+    nxt = _engine_property("nxt")
+    libs = _engine_property("libs")
+    ssize = _engine_property("ssize")
+    placed = _engine_property("placed")
+    mark = _engine_property("mark")
+    meta = _engine_property("meta")
+    hashv = _engine_property("hashv")
+    nbr = _engine_property("nbr")
+    diag = _engine_property("diag")
+    zob = _engine_property("zob")
 
     def __init__(self, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> None:
-        nbr, diag, zob = tables(size)
-        board, head, nxt, libs, ssize, placed, mark, meta, hashv = _empty_arrays(size)
         self.size = size
         self.rules = rules or Rules()
         self.komi = komi
         # copies of one read-only template per size: cheaper than building each array (replay makes one per game)
-        self.board = board.copy()
-        self.head = head.copy()
-        self.nxt = nxt.copy()
-        self.libs = libs.copy()
-        self.ssize = ssize.copy()
-        self.placed = placed.copy()
-        self.mark = mark.copy()
-        self.meta = meta.copy()
-        self.hashv = hashv.copy()
-        self.nbr, self.diag, self.zob = nbr, diag, zob
+        self.e = new_engine(size)
         self.history: list[tuple[int, int]] = []  # (color, point) of every move played
         self._seen: set[int] | None = {0} if self.rules.superko else None
         self._setup: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
@@ -123,7 +152,7 @@ class GameState:
 
     def setup(self, black=(), white=(), empty=(), to_play: int | None = None) -> GameState:
         """Place setup stones (SGF AB/AW/AE) and rebuild strings. Raises ``IllegalMoveError``
-        (``bad_setup``) if a resulting string has no liberties."""
+        (``bad_setup``) if a resulting string has no liberties. Moves before it can no longer be undone."""
         n = self.size * self.size
         for color, pts in ((BLACK, black), (WHITE, white), (EMPTY, empty)):
             for p in pts:
@@ -131,8 +160,8 @@ class GameState:
                     raise IllegalMoveError("bad_setup", f"setup point {p} is off the board")
                 self.board[p] = color
                 self.placed[p] = -1
-        p = K.setup_position(self.board, self.head, self.nxt, self.libs, self.ssize, self.nbr, self.mark, self.meta,
-                             self.zob, self.hashv, np.empty(n, dtype=np.int32))
+        K.forget_moves(self.e)
+        p = K.setup_position(self.e, np.empty(n, dtype=np.int32))
         if p >= 0:
             raise IllegalMoveError("bad_setup", f"setup leaves a string without liberties at "
                                    f"{coords.to_gtp(int(p), self.size)}")
@@ -150,12 +179,13 @@ class GameState:
         return self
 
     def copy(self) -> GameState:
-        """An independent copy (arrays copied, tables shared)."""
+        """An independent copy (arrays copied, tables shared; the copy's undo log starts empty)."""
         other = object.__new__(GameState)
-        for name in ("size", "rules", "komi", "nbr", "diag", "zob", "_setup"):
+        for name in ("size", "rules", "komi", "_setup"):
             setattr(other, name, getattr(self, name))
-        for name in ("board", "head", "nxt", "libs", "ssize", "placed", "mark", "meta", "hashv"):
-            setattr(other, name, getattr(self, name).copy())
+        e = self.e
+        other.e = K.Engine(*(a.copy() for a in position_arrays(e)), _NO_LOG, _NO_MOVES, e.nbr, e.diag, e.zob)
+        K.forget_moves(other.e)
         other.history = list(self.history)
         other._seen = set(self._seen) if self._seen is not None else None
         return other
@@ -198,6 +228,12 @@ class GameState:
     def pass_point(self) -> int:
         return self.size * self.size
 
+    @property
+    def undoable(self) -> int:
+        """Moves :meth:`undo` can take back in one compiled call each (those played since the last copy, setup or
+        replay)."""
+        return int(self.meta[K.M_DEPTH])
+
     def grid(self) -> np.ndarray:
         """The board as a ``(size, size)`` view (row 0 at the top)."""
         return self.board.reshape(self.size, self.size)
@@ -205,33 +241,42 @@ class GameState:
     # --- rules -------------------------------------------------------------------------------
 
     def _status(self, point: int, color: int) -> int:
-        return K.check_move(self.board, self.head, self.libs, self.meta, self.nbr, point, color,
-                            self.rules.suicide)
+        return K.check_move(self.e, point, color, self.rules.suicide)
 
     def is_legal(self, point: int, color: int | None = None) -> bool:
         color = self.to_play if color is None else color
         if self._status(point, color) != K.OK:
             return False
         if self._seen is not None and point != self.pass_point:
-            trial = self.copy()
-            trial._seen = None
-            trial._play_unchecked(point, color)
-            return trial.hash not in self._seen
+            self._reserve()
+            K.play_recorded(self.e, point, color, self.rules.suicide)
+            repeats = self.hash in self._seen
+            K.undo(self.e)
+            return not repeats
         return True
 
     def legal_moves(self, color: int | None = None) -> np.ndarray:
         """Sorted flat indices of legal moves for ``color`` (pass included, last)."""
         color = self.to_play if color is None else color
         mask = np.empty(self.size * self.size + 1, dtype=np.int8)
-        K.legal_mask(self.board, self.head, self.libs, self.meta, self.nbr, color, self.rules.suicide, mask)
+        K.legal_mask(self.e, color, self.rules.suicide, mask)
         moves = np.flatnonzero(mask)
         if self._seen is not None:
             moves = np.array([p for p in moves if self.is_legal(int(p), color)], dtype=np.int64)
         return moves
 
-    def _play_unchecked(self, point: int, color: int) -> int:
-        return K.play_move(self.board, self.head, self.nxt, self.libs, self.ssize, self.placed, self.mark,
-                           self.meta, self.hashv, self.nbr, self.zob, point, color, self.rules.suicide)
+    def _reserve(self) -> None:
+        """Room in the undo log for one more recorded move (the log doubles when full)."""
+        e = self.e
+        depth, top = int(e.meta[K.M_DEPTH]), int(e.meta[K.M_TOP])
+        need = K.move_log_bound(self.size * self.size)
+        if depth < e.moves.shape[0] and top + need <= e.log.shape[0]:
+            return
+        moves = np.empty((max(16, 2 * e.moves.shape[0]), K.MV_LEN), dtype=np.int64)
+        moves[:depth] = e.moves[:depth]
+        log = np.empty((max(2 * e.log.shape[0], top + 4 * need), 3), dtype=np.int32)
+        log[:top] = e.log[:top]
+        self.e = e._replace(log=log, moves=moves)
 
     def play(self, point: int, color: int | None = None) -> GameState:
         """Play ``point`` for ``color`` (default: the player to move). Raises ``IllegalMoveError``
@@ -239,29 +284,34 @@ class GameState:
         color = self.to_play if color is None else color
         if not 0 <= point <= self.pass_point:
             raise IllegalMoveError("off_board", f"point {point} on a {self.size}x{self.size} board")
-        if self._seen is not None and point != self.pass_point:
-            before = self.copy()
-            st = self._play_unchecked(point, color)
-            if st == K.OK and self.hash in self._seen:
-                self._restore(before)
-                raise IllegalMoveError("superko", f"{coords.to_gtp(point, self.size)} repeats a position")
-        else:
-            st = self._play_unchecked(point, color)
+        self._reserve()
+        st = K.play_recorded(self.e, point, color, self.rules.suicide)
         if st != K.OK:
             raise IllegalMoveError(K.STATUS_NAMES[st], f"{'BW'[color - 1]} {coords.to_gtp(point, self.size)}")
+        if self._seen is not None and point != self.pass_point and self.hash in self._seen:
+            K.undo(self.e)
+            raise IllegalMoveError("superko", f"{coords.to_gtp(point, self.size)} repeats a position")
         self.history.append((color, point))
         if self._seen is not None:
             self._seen.add(self.hash)
         return self
 
     def _restore(self, other: GameState) -> None:
-        for name in ("board", "head", "nxt", "libs", "ssize", "placed", "mark", "meta", "hashv"):
-            getattr(self, name)[:] = getattr(other, name)
+        for mine, theirs in zip(position_arrays(self.e), position_arrays(other.e), strict=True):
+            mine[:] = theirs
+        K.forget_moves(self.e)
 
     def undo(self) -> GameState:
-        """Take back the last move (replays setup and history; moves are cheap)."""
+        """Take back the last move: one compiled call for a move :meth:`play` recorded, else (moves from before a
+        :meth:`copy`) the setup and history replayed."""
         if not self.history:
             raise IndexError("no move to undo")
+        if self.undoable:
+            if self._seen is not None and self.history[-1][1] != self.pass_point:
+                self._seen.discard(self.hash)
+            K.undo(self.e)
+            self.history.pop()
+            return self
         moves = self.history[:-1]
         fresh = GameState(self.size, self.rules, self.komi)
         if self._setup != ((), ()):
