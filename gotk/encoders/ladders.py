@@ -243,7 +243,7 @@ def _play(scr, point, color):
     after touching it (see *Footprint*); returns the engine status. Every move counts against the budget."""
     touch_point(scr, point)
     scr.ctl[NODES] += 1
-    return K.play_recorded(scr.eng, point, color, False)
+    return K.play_rule(scr.eng, point, color, False, True)
 
 
 @internal_kernel
@@ -509,14 +509,14 @@ def read_ladder(scr, kind, t, dcol, point):
                 opening = np.int64(DEF if kind == ATT else ATT)
                 d = e
             else:
-                K.undo(eng)
+                K.undo_rule(eng)
         if pushed:
             continue
         if val < 0:
             val = 1 if kind == DEF else 0  # every defence failed / no atari worked
         if d == 0:
             return val == 1
-        K.undo(eng)
+        K.undo_rule(eng)
         d -= 1
         ret = val
 

@@ -29,6 +29,7 @@ between.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
@@ -59,7 +60,8 @@ OCCUPIED = 1
 SUICIDE = 2
 KO = 3
 OFF_BOARD = 4
-STATUS_NAMES = ("ok", "occupied", "suicide", "ko", "off_board")
+NO_ROOM = 5  # play_recorded: the undo log is full (nothing was played; grow it and play again)
+STATUS_NAMES = ("ok", "occupied", "suicide", "ko", "off_board", "no_room")
 
 # columns of a move record (``moves[d]``, int64): what undo needs beyond the log, and how the move went
 (MV_POINT, MV_COLOR, MV_TO_PLAY, MV_KO, MV_KO_COLOR, MV_LAST, MV_PASSES, MV_PLACED, MV_HASH, MV_TOP,
@@ -96,22 +98,12 @@ class Engine(NamedTuple):
     zob: np.ndarray
 
 
-class Positions(NamedTuple):
-    """Many positions' arrays, one row each (the first positions of a batch of games): the position fields of
-    :class:`Engine`, stacked."""
+#: The fields of :class:`Engine` that make a position (the rest are its undo log and the size's tables).
+POSITION_FIELDS = Engine._fields[:9]
 
-    board: np.ndarray
-    head: np.ndarray
-    nxt: np.ndarray
-    libs: np.ndarray
-    ssize: np.ndarray
-    placed: np.ndarray
-    mark: np.ndarray
-    meta: np.ndarray
-    hashv: np.ndarray
-
-
-POSITION_FIELDS = Positions._fields
+#: Many positions' arrays, one row each (the first positions of a batch of games): the position fields of
+#: :class:`Engine`, stacked.
+Positions = namedtuple("Positions", POSITION_FIELDS)
 
 
 def make_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -250,7 +242,13 @@ def check_move(e, point, color, allow_suicide):
 
     Constant time: looks only at the four neighbours' strings. Passes are always ``OK``.
     """
-    board, head, libs, meta, nbr = e.board, e.head, e.libs, e.meta, e.nbr
+    return _check(e.board, e.head, e.libs, e.meta, e.nbr, point, color, allow_suicide)
+
+
+@internal_kernel(always_inline=True)
+def _check(board, head, libs, meta, nbr, point, color, allow_suicide):
+    """:func:`check_move` on the arrays it reads (a call with the whole Engine passes every field of every
+    array: the engine's own loops call this)."""
     n = board.shape[0]
     if point == n:
         return OK
@@ -279,7 +277,7 @@ def check_move(e, point, color, allow_suicide):
 
 @internal_kernel
 def _log(lg, i, kind, x, old):
-    """Write undo-log entry ``i``; returns the log's new length (kept in a local by :func:`_play`, written back
+    """Write undo-log entry ``i``; returns the log's new length (kept in a local by :func:`play_rule`, written back
     to ``meta`` once the move is done)."""
     lg[i, 0] = kind
     lg[i, 1] = x
@@ -288,11 +286,9 @@ def _log(lg, i, kind, x, old):
 
 
 @internal_kernel
-def _remove_string(e, h, record, top):
+def _remove_string(board, head, nxt, libs, ssize, nbr, zob, hashv, lg, h, record, top):
     """Take the string with head ``h`` off the board; neighbours gain the freed liberties. With ``record``
-    every write is logged from entry ``top`` on. Returns (stones removed, the log's new length)."""
-    board, head, nxt, libs, ssize, nbr, zob, hashv, lg = (e.board, e.head, e.nxt, e.libs, e.ssize, e.nbr, e.zob,
-                                                          e.hashv, e.log)
+    every write is logged in ``lg`` from entry ``top`` on. Returns (stones removed, the log's new length)."""
     color = board[h]
     removed = 0
     p = h
@@ -391,18 +387,21 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
 
 
 @internal_kernel(always_inline=True)
-def _play(e, point, color, allow_suicide, record):
-    """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True)."""
+def play_rule(e, point, color, allow_suicide, record):
+    """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True). Inlined into its
+    callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly."""
     board, head, nxt, libs, ssize, meta, nbr = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.nbr
     n = board.shape[0]
     opp = 3 - color
     if point != n:
-        st = check_move(e, point, color, allow_suicide)
+        st = _check(board, head, libs, meta, nbr, point, color, allow_suicide)
         if st != OK:
             return st
     d = meta[M_DEPTH]
     top = meta[M_TOP]
     if record:
+        if d >= e.moves.shape[0] or top + MOVE_LOG + STONE_LOG * n > e.log.shape[0]:
+            return NO_ROOM
         mv = e.moves
         mv[d, MV_POINT] = point
         mv[d, MV_COLOR] = color
@@ -473,7 +472,8 @@ def _play(e, point, color, allow_suicide, record):
                 if libs[hq] == 0:
                     if ssize[hq] == 1:
                         captured_point = hq
-                    removed, top = _remove_string(e, hq, record, top)
+                    removed, top = _remove_string(board, head, nxt, libs, ssize, nbr, e.zob, e.hashv, lg, hq, record,
+                                                  top)
                     captured += removed
 
     h = head[point]
@@ -487,7 +487,8 @@ def _play(e, point, color, allow_suicide, record):
     suicided = np.int64(0)
     if libs[h] == 0:
         # only reachable with allow_suicide: the mover's own string dies
-        suicided, top = _remove_string(e, h, record, top)
+        suicided, top = _remove_string(board, head, nxt, libs, ssize, nbr, e.zob, e.hashv, lg, h, record,
+                                        top)
         if color == BLACK:
             meta[M_CAPT_W] += suicided
         else:
@@ -523,20 +524,26 @@ def play(e, point, color, allow_suicide):
     ``allow_suicide`` a suicide removes the mover's own string. Not undoable: nothing is logged, and moves
     recorded before it can no longer be undone (the caller drops them, see :func:`forget_moves`).
     """
-    return _play(e, point, color, allow_suicide, False)
+    return play_rule(e, point, color, allow_suicide, False)
 
 
 @kernel
 def play_recorded(e, point, color, allow_suicide):
     """:func:`play`, logging every write so that :func:`undo` restores the position exactly (every array but
-    ``mark``, whose stamp only moves on). The caller guarantees room: a free row of ``e.moves`` and
-    :func:`move_log_bound` free entries of ``e.log``. An illegal move records nothing."""
-    return _play(e, point, color, allow_suicide, True)
+    ``mark``, whose stamp only moves on). Needs a free row of ``e.moves`` and :func:`move_log_bound` free entries of
+    ``e.log``, else it plays nothing and returns ``NO_ROOM``. An illegal move records nothing."""
+    return play_rule(e, point, color, allow_suicide, True)
 
 
 @kernel
 def undo(e):
     """Take back the last move :func:`play_recorded` played (``meta[M_DEPTH]`` must be > 0)."""
+    undo_rule(e)
+
+
+@internal_kernel(always_inline=True)
+def undo_rule(e):
+    """:func:`undo`, inlined into its callers (as :func:`play_rule`)."""
     board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves
     d = meta[M_DEPTH] - 1
     top = mv[d, MV_TOP]
@@ -634,8 +641,9 @@ def replay_moves(e, colors, points, allow_suicide, superko, hashes):
 def legal_mask(e, color, allow_suicide, out):
     """``out[p] = 1`` where ``color`` may legally play ``p`` (simple ko); ``out[n]`` (pass) = 1."""
     n = e.board.shape[0]
+    board, head, libs, meta, nbr = e.board, e.head, e.libs, e.meta, e.nbr
     for p in range(n):
-        out[p] = 1 if check_move(e, p, color, allow_suicide) == OK else 0
+        out[p] = 1 if _check(board, head, libs, meta, nbr, p, color, allow_suicide) == OK else 0
     out[n] = 1
 
 

@@ -97,7 +97,7 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
     colors = record.colors.astype(np.int64)
     hashes = np.zeros(len(points) + 1, dtype=np.uint64)
     if state.rules.superko:
-        state._reserve()  # a repetition is played recorded, then undone
+        state._grow()  # a repetition is played recorded, then undone
     played, status = K.replay_moves(state.e, colors, points, state.rules.suicide, state.rules.superko, hashes)
     played = int(played)
     if keep_history:

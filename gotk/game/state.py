@@ -15,6 +15,7 @@ import numpy as np
 from gotk import coords
 from gotk.errors import IllegalMoveError
 from gotk.game import kernels as K
+from gotk.jit import kernel
 
 BLACK = K.BLACK
 WHITE = K.WHITE
@@ -108,8 +109,31 @@ def position_arrays(e: K.Engine) -> tuple[np.ndarray, ...]:
     return e[:9]
 
 
+# Python's calls into the engine. numba types a named-tuple argument from Python in microseconds (no fast path),
+# a plain tuple of arrays on its fast path: GameState keeps its Engine's arrays as a plain tuple too, and these
+# entries rebuild the Engine in compiled code (free there).
+@kernel
+def _check_move(t, point, color, allow_suicide):
+    return K.check_move(K.Engine(*t), point, color, allow_suicide)
+
+
+@kernel
+def _play_recorded(t, point, color, allow_suicide):
+    return K.play_recorded(K.Engine(*t), point, color, allow_suicide)
+
+
+@kernel
+def _undo(t):
+    K.undo(K.Engine(*t))
+
+
+@kernel
+def _legal_mask(t, color, allow_suicide, out):
+    K.legal_mask(K.Engine(*t), color, allow_suicide, out)
+
+
 def _engine_property(name: str) -> property:
-    return property(lambda self: getattr(self.e, name), doc=f"``e.{name}``: see :class:`gotk.game.kernels.Engine`")
+    return property(lambda self: getattr(self._e, name), doc=f"``e.{name}``: see :class:`gotk.game.kernels.Engine`")
 
 
 class GameState:
@@ -119,20 +143,20 @@ class GameState:
     ``state.board``, ``state.head``...). :meth:`play` records each move in the engine's undo log, so
     :meth:`undo` is one compiled call; a :meth:`copy` starts with an empty log (undoing past it replays)."""
 
-    __slots__ = ("size", "rules", "komi", "e", "history", "_seen", "_setup")
-
-    board = _engine_property("board")
-    head = _engine_property("head")
-    nxt = _engine_property("nxt")
-    libs = _engine_property("libs")
-    ssize = _engine_property("ssize")
-    placed = _engine_property("placed")
-    mark = _engine_property("mark")
-    meta = _engine_property("meta")
-    hashv = _engine_property("hashv")
-    nbr = _engine_property("nbr")
-    diag = _engine_property("diag")
-    zob = _engine_property("zob")
+    __slots__ = ("size", "rules", "komi", "_e", "_t", "history", "_seen", "_setup")
+    # e's arrays by name: state.board, state.head, ... (set below, one property per Engine field)
+    board: np.ndarray
+    head: np.ndarray
+    nxt: np.ndarray
+    libs: np.ndarray
+    ssize: np.ndarray
+    placed: np.ndarray
+    mark: np.ndarray
+    meta: np.ndarray
+    hashv: np.ndarray
+    nbr: np.ndarray
+    diag: np.ndarray
+    zob: np.ndarray
 
     def __init__(self, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> None:
         self.size = size
@@ -143,6 +167,22 @@ class GameState:
         self.history: list[tuple[int, int]] = []  # (color, point) of every move played
         self._seen: set[int] | None = {0} if self.rules.superko else None
         self._setup: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+
+    @property
+    def e(self) -> K.Engine:
+        """The position's :class:`~gotk.game.kernels.Engine`."""
+        return self._e
+
+    @e.setter
+    def e(self, e: K.Engine) -> None:
+        self._e = e
+        self._t = tuple(e)  # the same arrays, for the fast calls above
+
+    @property
+    def engine_arrays(self) -> tuple[np.ndarray, ...]:
+        """:attr:`e` as a plain tuple (the same arrays): what Python passes to a compiled entry that rebuilds the
+        Engine (``K.Engine(*t)``), which numba dispatches several times faster than the named tuple."""
+        return self._t
 
     # --- construction ----------------------------------------------------------------------
 
@@ -160,7 +200,7 @@ class GameState:
                     raise IllegalMoveError("bad_setup", f"setup point {p} is off the board")
                 self.board[p] = color
                 self.placed[p] = -1
-        K.forget_moves(self.e)
+        self.meta[[K.M_DEPTH, K.M_TOP]] = 0
         p = K.setup_position(self.e, np.empty(n, dtype=np.int32))
         if p >= 0:
             raise IllegalMoveError("bad_setup", f"setup leaves a string without liberties at "
@@ -185,7 +225,7 @@ class GameState:
             setattr(other, name, getattr(self, name))
         e = self.e
         other.e = K.Engine(*(a.copy() for a in position_arrays(e)), _NO_LOG, _NO_MOVES, e.nbr, e.diag, e.zob)
-        K.forget_moves(other.e)
+        other.e.meta[[K.M_DEPTH, K.M_TOP]] = 0
         other.history = list(self.history)
         other._seen = set(self._seen) if self._seen is not None else None
         return other
@@ -241,17 +281,16 @@ class GameState:
     # --- rules -------------------------------------------------------------------------------
 
     def _status(self, point: int, color: int) -> int:
-        return K.check_move(self.e, point, color, self.rules.suicide)
+        return _check_move(self._t, point, color, self.rules.suicide)
 
     def is_legal(self, point: int, color: int | None = None) -> bool:
         color = self.to_play if color is None else color
         if self._status(point, color) != K.OK:
             return False
         if self._seen is not None and point != self.pass_point:
-            self._reserve()
-            K.play_recorded(self.e, point, color, self.rules.suicide)
+            self._play_recorded(point, color)
             repeats = self.hash in self._seen
-            K.undo(self.e)
+            _undo(self._t)
             return not repeats
         return True
 
@@ -259,22 +298,28 @@ class GameState:
         """Sorted flat indices of legal moves for ``color`` (pass included, last)."""
         color = self.to_play if color is None else color
         mask = np.empty(self.size * self.size + 1, dtype=np.int8)
-        K.legal_mask(self.e, color, self.rules.suicide, mask)
+        _legal_mask(self._t, color, self.rules.suicide, mask)
         moves = np.flatnonzero(mask)
         if self._seen is not None:
             moves = np.array([p for p in moves if self.is_legal(int(p), color)], dtype=np.int64)
         return moves
 
-    def _reserve(self) -> None:
-        """Room in the undo log for one more recorded move (the log doubles when full)."""
+    def _play_recorded(self, point: int, color: int) -> int:
+        """The engine's recorded move, the undo log grown first when it has no room (it doubles)."""
+        st = _play_recorded(self._t, point, color, self.rules.suicide)
+        if st == K.NO_ROOM:
+            self._grow()
+            st = _play_recorded(self._t, point, color, self.rules.suicide)
+        return st
+
+    def _grow(self) -> None:
+        """Room in the undo log for at least one more recorded move."""
         e = self.e
         depth, top = int(e.meta[K.M_DEPTH]), int(e.meta[K.M_TOP])
         need = K.move_log_bound(self.size * self.size)
-        if depth < e.moves.shape[0] and top + need <= e.log.shape[0]:
-            return
         moves = np.empty((max(16, 2 * e.moves.shape[0]), K.MV_LEN), dtype=np.int64)
         moves[:depth] = e.moves[:depth]
-        log = np.empty((max(2 * e.log.shape[0], top + 4 * need), 3), dtype=np.int32)
+        log = np.empty((max(2 * e.log.shape[0], top + 2 * need), 3), dtype=np.int32)
         log[:top] = e.log[:top]
         self.e = e._replace(log=log, moves=moves)
 
@@ -284,12 +329,11 @@ class GameState:
         color = self.to_play if color is None else color
         if not 0 <= point <= self.pass_point:
             raise IllegalMoveError("off_board", f"point {point} on a {self.size}x{self.size} board")
-        self._reserve()
-        st = K.play_recorded(self.e, point, color, self.rules.suicide)
+        st = self._play_recorded(point, color)
         if st != K.OK:
             raise IllegalMoveError(K.STATUS_NAMES[st], f"{'BW'[color - 1]} {coords.to_gtp(point, self.size)}")
         if self._seen is not None and point != self.pass_point and self.hash in self._seen:
-            K.undo(self.e)
+            _undo(self._t)
             raise IllegalMoveError("superko", f"{coords.to_gtp(point, self.size)} repeats a position")
         self.history.append((color, point))
         if self._seen is not None:
@@ -299,7 +343,7 @@ class GameState:
     def _restore(self, other: GameState) -> None:
         for mine, theirs in zip(position_arrays(self.e), position_arrays(other.e), strict=True):
             mine[:] = theirs
-        K.forget_moves(self.e)
+        self.meta[[K.M_DEPTH, K.M_TOP]] = 0
 
     def undo(self) -> GameState:
         """Take back the last move: one compiled call for a move :meth:`play` recorded, else (moves from before a
@@ -309,7 +353,7 @@ class GameState:
         if self.undoable:
             if self._seen is not None and self.history[-1][1] != self.pass_point:
                 self._seen.discard(self.hash)
-            K.undo(self.e)
+            _undo(self._t)
             self.history.pop()
             return self
         moves = self.history[:-1]
@@ -357,3 +401,8 @@ class GameState:
         from gotk.game.render import render_board
 
         return render_board(self.board, self.size)
+
+
+for _name in K.Engine._fields:
+    if _name not in ("log", "moves"):
+        setattr(GameState, _name, _engine_property(_name))
