@@ -1,4 +1,4 @@
-"""Encode benchmark (issue: download and encode): archive bytes → finished Parquet shards.
+"""Encode benchmark: archive bytes → finished Parquet shards.
 
 For each encoder, ``gotk encode`` end to end (``gotk.jobs.encode.encode_dataset``: archive reading,
 SGF parsing, game ids, dedupe, replay + encode, packing, zstd Parquet writing, manifest) on real KGS

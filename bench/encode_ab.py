@@ -1,16 +1,16 @@
 """``gotk encode`` on one worker, this checkout against a baseline checkout, in interleaved rounds.
 
-Issue 17 asks for ``gotk encode --encoder oneplane`` end to end ≥ 4× the code before it, on one worker. On a
-shared host whose speed drifts during a run (seen here: the same command 1.3× slower from one minute to
-the next), one timing of each side is not a ratio. Each round runs each checkout's own ``bench/encode.py``
-(``--workers 1 --dlgo-games 0 --no-rss``, best of ``--repeat``) as a fresh process, baseline then this
-checkout, so both sides of a round see the same host. Reported: positions/s and the stage split of every
-run, the ratio per round, their median and the best over the best.
+The target: ``gotk encode --encoder oneplane`` end to end ≥ 4× the code before the compiled SGF reader
+(commit 0c20437), on one worker. On a shared host whose speed drifts during a run (the same command can run
+1.3× slower from one minute to the next), one timing of each side is not a ratio. Each round runs each
+checkout's own ``bench/encode.py`` (``--workers 1 --dlgo-games 0 --no-rss``, best of ``--repeat``) as a fresh
+process, baseline then this checkout, so both sides of a round see the same host. Reported: positions/s and
+the stage split of every run, the ratio per round, their median and the best over the best.
 
 Usage::
 
-    git worktree add /tmp/base 0c20437        # or: git archive 0c20437 | tar -x -C /tmp/base
-    python bench/encode_ab.py --baseline /tmp/base [--encoder oneplane] [--rounds 3] [--repeat 3]
+    git archive 0c20437 | (mkdir -p BASE_CHECKOUT && tar -x -C BASE_CHECKOUT)
+    python bench/encode_ab.py --baseline BASE_CHECKOUT [--encoder oneplane] [--rounds 3] [--repeat 3]
                               [ARCHIVES...] [--json-out FILE]
 
 Default input: ``KGS-2017_01-19-733-.tar.gz`` and ``KGS-2017_02-19-525-.tar.gz`` from ``../shared/kgs``
@@ -33,7 +33,7 @@ if __package__ in (None, ""):
 
 from bench._common import REPO_ROOT, format_table, kgs_dir, machine_info, write_json  # noqa: E402
 
-GOAL = {"oneplane": 4.0}  # issue 17: x the code before it, one worker
+GOAL = {"oneplane": 4.0}  # x the code before the compiled SGF reader (0c20437), one worker
 
 
 def run_side(checkout: Path, encoder: str, repeat: int, paths: list[str], tmp: Path) -> dict:

@@ -1,4 +1,4 @@
-"""Encoder benchmark (issue: board encoders): gotk's encoders against dlgo's, positions/s on one core.
+"""Encoder benchmark: gotk's encoders against dlgo's, positions/s on one core.
 
 Both sides are timed from a parsed game record to every encoded position of the game (replay +
 encode; SGF parsing excluded), positions before passes left out on both sides:
@@ -10,7 +10,7 @@ encode; SGF parsing excluded), positions before passes left out on both sides:
   dlgo's points are ``Point(row, col)``, 1-based with row 1 at the *bottom* (sgfmill's ``(row, col)`` + 1);
   its tensors put that bottom row first, so they are flipped vertically before comparing with gotk's.
 
-The ladder cost (issue 17: alphago with ladders at ≥ 60% of the speed without) is also measured on its
+The ladder cost (target: alphago with ladders at ≥ 60% of the speed without) is also measured on its
 own, the two variants' passes over the large sample interleaved (with, without, without, with, ...;
 best pass of each kept): the rows above time each variant's passes back to back, minutes apart on a
 host whose speed drifts, which moved the ratio by ±3 points between runs.
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     variants = [(n, {}) for n in names]
     if "alphago" in names:
         variants.append(("alphago", {"ladders": False}))
-        variants.append(("alphago", {"cache_ladders": False}))  # every ladder read afresh (before issue 17)
+        variants.append(("alphago", {"cache_ladders": False}))  # every ladder read afresh (no ladder cache)
     for name, options in variants:
         enc = get_encoder(name, **options)
         label = name + ("" if not options else " (" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")")
@@ -265,7 +265,7 @@ def main(argv=None) -> int:
         a, b = by["alphago"]["gotk_pos_per_s"], by["alphago (ladders=False)"]["gotk_pos_per_s"]
         report["alphago_ladder_cost_us_per_position"] = (1 / a - 1 / b) * 1e6
         ca, cb = by["alphago"]["gotk_pos_per_s_cpu"], by["alphago (ladders=False)"]["gotk_pos_per_s_cpu"]
-        # issue 17: alphago with ladders at >= 60% of the speed without (wall; CPU time is steadier on a busy host)
+        # target: alphago with ladders at >= 60% of the speed without (wall; CPU time is steadier on a busy host)
         report["alphago_ladder_speed_ratio"] = {"wall": a / b, "cpu": ca / cb}
         u = by.get("alphago (cache_ladders=False)")
         if u:
@@ -287,7 +287,7 @@ def main(argv=None) -> int:
             print(f"uncached ladders (cache_ladders=False) / without: {r['uncached_wall']:.1%} (wall), "
                   f"{r['uncached_cpu']:.1%} (CPU time)")
         il = r["interleaved"]
-        print(f"alphago with ladders / without, passes interleaved (issue 17, goal >= 60%): {il['ratio']:.1%} "
+        print(f"alphago with ladders / without, passes interleaved (target >= 60%): {il['ratio']:.1%} "
               f"({il['a_pos_per_s']:,.0f} / {il['b_pos_per_s']:,.0f} pos/s, best of {il['rounds']} passes each)")
     print(f"\ngotk: {rows[0]['gotk_games'] if rows else 0} games from {path.name}; dlgo: first "
           f"{args.dlgo_games} games ({args.dlgo_alphago_games} for alphago); one core, best of {args.repeat}")

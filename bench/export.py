@@ -1,4 +1,4 @@
-"""Export benchmark (issue 15): ``gotk export --format leela-zero`` beside ``gotk encode`` on the same archive.
+"""Export benchmark: ``gotk export --format leela-zero`` beside ``gotk encode`` on the same archive.
 
 Both end to end in this process (``gotk.export.run.export`` and ``gotk.jobs.encode.encode_dataset``:
 archive reading, parsing, game ids, dedupe, replay, writing, manifest), on one real KGS archive, one

@@ -1,4 +1,4 @@
-"""Metadata benchmark (issue 14): what normalising a game's header costs next to parsing the game.
+"""Metadata benchmark: what normalising a game's header costs next to parsing the game.
 
 Times, in one process on one core: ``read_sgf`` of every game (archive members already in memory), then
 ``gotk.sgf.metadata.normalise_record`` of every parsed record (rank, komi, rules, time, date, end, source,

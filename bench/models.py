@@ -1,4 +1,4 @@
-"""Every ``--model`` side by side (issue 12): the same data, the same number of steps, each model with the
+"""Every ``--model`` side by side: the same data, the same number of steps, each model with the
 optimizer and learning rate ``gotk train`` gives it by default; reports training loss and validation
 top-1 after the fixed step count. A check that every model learns with its defaults, not a recipe.
 

@@ -1,4 +1,4 @@
-"""Replay benchmark (issue: foundation): how fast gotk turns KGS records into replayed games.
+"""Replay benchmark: how fast gotk turns KGS records into replayed games.
 
 Measures, on one core, in one process:
 
@@ -7,12 +7,12 @@ Measures, on one core, in one process:
     ``gotk.game.replay.replay``. Numba compile / cache-load time is measured apart (warm-up).
 (b) SGF bytes → replayed game, moves/s: archive members already in memory, through
     ``gotk.sgf.read_sgf`` + ``replay``; and SGF bytes → records alone, through the compiled
-    reader (``gotk.sgf.fast``, issue 17) and through the sgfmill path (``iter_sgf(fast=False)``).
+    reader (``gotk.sgf.fast``) and through the sgfmill path (``iter_sgf(fast=False)``).
 (c) peers on a sample of the same games (``--peer-games``): sgfmill (``Sgf_game.from_bytes`` +
     ``boards.Board``), dlgo (``dlgo.goboard_fast.GameState``), and sgfmill's parse + ``get_move`` alone
     (nodes/s, the floor for any sgfmill-based reader); gotk on the same sample for a like-for-like rate.
 
-(d) the issue-17 goal, SGF bytes → replayed ≥ 8× sgfmill's parse floor, measured interleaved: ``--goal-rounds``
+(d) the target SGF bytes → replayed ≥ 8× sgfmill's parse floor, measured interleaved: ``--goal-rounds``
     rounds on the peer sample, each timing gotk's SGF → replayed and then sgfmill's floor back to back, so a
     host that changes speed during the run (a shared machine) slows both sides of a round alike. Reported:
     the median of the per-round ratios, and the best gotk time over the best floor time.
@@ -58,8 +58,8 @@ from bench._common import (  # noqa: E402
 
 TARGET_ENGINE = 1_000_000  # moves/s, engine replay alone, one core
 TARGET_SGF = 80_000  # moves/s, SGF bytes -> replayed game, one core
-GOAL_FLOOR_RATIO = 8.0  # issue 17: SGF bytes -> replayed >= 8x sgfmill's parse + get_move floor
-SGFMILL_FLOOR_REF = 100_000  # nodes/s the issue quotes for sgfmill parse + get_move
+GOAL_FLOOR_RATIO = 8.0  # target: SGF bytes -> replayed >= 8x sgfmill's parse + get_move floor
+SGFMILL_FLOOR_REF = 100_000  # nodes/s, the reference rate of sgfmill parse + get_move the targets were set against
 
 
 # --- inputs -------------------------------------------------------------------------------------
@@ -606,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
 
         (nodes, _fmoves), tf, wf = timed(sgfmill_floor, args.repeat, sample)
         results.append(row("sgfmill parse + get_move only (floor)", sample_label, len(sample), nodes, "nodes/s",
-                           tf, wf, note=f"issue quotes ~{SGFMILL_FLOOR_REF:,} nodes/s"))
+                           tf, wf, note=f"reference ~{SGFMILL_FLOOR_REF:,} nodes/s"))
         (sm_moves, sm_finals, sm_err), tsm, wsm = timed(sgfmill_full, args.repeat, sample)
         results.append(row("sgfmill SGF bytes -> replayed (Sgf_game + boards.Board)", sample_label,
                            len(sm_finals), sm_moves, "moves/s", tsm, wsm))
@@ -650,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "sgfmill boards.Board replay alone"),
             "dlgo_replay": ("gotk engine replay (kernel replay_moves, fresh arrays)",
                             "dlgo goboard_fast.GameState replay alone"),
-            # issue 17's goal: SGF bytes -> replayed game >= 8x sgfmill's parse + get_move floor
+            # the target: SGF bytes -> replayed game >= 8x sgfmill's parse + get_move floor
             "sgfmill_parse_floor": ("gotk SGF bytes -> replayed (read_sgf + replay)",
                                     "sgfmill parse + get_move only (floor)"),
         }

@@ -1,4 +1,4 @@
-"""Training benchmark / recipe (issue: streaming dataloader, gotk train and gotk eval): the best
+"""Training benchmark / recipe (streaming dataloader, ``gotk train`` and ``gotk eval``): the best
 move-prediction accuracy reachable in a fixed wall-clock training budget, measured on held-out games.
 
 Protocol (see ``docs/recipes.md``):

@@ -1,4 +1,4 @@
-"""Training-step throughput per model (issue: scale out): one forward + backward + SGD step on random 0/1
+"""Training-step throughput per model: one forward + backward + SGD step on random 0/1
 planes, batch 256 (``--batch``), 19x19, for the sevenplane (7) and alphago (48) input planes.
 
 Reports per (model, planes): parameters, FLOPs per sample of a training step (forward + backward, counted

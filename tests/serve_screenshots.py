@@ -1,7 +1,7 @@
 """Take the README's screenshots of ``gotk serve`` with Debian's headless Chromium (not a test).
 
-The images in docs/img were taken with the KGS dataset and value network of BENCHMARKS.md's "Value network
-on the CPU budget recipe" (all of ../shared/kgs encoded with ``alphago``, ``player_plane=true``,
+The images in docs/img were taken with the KGS dataset and value network of BENCHMARKS.md's "Value network"
+(all of ../shared/kgs encoded with ``alphago``, ``player_plane=true``,
 ``ladders=false``; a resnet 4x32 with both heads trained for 40 minutes)::
 
     gotk serve runs/kgs-ag49 --agent runs/value-both/agent.gotk --port 8765

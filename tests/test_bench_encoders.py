@@ -1,4 +1,4 @@
-"""bench/encoders.py's interleaved ladder-cost measurement (issue 17) on real games."""
+"""bench/encoders.py's interleaved ladder-cost measurement on real games."""
 
 from __future__ import annotations
 

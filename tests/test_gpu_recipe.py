@@ -1,4 +1,4 @@
-"""The GPU recipe (``python bench/train.py --gpu``, issue 12) run on CPU with a tiny config so that it cannot rot:
+"""The GPU recipe (``python bench/train.py --gpu``) run on CPU with a tiny config so that it cannot rot:
 the same code path (channels-last weights and inputs, bf16 autocast, ``torch.compile`` of the training step,
 the throughput report with FLOPs per sample and the peak-share fields), a handful of steps.
 

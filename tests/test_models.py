@@ -88,7 +88,7 @@ def test_book_networks_follow_dlgo_layer_lists() -> None:
     large = build_model("large", 7, 19)
     dense = [m for m in large.modules() if isinstance(m, torch.nn.Linear)]
     assert dense[0].out_features == 1024
-    # issue 12: batch norm after every conv, and a 1x1 conv logit per point beside the dense policy layer
+    # batch norm after every conv, and a 1x1 conv logit per point beside the dense policy layer
     assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in large.modules()) == 7
     assert large.point_logits.kernel_size == (1, 1) and large.point_logits.in_channels == 32
 

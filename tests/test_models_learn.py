@@ -1,4 +1,4 @@
-"""Every ``--model`` learns with its defaults (issue 12): a few dozen steps of the real training path
+"""Every ``--model`` learns with its defaults: a few dozen steps of the real training path
 (:func:`gotk.train.trainer.train`, what ``gotk train`` runs) on a fixed small real dataset, with the optimizer
 and learning rate the model gets when none is given, must take the training loss clearly below a uniform
 guess (ln 362 for the policy; 1.0, the MSE of always answering 0, for the value).

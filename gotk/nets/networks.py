@@ -8,16 +8,17 @@ Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
   ``valid`` convolution, which is the same as a ``same``-padded convolution, so we use ``padding=k//2``.
   The trunk ends in the book's ``Flatten → Dense(512|1024) → ReLU``; the policy head is a dense layer
   over board points **plus pass** (the book has no pass class), the value head a dense layer + tanh.
-  Issue 12 (docs/recipes.md, measured there): batch norm after every conv, He initialisation, and a 1×1-conv
-  logit per point over the last conv layer added to the dense policy logits (which start at zero): without
-  them these nets learnt nothing in hundreds of steps. ``batch_norm=False`` builds the book's plain trunk.
+  Three changes make them learn from scratch (docs/recipes.md, "Every model learns", has the measurements):
+  batch norm after every conv, He initialisation, and a 1×1-conv logit per point over the last conv layer
+  added to the dense policy logits (which start at zero); without them these nets learn nothing in hundreds
+  of steps. ``batch_norm=False`` builds the book's plain trunk.
 * ``alphago``: the AlphaGo SL policy network (Silver et al. 2016): a 5×5 conv, eleven 3×3 convs
   (``filters``, default 192, ReLU), then a 1×1 conv with one filter giving one logit per point.
   The pass logit (not in the paper or the book) comes from a linear layer over the globally
   average-pooled trunk features. (The book's ``alphago.py`` loop builds one 3×3 conv fewer; we follow
   the paper's 13 layers.) Its value head, used with ``head="value"|"both"``, is the book's value net
   tail: one more 3×3 conv, a 1×1 conv to one plane (ReLU), ``Dense(256) → ReLU → Dense(1) → tanh``.
-  Every conv is followed by batch norm (issue 12: the 13 plain convs barely learn without), He init, and the
+  Every conv is followed by batch norm (the 13 plain convs barely learn without it), He init, and the
   output layers start at zero.
 * ``alphago_value``: the same network with ``head="value"`` by default (the book's value network).
 * ``resnet``: a pre-activation-free residual tower (AlphaGo Zero style): 3×3 stem, ``blocks`` residual

@@ -35,7 +35,7 @@ def good_zip(tmp_path_factory, real_games) -> Path:
 
 def lying_zip(path: Path, member: str, real_size: int, declared: int) -> Path:
     """A zip whose one member inflates to ``real_size`` zero bytes but declares ``declared`` bytes (the
-    local and central headers both patched): the bomb of issue 18, item 3."""
+    local and central headers both patched): a zip bomb that lies about its size."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         info = zipfile.ZipInfo(member)
         info.file_size = real_size  # so zipfile picks the right header format; then patched to lie

@@ -1,4 +1,4 @@
-"""Hostile agent files (issue 18 item 6): every one is an AgentError (exit code 2 from the CLI), refused before
+"""Hostile agent files: every one is an AgentError (exit code 2 from the CLI), refused before
 the model is built or any code runs, in bounded time and memory."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_zip_slip_and_extra_members_refused(agent_file, tmp_path):
 
 
 def test_zero_bomb_weights_bounded(agent_file, tmp_path):
-    """Issue 18 item 9: a weights member of 128 MiB of zeros (128 KB compressed) is refused while it streams, by its
+    """A weights member of 128 MiB of zeros (128 KB compressed) is refused while it streams, by its
     declared size first: a fresh process stays small (it peaked at 4.5 GB for 2 GiB)."""
     meta, _ = _parts(agent_file)
     path = tmp_path / "zeros.gotk"

@@ -45,7 +45,7 @@ def _info(name, data=b"", **kw):
 
 
 def test_lying_zip_member_is_one_skip_and_bounded(tmp_path):
-    """Issue 18 item 3: a member that declares 2,000 bytes and inflates to 256 MiB is read as a stream,
+    """A member that declares 2,000 bytes and inflates to 256 MiB is read as a stream,
     stopped at the cap, and counted as member_too_large; a fresh process stays far below the bomb's size."""
     bomb = lying_zip(tmp_path / "bomb.zip", "evil.sgf", 256 << 20, 2000)
     code = ("from gotk.sources.archives import iter_sources\nimport sys\n"
@@ -86,7 +86,7 @@ def test_compressed_tar_bomb_bounded(tmp_path, mode, opener):
 
 
 def test_non_utf8_member_names_kept_losslessly(tmp_path, real_games):
-    """Issue 18 item 2: a latin-1 member name comes out escaped (valid UTF-8, reversible)."""
+    """A latin-1 member name comes out escaped (valid UTF-8, reversible)."""
     (m0, d0), (m1, d1) = real_games[:2]
     path = _tar(tmp_path / "latin.tar.gz", [(_info("caf\udce9.sgf", d0), d0), (_info("back\\slash.sgf", d1), d1)])
     good = _good(_items(path))

@@ -1,4 +1,4 @@
-"""Corrupted shards and manifests (issue 18 item 7): a flipped bit is an error on read, never other data;
+"""Corrupted shards and manifests: a flipped bit is an error on read, never other data;
 ``--resume`` checks what it reuses and redoes what is damaged; train notices."""
 
 from __future__ import annotations

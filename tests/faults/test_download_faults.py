@@ -87,7 +87,7 @@ def _link(base: str, kind: str, name: str = GOOD) -> ArchiveLink:
 @pytest.mark.parametrize("kind,reason", [("slow", "deadline"), ("endless", "too_large"), ("huge", "too_large"),
                                          ("html", "bad_archive")])
 def test_hostile_server_is_one_failed_file(server, tmp_path, kind, reason):
-    """Issue 18 item 8: a trickling server ends at the overall deadline, an endless body at the byte cap; the
+    """A trickling server ends at the overall deadline, an endless body at the byte cap; the
     good archive in the same run is fetched and verified."""
     opts = DownloadOptions(jobs=2, retries=1, backoff=0.01, max_backoff=0.02, timeout=(2.0, 2.0), deadline=3.0,
                            max_bytes=8 << 20, progress=False)
@@ -108,7 +108,7 @@ def test_hostile_server_is_one_failed_file(server, tmp_path, kind, reason):
 @pytest.mark.parametrize("name", ["KGS-2017_01-19-733-.zip\n", "KGS-2017_01-19-733-.zip%0A",
                                   "x/KGS-2017_01-19-733-.zip", "KGS-2017_01-19-733-.zip.html"])
 def test_listing_names_match_in_full(name):
-    """Issue 18 item 9: ``$`` matched before a trailing newline; the pattern now matches the whole name."""
+    """The listing's name pattern matches the whole name (``$`` alone would also match before a trailing newline)."""
     from urllib.parse import unquote
 
     assert parse_archive_name(unquote(name)) is None

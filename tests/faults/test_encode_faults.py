@@ -57,7 +57,7 @@ def variant(game: bytes, drop: int) -> bytes:
 
 
 def _hostile_inputs(folder: Path, real_games) -> dict[str, tuple[Path, str, str]]:
-    """name -> (path, where the reason is counted, reason): one of each case of issue 18 items 1, 2, 5."""
+    """name -> (path, where the reason is counted, reason): one of each case of bad header, name and charset."""
     g = real_games[0][1]
     out = {}
     for key, prop in {"ha": b"HA[3000000000]", "km": b"KM[1e300]", "neg_ha": b"HA[-99999999999]"}.items():
@@ -78,7 +78,7 @@ def _hostile_inputs(folder: Path, real_games) -> dict[str, tuple[Path, str, str]
 
 
 def test_bad_headers_names_and_charsets_beside_good_archive(tmp_path, good_zip, real_games, reference):
-    """Issue 18 items 1, 2, 5: one encode with every bad input beside the good archive completes; the good
+    """One encode with every bad input beside the good archive completes; the good
     games' shards equal the reference except for the rows the new (kept) games add."""
     inputs = _hostile_inputs(tmp_path, real_games)
     # a negative handicap reads as 0 and a huge komi as null komi + bad_komi (gotk.sgf.metadata), as before:
@@ -121,7 +121,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_killing_the_parent_leaves_no_orphan_workers(tmp_path, sample_archive):
-    """Issue 18 item 9: SIGKILL to the parent of ``encode --workers 2`` only: the pool workers die with it."""
+    """SIGKILL to the parent of ``encode --workers 2`` only: the pool workers die with it."""
     cmd = [sys.executable, "-m", "gotk", "encode", str(sample_archive), "-e", "alphago", "-o", str(tmp_path / "o"),
            "--no-progress", "--workers", "2", "--unit-size", "8"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
@@ -152,7 +152,7 @@ def _limit_file_size():
 
 
 def test_full_disk_is_one_line_and_leaves_no_partial_final_file(tmp_path, good_zip):
-    """Issue 18 item 9: writes fail (a file-size limit, as a full disk would): one ``error:`` line, no
+    """Writes fail (a file-size limit, as a full disk would): one ``error:`` line, no
     traceback, exit 1, no final file half-written; after the limit is lifted, ``--resume`` finishes."""
     out = tmp_path / "out"
     res = encode(out, good_zip, extra=("--shard-rows", "5000"), check=False, preexec_fn=_limit_file_size)

@@ -1,4 +1,4 @@
-"""Issue 18 item 4: long games are encoded in bounded pieces with the same bytes, and the per-game move cap
+"""Long games are encoded in bounded pieces with the same bytes, and the per-game move cap
 (``--max-moves``) is an explicit option with a counted skip."""
 
 from __future__ import annotations
