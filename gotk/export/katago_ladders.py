@@ -15,6 +15,8 @@ board's simple-ko point whoever moves.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from gotk.game import kernels as K
@@ -23,24 +25,41 @@ from gotk.jit import compiled, kernel
 MAX_MOVES = 64  # candidate moves per search node (liberties + capturing moves); far above what occurs
 
 
+class Scratch(NamedTuple):
+    """The search's state (:func:`make_scratch`). ``L`` layers: KataGo's stack limit ``n * 3 // 2 + 1`` plus a spare
+    root layer."""
+
+    board: np.ndarray  # int8 (L, n): each layer's stones
+    ints: np.ndarray  # int32 (L, 4, n): each layer's head, nxt, libs, ssize
+    meta: np.ndarray  # int64 (L, META_LEN)
+    cand: np.ndarray  # int32 (L, MAX_MOVES): each node's candidate moves
+    ncand: np.ndarray  # int32 (L): how many
+    cur: np.ndarray  # int32 (L): the one tried now
+    placed: np.ndarray  # engine fields no layer reads (shared)
+    mark: np.ndarray
+    hashv: np.ndarray
+    zob: np.ndarray
+    ctl: np.ndarray  # int64: the ``mark`` stamp, plies played
+    log: np.ndarray  # the engine's undo log and records: empty (nothing is undone)
+    moves: np.ndarray
+
+
 @compiled
 def make_scratch(n):
-    """Search state as one tuple: ``(board[L, n], ints[L, 4, n] (head, nxt, libs, ssize), meta[L, M],
-    moves[L, MAX_MOVES], nmoves[L], cur[L], placed, mark, hashv, zob, ctl, log, moves)``. ``L`` is KataGo's
-    stack limit ``n * 3 // 2 + 1`` plus a spare root layer; ``ctl[0]`` carries the ``mark`` stamp; the engine
-    undo log is empty (nothing is undone)."""
+    """A fresh :class:`Scratch` for a board of ``n`` points."""
     layers = n * 3 // 2 + 3
-    return (np.zeros((layers, n), dtype=np.int8), np.zeros((layers, 4, n), dtype=np.int32),
-            np.zeros((layers, K.META_LEN), dtype=np.int64), np.zeros((layers, MAX_MOVES), dtype=np.int32),
-            np.zeros(layers, dtype=np.int32), np.zeros(layers, dtype=np.int32), np.zeros(n, dtype=np.int32),
-            np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64), np.zeros((3, n), dtype=np.uint64),
-            np.zeros(2, dtype=np.int64), np.zeros((0, 3), dtype=np.int32), np.zeros((0, K.MV_LEN), dtype=np.int64))
+    return Scratch(np.zeros((layers, n), dtype=np.int8), np.zeros((layers, 4, n), dtype=np.int32),
+                   np.zeros((layers, K.META_LEN), dtype=np.int64), np.zeros((layers, MAX_MOVES), dtype=np.int32),
+                   np.zeros(layers, dtype=np.int32), np.zeros(layers, dtype=np.int32), np.zeros(n, dtype=np.int32),
+                   np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.uint64), np.zeros((3, n), dtype=np.uint64),
+                   np.zeros(2, dtype=np.int64), np.zeros((0, 3), dtype=np.int32),
+                   np.zeros((0, K.MV_LEN), dtype=np.int64))
 
 
 @kernel
 def load(scr, e):
     """Copy the position ``e`` into layer 0."""
-    sb, si, sm = scr[0], scr[1], scr[2]
+    sb, si, sm = scr.board, scr.ints, scr.meta
     board, head, nxt, libs, ssize, meta = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta
     for j in range(board.shape[0]):
         sb[0, j] = board[j]
@@ -56,15 +75,15 @@ def load(scr, e):
 def _layer(scr, d, nbr):
     """Layer ``d`` as an engine position (its own stones and strings; ``placed``, ``mark`` and the hash shared by
     every layer: the search reads none of them). ``nbr`` stands in for the diagonal table too (never read)."""
-    sb, si = scr[0], scr[1]
-    return K.Engine(sb[d], si[d, 0], si[d, 1], si[d, 2], si[d, 3], scr[6], scr[7], scr[2][d], scr[8], scr[11],
-                    scr[12], nbr, nbr, scr[9])
+    sb, si = scr.board, scr.ints
+    return K.Engine(sb[d], si[d, 0], si[d, 1], si[d, 2], si[d, 3], scr.placed, scr.mark, scr.meta[d], scr.hashv,
+                    scr.log, scr.moves, nbr, nbr, scr.zob)
 
 
 @kernel
 def _legal(scr, d, p, color, nbr):
     """KataGo's ``Board::isLegal(p, color, false)`` on layer ``d``."""
-    sb, sm = scr[0], scr[2]
+    sb, sm = scr.board, scr.meta
     if sb[d, p] != 0 or p == sm[d, K.M_KO]:
         return False
     return K.check_move(_layer(scr, d, nbr), p, color, False) == K.OK
@@ -73,7 +92,7 @@ def _legal(scr, d, p, color, nbr):
 @kernel
 def _play(scr, d, p, color, nbr):
     """Copy layer ``d`` to ``d + 1`` and play ``p`` there."""
-    sb, si, sm, ctl = scr[0], scr[1], scr[2], scr[10]
+    sb, si, sm, ctl = scr.board, scr.ints, scr.meta, scr.ctl
     e = d + 1
     n = sb.shape[1]
     for j in range(n):
@@ -91,9 +110,9 @@ def _play(scr, d, p, color, nbr):
 
 @kernel
 def _libs(scr, d, loc):
-    if scr[0][d, loc] == 0:
+    if scr.board[d, loc] == 0:
         return 0
-    return scr[1][d, 2, scr[1][d, 0, loc]]
+    return scr.ints[d, 2, scr.ints[d, 0, loc]]
 
 
 @kernel
@@ -111,7 +130,7 @@ def _push(buf, start, count, p):
 @kernel
 def _find_liberties(scr, d, loc, buf, start, count, nbr):
     """KataGo's ``findLiberties``: the chain's liberties appended (deduplicated) after ``count``."""
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     p = loc
     while True:
         for k in range(4):
@@ -129,7 +148,7 @@ def _find_liberties(scr, d, loc, buf, start, count, nbr):
 @compiled
 def _find_capture_moves(scr, d, loc, buf, start, nbr):
     """KataGo's ``findLibertyGainingCaptures``: liberties of adjacent opposing chains in atari."""
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     opp = 3 - sb[d, loc]
     count = 0
     checked = np.empty(4 * 64, dtype=np.int32)
@@ -160,7 +179,7 @@ def _find_capture_moves(scr, d, loc, buf, start, nbr):
 
 @kernel
 def _has_capture_moves(scr, d, loc, nbr):
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     opp = 3 - sb[d, loc]
     p = loc
     while True:
@@ -183,7 +202,7 @@ def _immediate_libs(scr, d, p, nbr):
         q = nbr[p, k]
         if q < 0:
             break
-        if scr[0][d, q] == 0:
+        if scr.board[d, q] == 0:
             c += 1
     return c
 
@@ -191,7 +210,7 @@ def _immediate_libs(scr, d, p, nbr):
 @kernel
 def _would_be_ko_capture(scr, d, p, pla, nbr):
     """``p`` is empty, every neighbour is ``pla``'s opponent, and exactly one neighbour is a lone stone in atari."""
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     if sb[d, p] != 0:
         return False
     opp = 3 - pla
@@ -214,7 +233,7 @@ def _would_be_ko_capture(scr, d, p, pla, nbr):
 @compiled
 def _libs_after_play(scr, d, p, pla, max_libs, nbr):
     """KataGo's ``getNumLibertiesAfterPlay``: liberties a ``pla`` stone at ``p`` would have, capped."""
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     opp = 3 - pla
     libs = np.empty(8, dtype=np.int32)
     nl = 0
@@ -275,7 +294,7 @@ def _libs_after_play(scr, d, p, pla, max_libs, nbr):
 @kernel
 def _connection_libs_x2(scr, d, p, pla, nbr):
     """KataGo's move-ordering heuristic: per adjacent ``pla`` stone, ``max(0, 2 * libs - 3)``."""
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     c = 0
     for k in range(4):
         q = nbr[p, k]
@@ -301,7 +320,7 @@ def ladder_captured(scr, root, loc, defender_first, nbr):
     """KataGo's ``searchIsLadderCaptured``: can the chain through ``loc`` (position in layer ``root``)
     be captured by continuous ataris? ``defender_first``: its owner moves first (the chain must have
     one liberty) and the root's ko point is lifted; otherwise the attacker starts (two liberties)."""
-    sb, sm, mv, nmv, cur = scr[0], scr[2], scr[3], scr[4], scr[5]
+    sb, sm, mv, nmv, cur = scr.board, scr.meta, scr.cand, scr.ncand, scr.cur
     if sb[root, loc] == 0:
         return False
     libs = _libs(scr, root, loc)
@@ -406,7 +425,7 @@ def ladder_captured(scr, root, loc, defender_first, nbr):
 def ladder_working_moves(scr, loc, nbr, out):
     """KataGo's ``searchIsLadderCapturedAttackerFirst2Libs`` on layer 0: the attacker's atari moves
     (among the chain's two liberties) after which the chain is ladder-captured; returns their count."""
-    sb = scr[0]
+    sb = scr.board
     if sb[0, loc] == 0 or _libs(scr, 0, loc) != 2:
         return 0
     opp = 3 - sb[0, loc]
@@ -440,7 +459,7 @@ def iter_ladders(scr, nbr, laddered, working):
     """KataGo's ``iterLadders`` on the position in layer 0: ``laddered[p] = 1`` for every stone of a chain
     with 1 liberty that cannot escape, or with 2 liberties that the attacker can ladder; ``working[c, p] = 1``
     where playing ``p`` ladders a 2-liberty chain of colour ``c`` (feature 17 uses the opponent's)."""
-    sb, si = scr[0], scr[1]
+    sb, si = scr.board, scr.ints
     n = sb.shape[1]
     solved = np.full(n, -1, dtype=np.int8)  # per chain head: -1 unsolved, 0 / 1
     moves = np.empty(4, dtype=np.int32)
