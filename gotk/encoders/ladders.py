@@ -503,7 +503,7 @@ def read_ladder(scr, kind, t, dcol, point):
                 cand[e, _C_N] = 0
                 lib = _add_liberties(scr, t, e, np.int64(0))
                 touch_point(scr, lib)
-                if K.check_move(eng, lib, acol, False) != K.OK:
+                if K.check_rule(eng, lib, acol, False) != K.OK:
                     val = 0
             if pushed:
                 opening = np.int64(DEF if kind == ATT else ATT)

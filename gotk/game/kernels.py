@@ -246,6 +246,12 @@ def check_move(e, point, color, allow_suicide):
 
 
 @internal_kernel(always_inline=True)
+def check_rule(e, point, color, allow_suicide):
+    """:func:`check_move`, inlined into its callers (as :func:`play_rule`)."""
+    return _check(e.board, e.head, e.libs, e.meta, e.nbr, point, color, allow_suicide)
+
+
+@internal_kernel(always_inline=True)
 def _check(board, head, libs, meta, nbr, point, color, allow_suicide):
     """:func:`check_move` on the arrays it reads (a call with the whole Engine passes every field of every
     array: the engine's own loops call this)."""
