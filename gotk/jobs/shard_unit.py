@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gotk.encoders.base import kept_count
+from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
 from gotk.jobs.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
 from gotk.sgf.record import signed_value_targets, value_targets
@@ -66,7 +66,7 @@ class ShardEncoder:
     spent encoding (replay, planes, packing into the batch), the writer's :attr:`~ShardRowWriter.write_s`
     excluded."""
 
-    def __init__(self, enc, options: ShardOptions, writer: S.ShardRowWriter, storage: Storage) -> None:
+    def __init__(self, enc: Encoder, options: ShardOptions, writer: S.ShardRowWriter, storage: Storage) -> None:
         self.enc = enc
         self.desc = enc.describe()
         self.options = options
