@@ -233,7 +233,7 @@ class ShardRowWriter:
         self.schema = schema
         self.width = schema.field("features").type.byte_width
         self.batch_rows = max(row_group_rows, batch_bytes // self.width)
-        self.remaining = self.batch_rows if expected_rows is None else expected_rows
+        self.remaining = expected_rows  # rows still to come, when known
         self.write_s = 0.0  # seconds spent writing batches out (Arrow tables, Parquet, zstd, the final rename)
         self.pos = 0  # the next free row of the batch
         self._game_ids: list[str] = []  # the batch's games; row i belongs to _game_ids[_game_index[i]]
@@ -242,7 +242,7 @@ class ShardRowWriter:
         self._new_batch(0)
 
     def _new_batch(self, need: int) -> None:
-        n = max(need, min(self.batch_rows, self.remaining))
+        n = max(need, self.batch_rows if self.remaining is None else min(self.batch_rows, self.remaining))
         self.features = np.empty((n, self.width), np.uint8)
         self.move_number = np.empty(n, np.int32)
         self.to_play = np.empty(n, np.int8)
@@ -281,7 +281,8 @@ class ShardRowWriter:
                                                                     rows_per_game)
         self._game_ids.extend(game_ids)
         self.pos += rows
-        self.remaining -= rows
+        if self.remaining is not None:
+            self.remaining -= rows
 
     def add(self, game_id: str, features: np.ndarray, move_number: np.ndarray, to_play: np.ndarray,
             label: np.ndarray, value: np.ndarray) -> None:
