@@ -9,7 +9,8 @@ JSON, so a shard alone is self-describing. zstd compression, fixed row groups of
 :data:`ROW_GROUP_ROWS` rows, statistics and dictionary only on the small columns.
 
 :class:`ShardWriter` writes one file atomically (``.tmp`` + rename) and cuts row groups at fixed row
-counts whatever the batch sizes fed to it, so the bytes depend only on the rows.
+counts whatever the batch sizes fed to it, so the bytes depend only on the rows. :class:`ShardRowWriter`
+feeds it from rows written into preallocated columns (what ``gotk encode``'s shard unit fills).
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ class ShardRowWriter:
             self._new_batch(rows)
         return slice(self.pos, self.pos + rows)
 
-    def commit(self, game_ids: list[str], rows_per_game) -> None:
+    def commit(self, game_ids: list[str], rows_per_game: list[int] | np.ndarray) -> None:
         """The next rows from :attr:`pos` on, filled by the caller, are ``rows_per_game[i]`` rows of game
         ``game_ids[i]`` in turn; the batch moves past them."""
         n = len(game_ids)
