@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import typer
 
+from gotk.cli.common import check_output_file, parse_key_values
 from gotk.cli.common import fail as _fail
-from gotk.cli.common import parse_key_values
 
 
 def inspect_cmd(
@@ -65,60 +64,39 @@ def show_cmd(
 ) -> None:
     """Draw one encoded position as a text board, the move played marked ``*`` (``+`` marks --point),
     and list the planes that are set at a point; --svg/--png draw it as a picture with planes overlaid."""
-    from gotk import coords
-    from gotk.encoders.stones import stones_from_planes
-    from gotk.game.render import render_board
-    from gotk.shards import decode_features
-    from gotk.shards.format import read_row
+    from gotk.shards.position import read_position
     from gotk.storage import StorageError
 
+    check_output_file(svg, "--svg")
+    check_output_file(png, "--png")
+    if plane and not (svg or png):
+        _fail("--plane overlays the --svg/--png picture: give --svg or --png")
     try:
-        table, m = read_row(folder, split, row, parse_key_values(storage_option, "--storage-option"))
+        pos = read_position(folder, split, row, parse_key_values(storage_option, "--storage-option"))
     except (ValueError, OSError) as e:
         _fail(str(e), 2)
     except StorageError as e:
         _fail(e.message, 2)
-    enc = m["encoder"]
-    size = int(enc["board_size"])
-    planes = decode_features(table)[0]
-    r = table.to_pylist()[0]
-    to_play = int(r["to_play"])
-    label = int(r["label"])
-    board = stones_from_planes(planes, enc["plane_names"], to_play)
-    marks: dict[int, str] = {}
-    if label < size * size:
-        marks[label] = "*"
-    pt = None
-    if point:
-        try:
-            pt = coords.from_gtp(point, size)
-        except ValueError as e:
-            _fail(f"--point {point!r}: {e}", 2)
-        if pt < size * size and pt != label:
-            marks[pt] = "+"
-    elif label < size * size:
-        pt = label
-    move = "pass" if label == size * size else coords.to_gtp(label, size)
-    typer.echo(f"{split} row {row}: game {r['game_id']}  move {r['move_number']}  "
-               f"{'Black' if to_play > 0 else 'White'} to play  label {move} ({label})  value {r['value']:+d}")
-    typer.echo(render_board(board if board is not None else np.zeros(size * size, dtype=np.int8), size, marks))
-    if board is None:
-        typer.echo(f"(encoder {enc['name']} has no stone planes: the board shows only the marks)")
-    if pt is not None and pt < size * size:
-        rr, cc = divmod(pt, size)
-        vals = planes[:, rr, cc]
-        active = [f"{n}={int(v)}" if planes.dtype == np.int8 else n
-                  for n, v in zip(enc["plane_names"], vals, strict=True) if v != 0]
-        typer.echo(f"planes set at {coords.to_gtp(pt, size)}: {', '.join(active) if active else '(none)'}")
-    if svg or png:
+    try:
+        pt = pos.point(point)
+    except ValueError as e:
+        _fail(f"--point {point!r}: {e}", 2)
+    picture = None
+    if svg or png:  # made before anything is printed: a bad --plane is refused first
         from gotk.serve.data import row_board
-        from gotk.serve.draw import to_png, to_svg
 
         try:
-            picture = row_board(folder, r, planes, enc, list(plane or []))
+            picture = row_board(folder, pos.columns, pos.planes, pos.encoder, list(plane or []))
         except ValueError as e:
             _fail(f"--plane: {e}", 2)
+    for line in pos.lines(pt):
+        typer.echo(line)
+    if picture is not None:
+        from gotk.serve.draw import to_png, to_svg
+
         if svg:
             svg.write_text(to_svg(picture), encoding="utf-8")
+            typer.echo(f"wrote {svg}")
         if png:
             to_png(picture, png)
+            typer.echo(f"wrote {png}")

@@ -14,8 +14,9 @@ A split is never loaded into memory; the dataset may be a local folder or an fss
    each incoming row displaces a random buffered row, which is emitted; the buffer is drained in random
    order at the end. Memory per slot: about ``shuffle_buffer + 2 * row_group_rows + batch_size`` packed rows;
 4. batches of ``batch_size`` rows are cut from the emitted stream and decoded in one vectorised step
-   (``np.unpackbits`` of the packed ``(B, bytes)`` block, no per-row Python loop), then one of the 8 board
-   symmetries is applied per sample (``symmetries="random"``), features and label alike (pass stays pass).
+   (:func:`gotk.shards.format.unpack_features` of the packed ``(B, bytes)`` block, no per-row Python loop),
+   then one of the 8 board symmetries is applied per sample (``symmetries="random"``), features and label
+   alike (pass stays pass).
 
 Consequences worth knowing:
 
@@ -61,6 +62,7 @@ import pyarrow.parquet as pq
 from gotk.coords import transform_planes
 from gotk.datasets.index import RowGroup, SplitIndex, _game_codes, selected_games
 from gotk.datasets.symmetry import NUM_SYMMETRIES, transform_labels
+from gotk.shards.format import unpack_features
 
 __all__ = ["iter_numpy_batches", "worker_batch_offsets"]
 
@@ -320,11 +322,7 @@ def _slot_rows(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int
 
 def _decode(packed: np.ndarray, index: SplitIndex) -> np.ndarray:
     """``(B, row_bytes)`` packed rows → ``(B, C, H, W)`` planes (one vectorised call)."""
-    b = packed.shape[0]
-    c, h, w = index.shape
-    if index.int8:
-        return np.ascontiguousarray(packed).view(np.int8).reshape(b, c, h, w)
-    return np.unpackbits(packed, axis=1, count=c * h * w, bitorder="big").reshape(b, c, h, w)
+    return unpack_features(packed, index.shape, index.encoder["dtype"])
 
 
 def _decode_into(out: np.ndarray, packed: np.ndarray, syms: np.ndarray | None, index: SplitIndex) -> None:

@@ -18,14 +18,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
-from gotk.encoders.base import kept_count
+from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
 from gotk.jobs.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
 from gotk.sgf.record import signed_value_targets, value_targets
 from gotk.shards import format as S
-from gotk.storage import join
+from gotk.storage import Storage, join
 
 _ENCODERS: dict[str, object] = {}
 
@@ -44,13 +43,202 @@ def encoder_for(options: ShardOptions):
     return enc
 
 
-#: Rows encoded before they are handed to the shard writer: about this many bytes of packed
-#: features (at least one row group), so memory stays bounded whatever ``--shard-rows``.
-BATCH_BYTES = 64 << 20
-
-
 def shard_done_path(work_dir: str | os.PathLike, split: str, index: int) -> Path | str:
     return join(work_dir, f"shard-{split}-{index:05d}.json")
+
+
+class ShardEncoder:
+    """Encodes the pieces of one shard plan into a :class:`~gotk.shards.format.ShardRowWriter`, each piece by the
+    cheapest path the encoder and the piece allow (all give the same rows):
+
+    * whole games the encoder's batch loop takes (it has one, the unit's games are on its board, the game
+      is at most :attr:`chunk_moves` rows): queued, then encoded many per compiled call straight into the
+      writer's batch (:meth:`_put_games`);
+    * part of such a game (the rest of it goes to another shard): the whole game encoded by the batch
+      loop into scratch, the piece's rows copied (:meth:`_put_part`);
+    * a whole game of another encoder with a game loop (``encode_game_into``), at most
+      :attr:`chunk_moves` rows: encoded straight into the batch (:meth:`_put_whole`);
+    * anything else: the encoder's ``encode_game_chunks``, :attr:`chunk_moves` rows at a time
+      (:meth:`_put_chunks`).
+
+    Pieces come in unit order, so one scan unit's games (:func:`gotk.jobs.workers.unit_games`) are open at a
+    time. Every path checks that the encoder gave the rows the scan counted. :attr:`encode_s` is the time
+    spent encoding (replay, planes, packing into the batch), the writer's :attr:`~ShardRowWriter.write_s`
+    excluded."""
+
+    def __init__(self, enc: Encoder, options: ShardOptions, writer: S.ShardRowWriter, storage: Storage) -> None:
+        self.enc = enc
+        self.desc = enc.describe()
+        self.options = options
+        self.writer = writer
+        self.storage = storage  # where the scan units are
+        self.include_passes = options.include_passes
+        self.skip_first = options.skip_first
+        #: long games are encoded a piece at a time: about ``BATCH_BYTES`` of unpacked planes per piece
+        self.chunk_moves = max(256, S.BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
+        self.packed = self.desc["dtype"] != "int8"  # planes go through scratch to be packed
+        self.into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes by chunks
+        self.batchable = self.into is not None and getattr(enc, "batchable", False)
+        self.board_only = self.batchable and getattr(enc, "board_only", False)
+        self.encode_s = 0.0
+        self._scratch: np.ndarray | None = None  # (chunk_moves, C, H*W) planes, made when first needed
+        self._part_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # labels, moves, colours
+        self._unit: _UnitGames | None = None
+        self._unit_id: int | None = None
+        self._whole: list[int] = []  # per game of the unit: its rows when the batch loop takes it whole, else -1
+        self._run: list[int] = []  # whole games of the unit queued for _put_games
+
+    def encode(self, pieces: list) -> None:
+        """Every piece ``[unit_id, game_index, row_lo, row_hi]`` of the plan, in order, into the writer."""
+        for unit_id, g, lo, hi in pieces:
+            if unit_id != self._unit_id:
+                self._flush_run()
+                self._open_unit(unit_id)
+            whole = self._whole[g]
+            if whole >= 0 and lo == 0 and hi == whole:
+                self._run.append(g)
+                continue
+            self._flush_run()
+            self._timed(self._put_part if whole >= 0 else self._put_game, g, lo, hi)
+        self._flush_run()
+
+    def _open_unit(self, unit_id: int) -> None:
+        unit = unit_games(self.options.work_dir, unit_id, self.storage)
+        self._unit, self._unit_id = unit, unit_id
+        if self.batchable and unit.batch(self.enc.board_size) is not None:
+            caps = unit.cap(self.include_passes, self.skip_first)
+            self._whole = np.where(caps <= self.chunk_moves, unit.rows, -1).tolist()
+        else:
+            self._whole = [-1] * len(unit.rows)
+
+    def _timed(self, put, *args) -> None:
+        t, w = time.perf_counter(), self.writer.write_s
+        put(*args)
+        self.encode_s += time.perf_counter() - t - (self.writer.write_s - w)  # a batch written on the way
+
+    def _flush_run(self) -> None:
+        if self._run:
+            self._timed(self._put_games, self._run)
+            self._run = []
+
+    def _planes(self) -> np.ndarray:
+        if self._scratch is None:
+            enc = self.enc
+            self._scratch = np.empty((self.chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
+        return self._scratch
+
+    def _batch_planes(self, sl: slice) -> np.ndarray:
+        """Where planes of the writer's rows ``sl`` go: scratch (packed from there), or, for ``int8`` encoders,
+        the batch's own feature bytes."""
+        if self.packed:
+            return self._planes()
+        rows = sl.stop - sl.start
+        return self.writer.features[sl].view(self.enc.np_dtype).reshape(rows, self.enc.num_planes,
+                                                                         self.enc.num_points)
+
+    def _check_rows(self, rows: int, expected: int, gid: str) -> None:
+        if rows != expected:
+            raise RuntimeError(f"encoder {self.desc['name']} gave {rows} rows for game {gid}, "
+                               f"the scan counted {expected}")
+
+    def _encode_run(self, run: np.ndarray, out: np.ndarray,
+                    rows_out: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
+        """Games ``run`` of the open unit encoded by one compiled call (the encoder's batch loop): planes into
+        ``out``, labels, move numbers and colours to play into ``rows_out``; checked against the rows the scan
+        counted. Returns (rows per game, rows in all)."""
+        from gotk.game.replay import initial_state
+
+        unit = self._unit
+        sub = unit.batch(self.enc.board_size).take(run)
+        args = (out, *rows_out, self.include_passes, self.skip_first)
+        if self.board_only and unit.trace is not None:  # replayed by the scan: boards alone, no engine
+            result, rows, done = self.enc.encode_traced_batch_into(sub, unit.trace.take(run), *args)
+        else:
+            result, rows, done = self.enc.encode_batch_into(sub, *args)
+        if done < len(run):  # unusable setup stones: the game's own first position raises the error
+            initial_state(unit.record(int(run[done])))
+            raise RuntimeError(f"game {unit.game_id[run[done]]}: the batch loop refused its setup stones")
+        wrong = np.flatnonzero(result[:, 0] != unit.rows[run])
+        if wrong.size:
+            g = int(run[wrong[0]])
+            self._check_rows(int(result[wrong[0], 0]), int(unit.rows[g]), unit.game_id[g])
+        return result[:, 0], rows
+
+    def _put_games(self, games: list[int]) -> None:
+        """Whole games of the open unit, as many per compiled call as the writer's batch (and, for bit
+        encoders, scratch) has room for."""
+        unit, w = self._unit, self.writer
+        caps = unit.cap(self.include_passes, self.skip_first)
+        index = np.asarray(games, dtype=np.int64)
+        k = 0
+        while k < len(index):
+            w.reserve(int(caps[index[k]]))
+            room = min(w.free, self.chunk_moves) if self.packed else w.free
+            run = index[k:]
+            run = run[:max(1, int(np.searchsorted(np.cumsum(caps[run]), room, side="right")))]
+            sl = slice(w.pos, w.pos + int(caps[run].sum()))
+            out = self._batch_planes(sl)
+            per_game, rows = self._encode_run(run, out, (w.label[sl], w.move_number[sl], w.to_play[sl]))
+            sl = slice(w.pos, w.pos + rows)
+            if self.packed:
+                w.features[sl] = S.pack_features(out[:rows], self.desc["dtype"])
+            w.value[sl] = signed_value_targets(np.repeat(unit.sign[run], per_game), w.to_play[sl])
+            w.commit([unit.game_id[g] for g in run.tolist()], per_game)
+            k += len(run)
+
+    def _put_part(self, g: int, lo: int, hi: int) -> None:
+        """Rows ``lo:hi`` of game ``g`` of the open unit (at most :attr:`chunk_moves` rows in all)."""
+        unit = self._unit
+        if self._part_rows is None:
+            n = self.chunk_moves
+            self._part_rows = (np.empty(n, np.int16), np.empty(n, np.int32), np.empty(n, np.int8))
+        labels, moves, to_play = self._part_rows
+        out = self._planes()
+        self._encode_run(np.array([g], dtype=np.int64), out, self._part_rows)
+        tp = to_play[lo:hi]
+        self.writer.add(unit.game_id[g], S.pack_features(out[lo:hi], self.desc["dtype"]), moves[lo:hi], tp,
+                        labels[lo:hi], value_targets(unit.winner[g], tp))
+
+    def _put_game(self, g: int, lo: int, hi: int) -> None:
+        """Rows ``lo:hi`` of game ``g`` of the open unit, by the encoder's game loop."""
+        rec = self._unit.record(g)
+        if not (lo == 0 and hi == self._unit.rows[g] and self._put_whole(rec, g)):
+            self._put_chunks(rec, g, lo, hi)
+
+    def _put_whole(self, rec, g: int) -> bool:
+        """Game ``g`` (its record ``rec``) encoded whole straight into the batch; False (nothing written) when the
+        encoder has no game loop or the game may be longer than :attr:`chunk_moves` rows."""
+        cap = kept_count(rec.points, rec.size, self.include_passes, self.skip_first)  # rows the loop may touch
+        if self.into is None or cap > self.chunk_moves:
+            return False
+        unit, w = self._unit, self.writer
+        sl = w.reserve(cap)
+        out = self._batch_planes(sl)[:cap]
+        out[:] = 0
+        rows, _, _ = self.into(rec, out, w.label[sl], w.move_number[sl], w.to_play[sl], self.include_passes,
+                               self.skip_first)
+        self._check_rows(rows, int(unit.rows[g]), unit.game_id[g])
+        sl = slice(w.pos, w.pos + rows)
+        if self.packed:
+            w.features[sl] = S.pack_features(out[:rows], self.desc["dtype"])
+        w.value[sl] = value_targets(unit.winner[g], w.to_play[sl])
+        w.commit([unit.game_id[g]], [rows])
+        return True
+
+    def _put_chunks(self, rec, g: int, lo: int, hi: int) -> None:
+        """Rows ``lo:hi`` of game ``g`` (its record ``rec``) from the encoder's chunks of the game."""
+        unit = self._unit
+        gid, winner = unit.game_id[g], unit.winner[g]
+        game_rows = 0
+        for eg in self.enc.encode_game_chunks(rec, include_passes=self.include_passes, skip_first=self.skip_first,
+                                              chunk_moves=self.chunk_moves):
+            r0, game_rows = game_rows, game_rows + len(eg)
+            a, b = max(lo, r0) - r0, min(hi, game_rows) - r0
+            if a < b:
+                tp = eg.to_play[a:b]
+                self.writer.add(gid, S.pack_features(eg.features[a:b], self.desc["dtype"]), eg.move_numbers[a:b],
+                                tp, eg.labels[a:b], value_targets(winner, tp))
+        self._check_rows(game_rows, int(unit.rows[g]), gid)
 
 
 def encode_shard(spec: dict, options: ShardOptions) -> dict:
@@ -60,247 +248,24 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     ``work_dir``, ``out_dir``, ``row_group_rows``, ``zstd_level``. Returns the shard's entry
     (``file``, ``rows``, ``bytes``, ``sha256``) plus timings.
 
-    Rows go straight into preallocated column arrays (features packed per game), a batch of up to
-    :data:`BATCH_BYTES` at a time, and each batch is one zero-copy Arrow table for the writer."""
+    The pieces are encoded by a :class:`ShardEncoder` into a :class:`~gotk.shards.format.ShardRowWriter`
+    (rows straight into its column arrays, one zero-copy Arrow table per batch); once the file is in place,
+    a done-record marks the shard finished for ``--resume``."""
     t0 = time.perf_counter()
     enc = encoder_for(options)
-    desc = enc.describe()
-    schema = S.shard_schema(desc)
-    width = S.features_nbytes(desc)
-    packed_bits = desc["dtype"] != "int8"
-    include_passes = options.include_passes
-    skip_first = options.skip_first
     st = options.storage()
-    out_path = join(options.out_dir, spec["file"])
-    row_group_rows = options.row_group_rows
-    writer = S.ShardWriter(out_path, schema, row_group_rows, options.zstd_level, storage=st)
-    batch_rows = max(row_group_rows, BATCH_BYTES // width)
-    remaining = sum(hi - lo for _, _, lo, hi in spec["pieces"])
-    t_encode = t_write = 0.0
-    cols: dict[str, np.ndarray] = {}
-    gids: list[str] = []
-    pos = 0
-
-    def new_batch(need: int) -> None:
-        nonlocal pos
-        n = max(need, min(batch_rows, remaining))
-        cols.update(feat=np.empty((n, width), np.uint8), gidx=np.empty(n, np.int32), move=np.empty(n, np.int32),
-                    tp=np.empty(n, np.int8), label=np.empty(n, np.int16), value=np.empty(n, np.int8))
-        gids.clear()
-        pos = 0
-
-    def flush() -> None:
-        nonlocal t_write
-        t = time.perf_counter()
-        if pos:
-            ids = pa.array(gids, pa.string()).take(pa.array(cols["gidx"][:pos]))
-            writer.write(S.rows_table(schema, ids, cols["move"][:pos], cols["tp"][:pos], cols["feat"][:pos],
-                                      cols["label"][:pos], cols["value"][:pos]))
-        t_write += time.perf_counter() - t
-
-    def room(k: int) -> slice:
-        """Rows ``pos:pos + k`` of the batch (flushed and started afresh first when they do not fit)."""
-        if pos + k > len(cols["label"]):
-            flush()
-            new_batch(k)
-        return slice(pos, pos + k)
-
-    def close_rows(k: int, winner, gid: str) -> None:
-        """The ``k`` rows just written at ``pos`` get their value targets and game; the batch moves on."""
-        nonlocal pos, remaining
-        sl = slice(pos, pos + k)
-        cols["value"][sl] = value_targets(winner, cols["tp"][sl])
-        cols["gidx"][sl] = len(gids)
-        gids.append(gid)
-        pos += k
-        remaining -= k
-
-    def put(eg, a: int, b: int, winner, gid: str) -> None:
-        """Rows ``a:b`` of the encoded piece ``eg`` into the batch."""
-        k = b - a
-        sl = room(k)
-        feats = eg.features[a:b].reshape(k, -1)
-        cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
-        cols["move"][sl] = eg.move_numbers[a:b]
-        cols["tp"][sl] = eg.to_play[a:b]
-        cols["label"][sl] = eg.labels[a:b]
-        close_rows(k, winner, gid)
-
-    def put_whole(rec, nrows: int, winner, gid: str) -> bool:
-        """A whole game's rows encoded straight into the batch (no per-game arrays, no copy): planes
-        into the batch's own feature rows (unpacked encoders) or into ``scratch`` and packed from there.
-        False (nothing written) when the encoder cannot, or the game is longer than one piece."""
-        nonlocal scratch
-        cap = kept_count(rec.points, rec.size, include_passes, skip_first)  # rows the loop may touch
-        if into is None or cap > chunk_moves:
-            return False
-        sl = room(cap)
-        if packed_bits:
-            if scratch is None:
-                scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
-            out = scratch[:cap]
-        else:
-            out = cols["feat"][sl].view(enc.np_dtype).reshape(cap, enc.num_planes, enc.num_points)
-        out[:] = 0
-        rows, _, _ = into(rec, out, cols["label"][sl], cols["move"][sl], cols["tp"][sl], include_passes, skip_first)
-        if rows != nrows:
-            raise RuntimeError(f"encoder {desc['name']} gave {rows} rows for game {gid}, the scan counted {nrows}")
-        if packed_bits:
-            cols["feat"][pos:pos + rows] = np.packbits(out[:rows].reshape(rows, -1), axis=1, bitorder="big")
-        close_rows(rows, winner, gid)
-        return True
-
-    def encode_run(unit: _UnitGames, run: np.ndarray, out: np.ndarray, sl: slice) -> tuple[np.ndarray, int]:
-        """Games ``run`` of ``unit`` encoded by one compiled call (the encoder's batch loop), planes into ``out``
-        and labels, move numbers and colours to play into rows ``sl`` of ``rows_to`` (the batch, or
-        ``part_rows``); checked against the rows the scan counted. Returns (rows per game, rows in all)."""
-        from gotk.game.replay import initial_state
-
-        sub = unit.batch(enc.board_size).take(run)
-        rows_out = (out, rows_to["label"][sl], rows_to["move"][sl], rows_to["tp"][sl], include_passes, skip_first)
-        if board_only and unit.trace is not None:  # replayed by the scan: boards alone, no engine
-            result, rows, done = enc.encode_traced_batch_into(sub, unit.trace.take(run), *rows_out)
-        else:
-            result, rows, done = enc.encode_batch_into(sub, *rows_out)
-        if done < len(run):  # unusable setup stones: the game's own first position raises the error
-            initial_state(unit.record(int(run[done])))
-            raise RuntimeError(f"game {unit.game_id[run[done]]}: the batch loop refused its setup stones")
-        wrong = np.flatnonzero(result[:, 0] != unit.rows[run])
-        if wrong.size:
-            g = int(run[wrong[0]])
-            raise RuntimeError(f"encoder {desc['name']} gave {int(result[wrong[0], 0])} rows for game "
-                               f"{unit.game_id[g]}, the scan counted {unit.rows[g]}")
-        return result[:, 0], rows
-
-    def planes_scratch() -> np.ndarray:
-        nonlocal scratch
-        if scratch is None:
-            scratch = np.empty((chunk_moves, enc.num_planes, enc.num_points), dtype=enc.np_dtype)
-        return scratch
-
-    def put_games(unit: _UnitGames, games: list[int]) -> None:
-        """Whole games of ``unit`` (each under ``chunk_moves`` rows) encoded straight into the batch, as
-        many per compiled call (:func:`encode_run`) as the batch (and, for bit encoders, ``scratch``) has
-        room for; the same rows as :func:`put_whole` one by one."""
-        nonlocal pos, remaining, rows_to
-        caps = unit.cap(include_passes, skip_first)
-        index = np.asarray(games, dtype=np.int64)
-        rows_to = cols
-        k = 0
-        while k < len(index):
-            if pos + caps[index[k]] > len(cols["label"]):
-                flush()
-                new_batch(int(caps[index[k]]))
-            room_rows = len(cols["label"]) - pos
-            if packed_bits:
-                room_rows = min(room_rows, chunk_moves)
-            run = index[k:]
-            run = run[:max(1, int(np.searchsorted(np.cumsum(caps[run]), room_rows, side="right")))]
-            cap = int(caps[run].sum())
-            sl = slice(pos, pos + cap)
-            out = (planes_scratch() if packed_bits else
-                   cols["feat"][sl].view(enc.np_dtype).reshape(cap, enc.num_planes, enc.num_points))
-            per_game, rows = encode_run(unit, run, out, sl)
-            sl = slice(pos, pos + rows)
-            if packed_bits:
-                cols["feat"][sl] = np.packbits(out[:rows].reshape(rows, -1), axis=1, bitorder="big")
-            cols["value"][sl] = signed_value_targets(np.repeat(unit.sign[run], per_game), cols["tp"][sl])
-            cols["gidx"][sl] = np.repeat(np.arange(len(gids), len(gids) + len(run), dtype=np.int32), per_game)
-            gids.extend(unit.game_id[g] for g in run.tolist())
-            pos += rows
-            remaining -= rows
-            k += len(run)
-
-    def put_part(unit: _UnitGames, g: int, lo: int, hi: int) -> None:
-        """Rows ``lo:hi`` of game ``g`` of ``unit`` (under ``chunk_moves`` rows; the rest of it goes to another
-        shard): the whole game encoded by the batch loop into scratch, those rows copied into the batch."""
-        nonlocal rows_to
-        rows_to = part_rows
-        out = planes_scratch()
-        encode_run(unit, np.array([g], dtype=np.int64), out, slice(0, chunk_moves))
-        k = hi - lo
-        sl = room(k)
-        feats = out[lo:hi].reshape(k, -1)
-        cols["feat"][sl] = np.packbits(feats, axis=1, bitorder="big") if packed_bits else feats.view(np.uint8)
-        for name in ("move", "tp", "label"):
-            cols[name][sl] = part_rows[name][lo:hi]
-        close_rows(k, unit.winner[g], unit.game_id[g])
-
-    # long games are encoded a piece at a time: about BATCH_BYTES of unpacked planes per piece
-    chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
-    scratch: np.ndarray | None = None
-    part_rows = {"label": np.empty(chunk_moves, np.int16), "move": np.empty(chunk_moves, np.int32),
-                 "tp": np.empty(chunk_moves, np.int8)}  # put_part's rows of one game
-    rows_to = cols  # where encode_run writes labels, move numbers and colours to play
-    into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes through its chunks
-    batchable = into is not None and getattr(enc, "batchable", False)
-    board_only = batchable and getattr(enc, "board_only", False)
-    run: list[int] = []  # whole games of the current unit waiting for put_games
-
-    def put_run() -> None:
-        nonlocal t_encode
-        t, w = time.perf_counter(), t_write
-        put_games(unit, run)
-        t_encode += time.perf_counter() - t - (t_write - w)  # a flush on the way counts as writing
-        run.clear()
-
-    try:
-        unit_id_now, unit = None, None
-        new_batch(0)
-        for unit_id, game_index, lo, hi in spec["pieces"]:
-            if unit_id != unit_id_now:  # pieces come in unit order: one unit's records at a time
-                if run:
-                    put_run()
-                unit = unit_games(options.work_dir, unit_id, st)
-                unit_id_now = unit_id
-                # whole games of this unit the batch loop takes: the rows they yield, else -1
-                whole = (np.where(unit.cap(include_passes, skip_first) <= chunk_moves, unit.rows, -1).tolist()
-                         if batchable and unit.batch(enc.board_size) is not None else [-1] * len(unit.rows))
-            if whole[game_index] >= 0:
-                if lo == 0 and hi == whole[game_index]:
-                    run.append(game_index)
-                    continue
-                if run:
-                    put_run()
-                t, w = time.perf_counter(), t_write
-                put_part(unit, game_index, lo, hi)
-                t_encode += time.perf_counter() - t - (t_write - w)
-                continue
-            if run:
-                put_run()
-            rec = unit.record(game_index)
-            game_rows = 0
-            gid = unit.game_id[game_index]
-            t, w = time.perf_counter(), t_write
-            if lo == 0 and hi == unit.rows[game_index] and put_whole(rec, hi, unit.winner[game_index], gid):
-                t_encode += time.perf_counter() - t - (t_write - w)  # a flush on the way counts as writing
-                continue
-            for eg in enc.encode_game_chunks(rec, include_passes=include_passes, skip_first=skip_first,
-                                             chunk_moves=chunk_moves):
-                t_encode += time.perf_counter() - t
-                r0, game_rows = game_rows, game_rows + len(eg)
-                a, b = max(lo, r0), min(hi, game_rows)
-                if a < b:
-                    put(eg, a - r0, b - r0, unit.winner[game_index], gid)
-                t = time.perf_counter()
-            t_encode += time.perf_counter() - t
-            if game_rows != unit.rows[game_index]:
-                raise RuntimeError(f"encoder {desc['name']} gave {game_rows} rows for game "
-                                   f"{gid}, the scan counted {unit.rows[game_index]}")
-        if run:
-            put_run()
-        flush()
-        t = time.perf_counter()
-        info = writer.close()
-        t_write += time.perf_counter() - t
-    except BaseException:
-        writer.abort()
-        raise
+    rows = sum(hi - lo for _, _, lo, hi in spec["pieces"])
+    with S.ShardRowWriter(join(options.out_dir, spec["file"]), S.shard_schema(enc.describe()), rows,
+                          options.row_group_rows, options.zstd_level, storage=st) as writer:
+        encoder = ShardEncoder(enc, options, writer, st)
+        encoder.encode(spec["pieces"])
+        info = writer.finish()
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
     done = shard_done_path(options.work_dir, spec["split"], spec["index"])
     record = json.dumps({"digest": spec["digest"], **entry}, sort_keys=True)
     st.write_text_atomic(done, record)
     total = time.perf_counter() - t0
+    t_encode, t_write = encoder.encode_s, writer.write_s
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
                                 "shard_write_s": t_write, "shard_rest_s": total - t_encode - t_write},
             "peak_rss_mib": peak_rss_mib()}

@@ -241,165 +241,221 @@ def _where(text: str | None):
     return compile_where(text, M.ENCODE_WHERE_COLUMNS) if text else None
 
 
+class _Tally:
+    """What a scan unit counts as it goes: games read, skips (by reason, with the first example of each),
+    partial games, metadata warnings, ``--where`` refusals, SGF reader paths, and the time spent parsing and
+    replaying."""
+
+    def __init__(self) -> None:
+        self.games_read = 0
+        self.skipped: Counter = Counter()
+        self.partial: Counter = Counter()
+        self.examples: dict[str, str] = {}
+        self.warnings: Counter = Counter()
+        self.filtered_where: Counter = Counter()
+        self.reader: Counter = Counter()  # inputs / games per SGF reader path (compiled or sgfmill)
+        self.parse_s = 0.0
+        self.replay_s = 0.0
+
+    def skip(self, reason: str, where: str, message: str = "") -> None:
+        self.skipped[reason] += 1
+        self.examples.setdefault(reason, f"{where}: {message}" if message else where)
+
+    def stats(self, unit: ScanUnit, candidates: int) -> dict:
+        """The unit's stats as its scan file stores them (every count sorted by key)."""
+        return {
+            "unit_id": unit.unit_id,
+            "digest": unit.digest,
+            "games_read": self.games_read,
+            "candidates": candidates,
+            "skipped": dict(sorted(self.skipped.items())),
+            "partial": dict(sorted(self.partial.items())),
+            "examples": dict(sorted(self.examples.items())),
+            "warnings": dict(sorted(self.warnings.items())),
+            "filtered_where": dict(sorted(self.filtered_where.items())),
+            "sgf_reader": dict(sorted(self.reader.items())),
+        }
+
+
+class _UnitScan:
+    """The three passes of :func:`scan_unit` over one unit, and what each hands to the next.
+
+    :meth:`read` parses, normalises and filters every input, noting in :attr:`steps` (source order) either a
+    skip ``(reason, where, message)`` or the index of a game in :attr:`games` ``(place, path, record, row)``;
+    :meth:`replay` replays every game left in one compiled call (:func:`gotk.game.replay.replay_batch`) and
+    counts its rows; :meth:`settle` walks :attr:`steps` again and decides each game, so skips and first
+    examples come exactly as one game at a time would give them."""
+
+    def __init__(self, options: ScanOptions) -> None:
+        from gotk.sgf.metadata import BotList, default_bots
+
+        self.options = options
+        self.where = _where(options.where)
+        self.where_late = self.where is not None and bool(self.where.used_columns() & _WHERE_AFTER_REPLAY)
+        self.bots = default_bots() if options.bot_patterns is None else BotList(list(options.bot_patterns))
+        self.tally = _Tally()
+        self.steps: list[tuple[str, str, str] | int] = []
+        self.games: list[tuple[str, str, GameRecord, dict]] = []
+        # set by replay(): the games as one batch, its board trace, each game's main-line range, rows, moves
+        # replayed and engine status
+        self.batch: GameBatch | None = None
+        self.trace: BoardTrace | None = None
+        self.offsets = np.empty((0, 2), np.int64)
+        self.rows_kept: list[int] = []
+        self.played: list[int] = []
+        self.status: list[int] = []
+
+    def read(self, items: list[tuple[str, str, str, bytes]]) -> None:
+        """Pass 1: every input read, normalised and filtered."""
+        from gotk.sgf.metadata import normalise_record
+        from gotk.sgf.reader import iter_sgf
+
+        options, where, tally, steps = self.options, self.where, self.tally, self.steps
+        size = options.board_size
+        for path, archive, member, data in items:
+            place = f"{archive}:{member}" if member else archive
+            t = time.perf_counter()
+            try:
+                records = list(iter_sgf(data, archive, member, counts=tally.reader))
+            except GotkError as e:
+                tally.parse_s += time.perf_counter() - t
+                tally.games_read += 1
+                steps.append((e.reason, place, str(e)))
+                continue
+            tally.parse_s += time.perf_counter() - t
+            for rec in records:
+                tally.games_read += 1
+                if isinstance(rec, GotkError):
+                    steps.append((rec.reason, place, str(rec)))
+                    continue
+                meta = normalise_record(rec, self.bots)
+                if rec.warnings:  # the reader's fallbacks (charset_mismatch) join the metadata warnings
+                    meta["warnings"] = ",".join(sorted({*(meta["warnings"] or "").split(","), *rec.warnings} - {""}))
+                    tally.examples.setdefault(f"warning:{rec.warnings[0]}", place)
+                if meta["warnings"]:
+                    tally.warnings.update(meta["warnings"].split(","))
+                if rec.size != size:
+                    steps.append(("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}"))
+                    continue
+                if options.max_moves and rec.num_moves > options.max_moves:
+                    steps.append(("too_long", place, f"{rec.num_moves} moves, over --max-moves {options.max_moves}"))
+                    continue
+                if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
+                    steps.append(("filtered_handicap", place, f"handicap {rec.handicap}"))
+                    continue
+                if not passes_min_rank(rec.black_rank, rec.white_rank, options.min_rank):
+                    steps.append(("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}"))
+                    continue
+                row = {"game_id": game_id(rec) if where is not None else "", "archive": archive, "member": member,
+                       "black": rec.black, "white": rec.white, "handicap": int(rec.handicap),
+                       "result": str(rec.result), "winner": rec.result.winner, "num_moves": rec.num_moves, **meta}
+                if where is not None and not self.where_late and (why := where.reason(row)) is not None:
+                    steps.append(("filtered_where", place, why))
+                    tally.filtered_where[why] += 1
+                    continue
+                steps.append(len(self.games))
+                self.games.append((place, path, rec, row))
+
+    def replay(self) -> None:
+        """Pass 2: every game left replayed, and its rows counted, in one compiled call (its board trace kept
+        when the options ask for it); the games' ids, unless a ``--where`` needed them earlier."""
+        from gotk.game import kernels as K
+        from gotk.game.replay import GameBatch, replay_batch
+
+        options = self.options
+        t = time.perf_counter()
+        batch = GameBatch.from_records([g[2] for g in self.games])
+        replayed, self.trace = replay_batch(batch, trace=True) if options.board_trace else (replay_batch(batch), None)
+        self.batch = batch
+        self.offsets = batch.games[:, [K.G_M0, K.G_M1]]
+        moves = np.append(self.offsets[:, 0], self.offsets[-1, 1] if len(self.offsets) else 0)
+        self.rows_kept = kept_counts(batch.points, moves, replayed[:, 0], options.board_size, options.include_passes,
+                                     options.skip_first).tolist()
+        self.played, self.status = replayed[:, 0].tolist(), replayed[:, 1].tolist()
+        self.tally.replay_s += time.perf_counter() - t
+        if self.where is None:  # the ids of the whole batch at once
+            setup = [(pts, np.append(batch.games[:, c], batch.games[-1, c + 1] if len(batch) else 0))
+                     for pts, c in ((batch.setup_b, K.G_B0), (batch.setup_w, K.G_W0), (batch.setup_e, K.G_E0))]
+            ids = game_ids(options.board_size, batch.colors, batch.points, moves, setup)
+            for (_, _, _, row), gid in zip(self.games, ids, strict=True):
+                row["game_id"] = gid
+
+    def settle(self) -> tuple[list[int], list[dict]]:
+        """Pass 3: each game decided in source order. Returns the indices (in :attr:`games`) of the games kept
+        and their rows of the scan table."""
+        from gotk.game import kernels as K
+        from gotk.game.replay import replay, stop_error
+
+        options, where, tally = self.options, self.where, self.tally
+        kept: list[int] = []
+        kept_rows: list[dict] = []
+        for step in self.steps:
+            if not isinstance(step, int):
+                tally.skip(*step)
+                continue
+            place, path, rec, row = self.games[step]
+            status = self.status[step]
+            if status == K.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
+                t = time.perf_counter()
+                try:
+                    out = replay(rec, min_moves=0, keep_history=False)
+                except GotkError as e:
+                    tally.replay_s += time.perf_counter() - t
+                    tally.skip(e.reason, place, str(e))
+                    continue
+                tally.replay_s += time.perf_counter() - t
+                err = out.error
+                self.rows_kept[step] = _kept_rows(rec, out.moves_played, options.include_passes, options.skip_first)
+            elif status != K.OK or rec.defect is not None:
+                err = stop_error(rec, status, self.played[step], rec.colors, rec.points)
+            else:
+                err = None
+            rows = self.rows_kept[step]
+            if err is not None and options.drop_partial:
+                tally.skip(err.reason, place, str(err))
+                continue
+            if rows == 0:
+                tally.skip(err.reason if err is not None else "too_short", place,
+                           str(err) if err is not None else f"{rec.num_moves} moves, no position kept")
+                continue
+            if self.where_late:
+                row.update(positions=rows, partial=err.reason if err is not None else None)
+                if (why := where.reason(row)) is not None:
+                    tally.skip("filtered_where", place, why)
+                    tally.filtered_where[why] += 1
+                    continue
+            if err is not None:
+                tally.partial[err.reason] += 1
+                tally.examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
+            row.update(path=path, rows=rows, partial=err.reason if err is not None else None,
+                       size=rec.size, first_player=int(rec.first_player or 0))
+            kept_rows.append(row)
+            kept.append(step)
+        return kept, kept_rows
+
+    def table(self, kept: list[int], kept_rows: list[dict], stats: dict) -> pa.Table:
+        """The scan table of the games ``kept`` (:data:`SCAN_SCHEMA`), ``stats`` in its schema metadata."""
+        columns: dict[str, list | pa.Array] = _scan_arrays(self.batch, self.offsets, kept)
+        for name in SCAN_SCHEMA.names:
+            if name not in columns:
+                columns[name] = [row[name] for row in kept_rows]
+        table = pa.Table.from_pydict(columns, schema=SCAN_SCHEMA)
+        return table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
+
+
 def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     """Parse, identify, filter and count one chunk of inputs; write its scan file; return its stats.
 
-    Three passes, so that the replays of the whole unit run in one compiled call: read and filter every
-    game (its skips noted in source order), replay the games left (:func:`gotk.game.replay.replay_batch`),
-    then settle each game in source order (skips and first examples exactly as one game at a time gives)."""
-    from gotk.game import kernels as K
-    from gotk.game.replay import GameBatch, replay, replay_batch, stop_error
-    from gotk.sgf.metadata import BotList, default_bots, normalise_record
-    from gotk.sgf.reader import iter_sgf
-
-    where = _where(options.where)
-    where_late = where is not None and bool(where.used_columns() & _WHERE_AFTER_REPLAY)
-    bots = default_bots() if options.bot_patterns is None else BotList(list(options.bot_patterns))
-    warnings: Counter = Counter()
-    filtered_where: Counter = Counter()
-
-    size = options.board_size
-    include_passes = options.include_passes
-    skip_first = options.skip_first
-    min_rank = options.min_rank
-    t_parse = t_replay = 0.0
+    Three passes (:class:`_UnitScan`), so that the replays of the whole unit run in one compiled call: read and
+    filter every game (its skips noted in source order), replay the games left, then settle each game in source
+    order (skips and first examples exactly as one game at a time gives)."""
     t0 = time.perf_counter()
-    skipped: Counter = Counter()
-    partial: Counter = Counter()
-    examples: dict[str, str] = {}
-    games_read = 0
-    reader: Counter = Counter()  # inputs / games per SGF reader path (compiled or sgfmill)
-
-    def skip(reason: str, where: str, message: str = "") -> None:
-        skipped[reason] += 1
-        examples.setdefault(reason, f"{where}: {message}" if message else where)
-
-    # pass 1: read, normalise, filter; ``steps`` holds, in source order, a skip (reason, where, message) or
-    # the index of a game to replay in ``games`` (place, path, record, row)
-    steps: list[tuple[str, str, str] | int] = []
-    games: list[tuple[str, str, GameRecord, dict]] = []
-    for path, archive, member, data in unit.items:
-        place = f"{archive}:{member}" if member else archive
-        t = time.perf_counter()
-        try:
-            records = list(iter_sgf(data, archive, member, counts=reader))
-        except GotkError as e:
-            t_parse += time.perf_counter() - t
-            games_read += 1
-            steps.append((e.reason, place, str(e)))
-            continue
-        t_parse += time.perf_counter() - t
-        for rec in records:
-            games_read += 1
-            if isinstance(rec, GotkError):
-                steps.append((rec.reason, place, str(rec)))
-                continue
-            meta = normalise_record(rec, bots)
-            if rec.warnings:  # the reader's fallbacks (charset_mismatch) join the metadata warnings
-                meta["warnings"] = ",".join(sorted({*(meta["warnings"] or "").split(","), *rec.warnings} - {""}))
-                examples.setdefault(f"warning:{rec.warnings[0]}", place)
-            if meta["warnings"]:
-                warnings.update(meta["warnings"].split(","))
-            if rec.size != size:
-                steps.append(("bad_size", place, f"board {rec.size}x{rec.size}, expected {size}x{size}"))
-                continue
-            if options.max_moves and rec.num_moves > options.max_moves:
-                steps.append(("too_long", place, f"{rec.num_moves} moves, over --max-moves {options.max_moves}"))
-                continue
-            if options.no_handicap and (rec.handicap >= 2 or rec.setup_black or rec.setup_white):
-                steps.append(("filtered_handicap", place, f"handicap {rec.handicap}"))
-                continue
-            if not passes_min_rank(rec.black_rank, rec.white_rank, min_rank):
-                steps.append(("filtered_rank", place, f"{rec.black_rank or '?'} vs {rec.white_rank or '?'}"))
-                continue
-            row = {"game_id": game_id(rec) if where is not None else "", "archive": archive, "member": member,
-                   "black": rec.black, "white": rec.white, "handicap": int(rec.handicap), "result": str(rec.result),
-                   "winner": rec.result.winner, "num_moves": rec.num_moves, **meta}
-            if where is not None and not where_late and (why := where.reason(row)) is not None:
-                steps.append(("filtered_where", place, why))
-                filtered_where[why] += 1
-                continue
-            steps.append(len(games))
-            games.append((place, path, rec, row))
-
-    # pass 2: every game left replayed (and its rows counted) in one compiled call
-    t = time.perf_counter()
-    batch = GameBatch.from_records([g[2] for g in games])
-    replayed, trace = replay_batch(batch, trace=True) if options.board_trace else (replay_batch(batch), None)
-    offsets = batch.games[:, [K.G_M0, K.G_M1]]
-    moves = np.append(offsets[:, 0], offsets[-1, 1] if len(offsets) else 0)
-    rows_kept = kept_counts(batch.points, moves, replayed[:, 0], size, include_passes, skip_first).tolist()
-    played, status = replayed[:, 0].tolist(), replayed[:, 1].tolist()
-    t_replay += time.perf_counter() - t
-    if where is None:  # the ids of the whole batch at once (a --where may read them before the replay)
-        setup = [(pts, np.append(batch.games[:, c], batch.games[-1, c + 1] if len(batch) else 0))
-                 for pts, c in ((batch.setup_b, K.G_B0), (batch.setup_w, K.G_W0), (batch.setup_e, K.G_E0))]
-        for (_, _, _, row), gid in zip(games, game_ids(size, batch.colors, batch.points, moves, setup), strict=True):
-            row["game_id"] = gid
-
-    # pass 3: each game settled in source order
-    kept: list[int] = []
-    kept_rows: list[dict] = []
-    for step in steps:
-        if not isinstance(step, int):
-            skip(*step)
-            continue
-        place, path, rec, row = games[step]
-        if status[step] == K.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
-            t = time.perf_counter()
-            try:
-                out = replay(rec, min_moves=0, keep_history=False)
-            except GotkError as e:
-                t_replay += time.perf_counter() - t
-                skip(e.reason, place, str(e))
-                continue
-            t_replay += time.perf_counter() - t
-            err = out.error
-            rows_kept[step] = _kept_rows(rec, out.moves_played, include_passes, skip_first)
-        elif status[step] != K.OK or rec.defect is not None:
-            err = stop_error(rec, status[step], played[step], rec.colors, rec.points)
-        else:
-            err = None
-        rows = rows_kept[step]
-        if err is not None and options.drop_partial:
-            skip(err.reason, place, str(err))
-            continue
-        if rows == 0:
-            skip(err.reason if err is not None else "too_short", place,
-                 str(err) if err is not None else f"{rec.num_moves} moves, no position kept")
-            continue
-        if where_late:
-            row.update(positions=rows, partial=err.reason if err is not None else None)
-            if (why := where.reason(row)) is not None:
-                skip("filtered_where", place, why)
-                filtered_where[why] += 1
-                continue
-        if err is not None:
-            partial[err.reason] += 1
-            examples.setdefault(f"partial:{err.reason}", f"{place}: {err}")
-        row.update(path=path, rows=rows, partial=err.reason if err is not None else None,
-                   size=rec.size, first_player=int(rec.first_player or 0))
-        kept_rows.append(row)
-        kept.append(step)
-    columns: dict[str, list | pa.Array] = _scan_arrays(batch, offsets, kept)
-    for name in SCAN_SCHEMA.names:
-        if name not in columns:
-            columns[name] = [row[name] for row in kept_rows]
-
-    stats = {
-        "unit_id": unit.unit_id,
-        "digest": unit.digest,
-        "games_read": games_read,
-        "candidates": len(kept_rows),
-        "skipped": dict(sorted(skipped.items())),
-        "partial": dict(sorted(partial.items())),
-        "examples": dict(sorted(examples.items())),
-        "warnings": dict(sorted(warnings.items())),
-        "filtered_where": dict(sorted(filtered_where.items())),
-        "sgf_reader": dict(sorted(reader.items())),
-    }
-    table = pa.Table.from_pydict(columns, schema=SCAN_SCHEMA)
-    table = table.replace_schema_metadata({UNIT_META_KEY: json.dumps(stats, sort_keys=True).encode()})
+    scan = _UnitScan(options)
+    scan.read(unit.items)
+    scan.replay()
+    kept, kept_rows = scan.settle()
+    stats = scan.tally.stats(unit, len(kept_rows))
+    table = scan.table(kept, kept_rows, stats)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as w:
         w.write_table(table)
@@ -409,9 +465,10 @@ def scan_unit(unit: ScanUnit, options: ScanOptions) -> dict:
     st.write_bytes_atomic(scan_path(options.work_dir, unit.unit_id), blob)
     st.write_text_atomic(scan_sum_path(options.work_dir, unit.unit_id), digest)
     index = np.asarray(kept, dtype=np.int64)
-    remember_unit(options.work_dir, unit.unit_id, st, table, digest, batch.take(index),
-                  None if trace is None else trace.take(index))
+    remember_unit(options.work_dir, unit.unit_id, st, table, digest, scan.batch.take(index),
+                  None if scan.trace is None else scan.trace.take(index))
     total = time.perf_counter() - t0
+    t_parse, t_replay = scan.tally.parse_s, scan.tally.replay_s
     stats["timing"] = {"parse_s": t_parse, "replay_s": t_replay, "other_s": total - t_parse - t_replay,
                        "scan_other_s": total - t_parse - t_replay}
     return {**stats, "games": table, "peak_rss_mib": peak_rss_mib()}

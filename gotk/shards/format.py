@@ -2,19 +2,22 @@
 
 Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features``
 fixed_size_binary, ``label`` int16, ``value`` int8. Bit encoders store ``np.packbits`` of the
-C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes. The schema
+C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded
+once: :func:`pack_features`, :func:`unpack_features`). The schema
 metadata key ``gotk`` holds ``{"schema_version", "encoder" (Encoder.describe()), "features"}`` as
 JSON, so a shard alone is self-describing. zstd compression, fixed row groups of
 :data:`ROW_GROUP_ROWS` rows, statistics and dictionary only on the small columns.
 
 :class:`ShardWriter` writes one file atomically (``.tmp`` + rename) and cuts row groups at fixed row
-counts whatever the batch sizes fed to it, so the bytes depend only on the rows.
+counts whatever the batch sizes fed to it, so the bytes depend only on the rows. :class:`ShardRowWriter`
+feeds it from rows written into preallocated columns (what ``gotk encode``'s shard unit fills).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -68,14 +71,31 @@ def shard_schema(encoder_desc: dict) -> pa.Schema:
     )
 
 
-def pack_features(features: np.ndarray, dtype: str) -> np.ndarray:
-    """(N, C, H, W) planes → (N, bytes_per_row) uint8: packbits (big bit order) for ``bit``
-    encoders, the raw bytes for ``int8``."""
-    n = features.shape[0]
-    flat = np.ascontiguousarray(features).reshape(n, int(np.prod(features.shape[1:])))
+def pack_features(planes: np.ndarray, dtype: str) -> np.ndarray:
+    """``N`` rows of planes → their ``features`` bytes, ``(N, bytes_per_row)`` uint8 (see :func:`features_nbytes`);
+    :func:`unpack_features` is the inverse. The one place the layout is coded (both ways):
+
+    * each row's planes (any shape after the first axis, normally ``(C, H, W)``) are flattened in C order
+      (plane, row, column);
+    * ``dtype="int8"`` encoders: a row is those values' raw bytes, one per value;
+    * bit encoders (values 0/1): a row is those values packed eight to a byte, the first in the most
+      significant bit (``np.packbits``, ``bitorder="big"``), the last byte padded with zero bits."""
+    n = planes.shape[0]
+    flat = np.ascontiguousarray(planes).reshape(n, int(np.prod(planes.shape[1:])))
     if dtype == "int8":
         return flat.view(np.uint8)
     return np.packbits(flat, axis=1, bitorder="big")
+
+
+def unpack_features(packed: np.ndarray, shape: tuple[int, int, int], dtype: str) -> np.ndarray:
+    """``(N, bytes_per_row)`` uint8 ``features`` bytes → ``(N, C, H, W)`` planes for an encoder of planes ``shape``
+    and ``dtype``: int8 for ``int8`` encoders (a view of ``packed`` when it is contiguous), else uint8 0/1
+    (one vectorised unpack, the padding bits dropped). The inverse of :func:`pack_features`."""
+    n = packed.shape[0]
+    c, h, w = shape
+    if dtype == "int8":
+        return np.ascontiguousarray(packed).view(np.int8).reshape(n, c, h, w)
+    return np.unpackbits(packed, axis=1, count=c * h * w, bitorder="big").reshape(n, c, h, w)
 
 
 def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: np.ndarray,
@@ -188,6 +208,131 @@ class ShardWriter:
                 self.tmp.unlink(missing_ok=True)
 
 
+#: Rows a :class:`ShardRowWriter` gathers before it hands them to the Parquet writer: about this many bytes of
+#: ``features`` (at least one row group), so memory stays bounded whatever the shard's size.
+BATCH_BYTES = 64 << 20
+
+
+class ShardRowWriter:
+    """One shard file written from rows: rows are gathered in preallocated column arrays (a batch of about
+    :data:`BATCH_BYTES` of features), each full batch goes to a :class:`ShardWriter` as one zero-copy Arrow
+    table (so the bytes depend only on the rows, not on how they were added), and :meth:`finish` renames
+    the finished file into place (atomic); :meth:`abort` (or leaving the ``with`` block without
+    :meth:`finish`) leaves no file behind.
+
+    Rows come in two ways. :meth:`add` copies one game's rows given as arrays. An encoder that writes
+    rows in place asks :meth:`reserve` for rows of the batch, fills :attr:`features` (packed, see
+    :func:`pack_features`), :attr:`move_number`, :attr:`to_play`, :attr:`label` and :attr:`value` there
+    from :attr:`pos` on, then hands them to their games with :meth:`commit`. The column arrays are replaced when a
+    batch is written out, so they are read after :meth:`reserve`, never kept across it.
+
+    ``expected_rows`` (the rows the file will hold, when known) keeps batches no larger than the rows to come."""
+
+    def __init__(self, path: str | os.PathLike, schema: pa.Schema, expected_rows: int | None = None,
+                 row_group_rows: int = ROW_GROUP_ROWS, zstd_level: int = ZSTD_LEVEL,
+                 storage: Storage | None = None, batch_bytes: int = BATCH_BYTES) -> None:
+        self.schema = schema
+        self.width = schema.field("features").type.byte_width
+        self.batch_rows = max(row_group_rows, batch_bytes // self.width)
+        self.remaining = expected_rows  # rows still to come, when known
+        self.write_s = 0.0  # seconds spent writing batches out (Arrow tables, Parquet, zstd, the final rename)
+        self.pos = 0  # the next free row of the batch
+        self._game_ids: list[str] = []  # the batch's games; row i belongs to _game_ids[_game_index[i]]
+        self._finished = False
+        self._writer = ShardWriter(path, schema, row_group_rows, zstd_level, storage=storage)
+        self._new_batch(0)
+
+    def _new_batch(self, need: int) -> None:
+        n = max(need, self.batch_rows if self.remaining is None else min(self.batch_rows, self.remaining))
+        self.features = np.empty((n, self.width), np.uint8)
+        self.move_number = np.empty(n, np.int32)
+        self.to_play = np.empty(n, np.int8)
+        self.label = np.empty(n, np.int16)
+        self.value = np.empty(n, np.int8)
+        self._game_index = np.empty(n, np.int32)
+        self._game_ids.clear()
+        self.pos = 0
+
+    @property
+    def free(self) -> int:
+        """Rows of the batch free from :attr:`pos` on."""
+        return len(self.label) - self.pos
+
+    def reserve(self, rows: int) -> slice:
+        """Rows ``pos:pos + rows`` of the batch, for the caller to fill before :meth:`commit`: when they do not
+        fit, the batch is written out first and a new one (of at least ``rows`` rows) started. The batch may
+        have room beyond them (:attr:`free`)."""
+        if rows > self.free:
+            self._write_batch()
+            self._new_batch(rows)
+        return slice(self.pos, self.pos + rows)
+
+    def commit(self, game_ids: list[str], rows_per_game: list[int] | np.ndarray) -> None:
+        """The next rows from :attr:`pos` on, filled by the caller, are ``rows_per_game[i]`` rows of game
+        ``game_ids[i]`` in turn; the batch moves past them."""
+        n = len(game_ids)
+        first = len(self._game_ids)
+        rows = int(rows_per_game[0]) if n == 1 else int(np.sum(rows_per_game))
+        if rows > self.free:
+            raise ValueError(f"{rows} rows committed, the batch has {self.free} free")
+        if n == 1:
+            self._game_index[self.pos:self.pos + rows] = first
+        else:
+            self._game_index[self.pos:self.pos + rows] = np.repeat(np.arange(first, first + n, dtype=np.int32),
+                                                                    rows_per_game)
+        self._game_ids.extend(game_ids)
+        self.pos += rows
+        if self.remaining is not None:
+            self.remaining -= rows
+
+    def add(self, game_id: str, features: np.ndarray, move_number: np.ndarray, to_play: np.ndarray,
+            label: np.ndarray, value: np.ndarray) -> None:
+        """Rows of one game, copied: ``features`` packed (``(k, bytes_per_row)`` uint8, :func:`pack_features`),
+        the other columns ``k`` values each."""
+        k = len(label)
+        sl = self.reserve(k)
+        self.features[sl] = features
+        self.move_number[sl] = move_number
+        self.to_play[sl] = to_play
+        self.label[sl] = label
+        self.value[sl] = value
+        self.commit([game_id], [k])
+
+    def _write_batch(self) -> None:
+        t = time.perf_counter()
+        n = self.pos
+        if n:
+            ids = pa.array(self._game_ids, pa.string()).take(pa.array(self._game_index[:n]))
+            self._writer.write(rows_table(self.schema, ids, self.move_number[:n], self.to_play[:n],
+                                          self.features[:n], self.label[:n], self.value[:n]))
+        self.write_s += time.perf_counter() - t
+
+    def finish(self) -> dict:
+        """Write the rest and move the file into place; returns ``{"rows", "sha256", "bytes"}``."""
+        try:
+            self._write_batch()
+            t = time.perf_counter()
+            info = self._writer.close()
+            self.write_s += time.perf_counter() - t
+        except BaseException:
+            self.abort()
+            raise
+        self._finished = True
+        return info
+
+    def abort(self) -> None:
+        """Drop the file: nothing is left at its path or beside it."""
+        if not self._finished:
+            self._finished = True
+            self._writer.abort()
+
+    def __enter__(self) -> ShardRowWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.abort()  # a no-op after finish(); else the rows so far are dropped
+
+
 def schema_metadata(schema: pa.Schema, where: str = "this schema", required: bool = True) -> dict | None:
     """The ``gotk`` metadata object of a shard's Arrow schema, its schema version checked (ValueError
     with a clear message when of another version, or when absent and ``required``; else None)."""
@@ -244,7 +389,6 @@ def decode_features(batch, encoder: dict | None = None) -> np.ndarray:
     c, h, w = (int(x) for x in desc["shape"])
     n = len(column)
     width = column.type.byte_width
-    size = c * h * w
     expected = features_nbytes(desc)
     if width != expected:
         raise ValueError(f"features are {width} bytes per row; encoder {desc.get('name')!r} {desc['shape']} "
@@ -253,11 +397,7 @@ def decode_features(batch, encoder: dict | None = None) -> np.ndarray:
         raise ValueError("features column has nulls")
     buf = column.buffers()[1]
     raw = np.frombuffer(buf, dtype=np.uint8, count=(column.offset + n) * width)[column.offset * width:]
-    raw = raw.reshape(n, width)
-    if desc["dtype"] == "int8":
-        return raw.view(np.int8).reshape(n, c, h, w)
-    bits = np.unpackbits(raw, axis=1, count=size, bitorder="big")
-    return bits.reshape(n, c, h, w)
+    return unpack_features(raw.reshape(n, width), (c, h, w), desc["dtype"])
 
 
 

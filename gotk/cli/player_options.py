@@ -1,0 +1,94 @@
+"""The options of the player that ``gotk gtp`` and ``gotk match`` both build (policy, resignation, search),
+defined once: :class:`PlayerOptions` holds one field per option with its flag and help beside it, and
+:func:`with_player_options` adds those options to a command and hands it their values as one
+:class:`PlayerOptions`, so the two commands cannot drift apart."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import typer
+
+from gotk.cli.common import fail
+
+
+def _option(default, *flags: str, help: str):  # noqa: A002 - typer's own keyword
+    """A field whose default is ``default`` and whose command-line option is ``typer.Option(default, *flags,
+    help=help)``."""
+    return field(default=default, metadata={"option": typer.Option(default, *flags, help=help)})
+
+
+@dataclass(frozen=True)
+class PlayerOptions:
+    """How the agent plays: the policy player's choices, when it resigns, and the search (``gotk.search``;
+    docs/gtp.md "Search"). Every field is a command-line option of ``gotk gtp`` and ``gotk match``."""
+
+    temperature: float = _option(0.0, help="0 plays the most probable sensible move; >0 samples from p^(1/T).")
+    pass_threshold: float = _option(1e-3, "--pass-threshold",
+                                    help="Pass when no sensible move has at least this policy probability.")
+    resign: bool = _option(True, "--resign/--no-resign",
+                           help="Allow resignation (only agents with a value head resign).")
+    resign_threshold: float = _option(-0.95, "--resign-threshold",
+                                      help="Resign when the value (mover's view, -1..1) stays below this.")
+    resign_moves: int = _option(3, "--resign-moves", help="... for this many consecutive own moves.")
+    threads: int = _option(1, help="torch CPU threads for inference (0: torch's default).")
+    value_agent: Path | None = _option(None, "--value-agent", help="Agent giving the search's leaf values (same "
+                                       "encoder and board size); default: the agent's own value head.")
+    visits: int = _option(0, "--visits", help="PUCT search with this many root visits per move; 0 or 1 plays the "
+                          "policy alone.")
+    seconds: float | None = _option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
+                                    "whichever comes first).")
+    batch: int = _option(8, "--batch", help="Leaves evaluated per network call (virtual loss).")
+    c_puct: float = _option(1.25, "--c-puct", help="PUCT exploration constant.")
+    fpu: float = _option(0.25, "--fpu", help="First-play-urgency reduction for unvisited moves.")
+    resign_min_move: int = _option(30, "--resign-min-move",
+                                   help="A searching agent never resigns before this move number.")
+
+    def search_config(self, seed: int | None):
+        """The :class:`gotk.search.puct.SearchConfig` of these options (no resignation under ``--no-resign``)."""
+        from gotk.search.puct import SearchConfig
+
+        return SearchConfig(visits=self.visits, seconds=self.seconds, batch=self.batch, c_puct=self.c_puct,
+                            fpu=self.fpu, temperature=self.temperature,
+                            resign_threshold=self.resign_threshold if self.resign else None,
+                            resign_moves=self.resign_moves, resign_min_move=self.resign_min_move, seed=seed)
+
+    def make_player(self, agent: str | None, seed: int | None):
+        """The player of ``agent`` (an agent file; None or ``"random"``: the random player) under these options
+        (:func:`gotk.search.factory.make_search_player`); its refusals are a one-line error (exit 2)."""
+        from gotk.errors import GotkError
+        from gotk.search.factory import make_search_player
+
+        try:
+            return make_search_player(agent, self.search_config(seed),
+                                      str(self.value_agent) if self.value_agent else None, self.threads,
+                                      temperature=self.temperature, pass_threshold=self.pass_threshold,
+                                      resign=self.resign, resign_threshold=self.resign_threshold,
+                                      resign_moves=self.resign_moves)
+        except GotkError as e:
+            fail(str(e))
+
+
+def with_player_options(command: Callable) -> Callable:
+    """``command`` (which takes a ``player: PlayerOptions`` parameter) as a typer command with every
+    :class:`PlayerOptions` field as an option after its own options, their values handed to it as ``player``."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "player"]
+    hints = typing.get_type_hints(PlayerOptions)
+    names = [f.name for f in fields(PlayerOptions)]
+    added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.metadata["option"],
+                               annotation=hints[f.name]) for f in fields(PlayerOptions)]
+
+    @functools.wraps(command)
+    def run(**kwargs):
+        player = PlayerOptions(**{name: kwargs.pop(name) for name in names})
+        return command(**kwargs, player=player)
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
+    run.__signature__ = inspect.Signature(params)
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run

@@ -1,0 +1,76 @@
+"""``gotk gtp`` and ``gotk match`` take the player's options from one definition (gotk.cli.player_options)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import fields
+
+import typer
+
+from gotk.cli.main import app
+from gotk.cli.player_options import PlayerOptions
+
+EXPECTED = {  # flag(s), default, help: what users saw before the options were defined once
+    "temperature": (["--temperature"], 0.0, "0 plays the most probable sensible move; >0 samples from p^(1/T)."),
+    "pass_threshold": (["--pass-threshold"], 1e-3, "Pass when no sensible move has at least this policy "
+                       "probability."),
+    "resign": (["--resign", "--no-resign"], True, "Allow resignation (only agents with a value head resign)."),
+    "resign_threshold": (["--resign-threshold"], -0.95, "Resign when the value (mover's view, -1..1) stays below "
+                         "this."),
+    "resign_moves": (["--resign-moves"], 3, "... for this many consecutive own moves."),
+    "threads": (["--threads"], 1, "torch CPU threads for inference (0: torch's default)."),
+    "value_agent": (["--value-agent"], None, "Agent giving the search's leaf values (same encoder and board size); "
+                    "default: the agent's own value head."),
+    "visits": (["--visits"], 0, "PUCT search with this many root visits per move; 0 or 1 plays the policy alone."),
+    "seconds": (["--seconds"], None, "Search for this many seconds per move (with --visits: whichever comes "
+                "first)."),
+    "batch": (["--batch"], 8, "Leaves evaluated per network call (virtual loss)."),
+    "c_puct": (["--c-puct"], 1.25, "PUCT exploration constant."),
+    "fpu": (["--fpu"], 0.25, "First-play-urgency reduction for unvisited moves."),
+    "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
+}
+
+
+def _params(name: str) -> dict:
+    command = typer.main.get_command(app).commands[name]
+    return {p.name: p for p in command.params}
+
+
+def test_gtp_and_match_list_the_same_player_options():
+    assert [f.name for f in fields(PlayerOptions)] == list(EXPECTED)
+    gtp, match = _params("gtp"), _params("match")
+    for name, (flags, default, help_text) in EXPECTED.items():
+        for params in (gtp, match):
+            p = params[name]
+            assert p.opts + p.secondary_opts == flags, name
+            assert p.default == default, name
+            assert p.help == help_text, name
+    # after each command's own options, in the order of the dataclass
+    assert list(gtp)[-len(EXPECTED):] == list(EXPECTED)
+    assert list(match)[-len(EXPECTED):] == list(EXPECTED)
+    assert list(gtp)[:-len(EXPECTED)] == ["agent", "random", "seed", "size", "komi"]
+
+
+def test_player_options_reach_the_player():
+    """The values parsed from the command line are the ones the search gets (an unknown --value-agent file is
+    refused with its one-line error, after the options were parsed)."""
+    opts = PlayerOptions(temperature=0.5, resign=False, visits=16, seconds=2.0, batch=4, c_puct=2.0, fpu=0.1,
+                         resign_min_move=5)
+    cfg = opts.search_config(seed=7)
+    assert (cfg.visits, cfg.seconds, cfg.batch, cfg.c_puct, cfg.fpu, cfg.temperature, cfg.resign_threshold,
+            cfg.resign_min_move, cfg.seed) == (16, 2.0, 4, 2.0, 0.1, 0.5, None, 5, 7)
+    r = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--random", "--visits", "8", "--value-agent",
+                        "/nonexistent/agent.gotk"], input="quit\n", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_gtp_random_plays_with_the_shared_options():
+    r = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--random", "--seed", "1", "--size", "9",
+                        "--temperature", "0.3", "--no-resign"], input="boardsize 9\ngenmove b\nquit\n",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    replies = [line for line in r.stdout.splitlines() if line]
+    assert replies[0] == "=" and re.fullmatch(r"= ([A-HJ][1-9]|pass)", replies[1]), r.stdout
