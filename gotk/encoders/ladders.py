@@ -158,7 +158,7 @@ def _fp_set(fp, x):
     fp[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def touch_string(scr, x):
     """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
     a string with ``x`` in the core already is all there (see *Footprint* above), and is not walked."""
@@ -167,9 +167,14 @@ def touch_string(scr, x):
     if fp[x >> 6] & b:
         return
     fp[x >> 6] |= b
-    if scr.eng.board[x] == 0:
-        return
-    nxt = scr.eng.nxt
+    if scr.eng.board[x] != 0:
+        _walk_string(fp, scr.eng.nxt, x)
+
+
+@internal_kernel
+def _walk_string(fp, nxt, x):
+    """Add the other stones of the string through ``x`` to the core bitset ``fp`` (its own arrays only: a call
+    that passed the whole scratch passed every field of its seventeen arrays)."""
     p = nxt[x]
     while p != x:
         _fp_set(fp, np.int64(p))
@@ -243,10 +248,10 @@ def _play(scr, point, color):
     after touching it (see *Footprint*); returns the engine status. Every move counts against the budget."""
     touch_point(scr, point)
     scr.ctl[NODES] += 1
-    return K.play_rule(scr.eng, point, color, False, True)
+    return K.play_rule(scr.eng, point, color, False, True, False)  # recorded; only what legality reads
 
 
-@internal_kernel
+@internal_kernel(always_inline=True)
 def _libs_of(scr, t):
     touch_string(scr, t)
     s = scr.eng
@@ -509,14 +514,14 @@ def read_ladder(scr, kind, t, dcol, point):
                 opening = np.int64(DEF if kind == ATT else ATT)
                 d = e
             else:
-                K.undo_rule(eng)
+                K.undo_rule(eng, False)
         if pushed:
             continue
         if val < 0:
             val = 1 if kind == DEF else 0  # every defence failed / no atari worked
         if d == 0:
             return val == 1
-        K.undo_rule(eng)
+        K.undo_rule(eng, False)
         d -= 1
         ret = val
 

@@ -63,10 +63,12 @@ OFF_BOARD = 4
 NO_ROOM = 5  # play_recorded: the undo log is full (nothing was played; grow it and play again)
 STATUS_NAMES = ("ok", "occupied", "suicide", "ko", "off_board", "no_room")
 
-# columns of a move record (``moves[d]``, int64): what undo needs beyond the log, and how the move went
-(MV_POINT, MV_COLOR, MV_TO_PLAY, MV_KO, MV_KO_COLOR, MV_LAST, MV_PASSES, MV_PLACED, MV_HASH, MV_TOP,
- MV_CAPTURED, MV_MERGED, MV_SUICIDED) = range(13)
-MV_LEN = 13
+# columns of a move record (``moves[d]``, int64): what undo needs beyond the log, and how the move went. Columns
+# 0 to MV_META - 1 hold ``meta[:MV_META]`` before the move (to play, ko, move number, passes, captures, last move;
+# the stamp's column is not restored)
+MV_META = M_LAST + 1
+MV_HASH, MV_PLACED, MV_TOP, MV_POINT, MV_CAPTURED, MV_MERGED = range(MV_META, MV_META + 6)
+MV_LEN = MV_META + 6
 
 # kinds of undo-log entries (kind, index, old value); L_MERGE: (surviving head, merged head)
 L_BOARD, L_HEAD, L_NXT, L_LIBS, L_SSIZE, L_MERGE = 0, 1, 2, 3, 4, 5
@@ -292,9 +294,10 @@ def _log(lg, i, kind, x, old):
 
 
 @internal_kernel
-def _remove_string(board, head, nxt, libs, ssize, nbr, zob, hashv, lg, h, record, top):
-    """Take the string with head ``h`` off the board; neighbours gain the freed liberties. With ``record``
-    every write is logged in ``lg`` from entry ``top`` on. Returns (stones removed, the log's new length)."""
+def _remove_string(board, head, nxt, libs, ssize, nbr, zob, hashv, lg, h, record, full, top):
+    """Take the string with head ``h`` off the board; neighbours gain the freed liberties (and, ``full``, the hash
+    loses its stones). With ``record`` every write is logged in ``lg`` from entry ``top`` on. Returns (stones
+    removed, the log's new length)."""
     color = board[h]
     removed = 0
     p = h
@@ -303,7 +306,8 @@ def _remove_string(board, head, nxt, libs, ssize, nbr, zob, hashv, lg, h, record
         if record:
             top = _log(lg, top, np.int64(L_BOARD), np.int64(p), np.int64(color))
         board[p] = 0
-        hashv[0] ^= zob[color, p]
+        if full:
+            hashv[0] ^= zob[color, p]
         removed += 1
         p = nxt[p]
         if p == h:
@@ -393,9 +397,12 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
 
 
 @internal_kernel(always_inline=True)
-def play_rule(e, point, color, allow_suicide, record):
+def play_rule(e, point, color, allow_suicide, record, full):
     """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True). Inlined into its
-    callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly."""
+    callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly. ``full``: keep the
+    whole position; without it only what legality reads (stones, strings, liberties, the ko point) is kept, and
+    the hash, stone ages (``placed``), player to move, move and capture counts, passes and last move are left as
+    they were: a search that reads none of them (the ladder reader) passes False, and undoes with the same."""
     board, head, nxt, libs, ssize, meta, nbr = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.nbr
     n = board.shape[0]
     opp = 3 - color
@@ -409,37 +416,38 @@ def play_rule(e, point, color, allow_suicide, record):
         if d >= e.moves.shape[0] or top + MOVE_LOG + STONE_LOG * n > e.log.shape[0]:
             return NO_ROOM
         mv = e.moves
-        mv[d, MV_POINT] = point
-        mv[d, MV_COLOR] = color
-        mv[d, MV_TO_PLAY] = meta[M_TO_PLAY]
-        mv[d, MV_KO] = meta[M_KO]
-        mv[d, MV_KO_COLOR] = meta[M_KO_COLOR]
-        mv[d, MV_LAST] = meta[M_LAST]
-        mv[d, MV_PASSES] = meta[M_PASSES]
-        mv[d, MV_HASH] = np.int64(e.hashv[0])
+        if full:
+            for j in range(MV_META):
+                mv[d, j] = meta[j]
+            mv[d, MV_HASH] = np.int64(e.hashv[0])
+        else:
+            mv[d, M_KO] = meta[M_KO]
+            mv[d, M_KO_COLOR] = meta[M_KO_COLOR]
         mv[d, MV_TOP] = top
+        mv[d, MV_POINT] = point
         meta[M_DEPTH] = d + 1
     if point == n:
         if record:
             e.moves[d, MV_CAPTURED] = 0
             e.moves[d, MV_MERGED] = 0
-            e.moves[d, MV_SUICIDED] = 0
-        meta[M_PASSES] += 1
         meta[M_KO] = -1
-        meta[M_TO_PLAY] = opp
-        meta[M_MOVE_NO] += 1
-        meta[M_LAST] = point
+        if full:
+            meta[M_PASSES] += 1
+            meta[M_TO_PLAY] = opp
+            meta[M_MOVE_NO] += 1
+            meta[M_LAST] = point
         return OK
     lg = e.log
-    if record:
-        e.moves[d, MV_PLACED] = e.placed[point]
+    if full:
+        if record:
+            e.moves[d, MV_PLACED] = e.placed[point]
+        e.placed[point] = meta[M_MOVE_NO]
+        e.hashv[0] ^= e.zob[color, point]
     board[point] = color
     head[point] = point
     nxt[point] = point
     ssize[point] = 1
     libs[point] = 0
-    e.placed[point] = meta[M_MOVE_NO]
-    e.hashv[0] ^= e.zob[color, point]
 
     # merge friendly neighbours
     h = point
@@ -479,7 +487,7 @@ def play_rule(e, point, color, allow_suicide, record):
                     if ssize[hq] == 1:
                         captured_point = hq
                     removed, top = _remove_string(board, head, nxt, libs, ssize, nbr, e.zob, e.hashv, lg, hq, record,
-                                                  top)
+                                                  full, top)
                     captured += removed
 
     h = head[point]
@@ -494,11 +502,12 @@ def play_rule(e, point, color, allow_suicide, record):
     if libs[h] == 0:
         # only reachable with allow_suicide: the mover's own string dies
         suicided, top = _remove_string(board, head, nxt, libs, ssize, nbr, e.zob, e.hashv, lg, h, record,
-                                        top)
-        if color == BLACK:
-            meta[M_CAPT_W] += suicided
-        else:
-            meta[M_CAPT_B] += suicided
+                                        full, top)
+        if full:
+            if color == BLACK:
+                meta[M_CAPT_W] += suicided
+            else:
+                meta[M_CAPT_B] += suicided
         meta[M_KO] = -1
     elif captured == 1 and ssize[h] == 1 and libs[h] == 1:
         meta[M_KO] = captured_point
@@ -506,18 +515,18 @@ def play_rule(e, point, color, allow_suicide, record):
     else:
         meta[M_KO] = -1
 
-    if color == BLACK:
-        meta[M_CAPT_B] += captured
-    else:
-        meta[M_CAPT_W] += captured
-    meta[M_TO_PLAY] = opp
-    meta[M_MOVE_NO] += 1
-    meta[M_PASSES] = 0
-    meta[M_LAST] = point
+    if full:
+        if color == BLACK:
+            meta[M_CAPT_B] += captured
+        else:
+            meta[M_CAPT_W] += captured
+        meta[M_TO_PLAY] = opp
+        meta[M_MOVE_NO] += 1
+        meta[M_PASSES] = 0
+        meta[M_LAST] = point
     if record:
         e.moves[d, MV_CAPTURED] = captured
         e.moves[d, MV_MERGED] = merged
-        e.moves[d, MV_SUICIDED] = suicided
         meta[M_TOP] = top
     return OK
 
@@ -530,7 +539,7 @@ def play(e, point, color, allow_suicide):
     ``allow_suicide`` a suicide removes the mover's own string. Not undoable: nothing is logged, and moves
     recorded before it can no longer be undone (the caller drops them, see :func:`forget_moves`).
     """
-    return play_rule(e, point, color, allow_suicide, False)
+    return play_rule(e, point, color, allow_suicide, False, True)
 
 
 @kernel
@@ -538,18 +547,18 @@ def play_recorded(e, point, color, allow_suicide):
     """:func:`play`, logging every write so that :func:`undo` restores the position exactly (every array but
     ``mark``, whose stamp only moves on). Needs a free row of ``e.moves`` and :func:`move_log_bound` free entries of
     ``e.log``, else it plays nothing and returns ``NO_ROOM``. An illegal move records nothing."""
-    return play_rule(e, point, color, allow_suicide, True)
+    return play_rule(e, point, color, allow_suicide, True, True)
 
 
 @kernel
 def undo(e):
     """Take back the last move :func:`play_recorded` played (``meta[M_DEPTH]`` must be > 0)."""
-    undo_rule(e)
+    undo_rule(e, True)
 
 
 @internal_kernel(always_inline=True)
-def undo_rule(e):
-    """:func:`undo`, inlined into its callers (as :func:`play_rule`)."""
+def undo_rule(e, full):
+    """:func:`undo`, inlined into its callers (as :func:`play_rule`; ``full`` as the move was played with)."""
     board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves
     d = meta[M_DEPTH] - 1
     top = mv[d, MV_TOP]
@@ -585,22 +594,17 @@ def undo_rule(e):
         nxt[point] = point
         ssize[point] = 0
         libs[point] = 0
-        e.placed[point] = mv[d, MV_PLACED]
-        meta[M_PASSES] = mv[d, MV_PASSES]
-        if mv[d, MV_COLOR] == BLACK:
-            meta[M_CAPT_B] -= mv[d, MV_CAPTURED]
-            meta[M_CAPT_W] -= mv[d, MV_SUICIDED]
-        else:
-            meta[M_CAPT_W] -= mv[d, MV_CAPTURED]
-            meta[M_CAPT_B] -= mv[d, MV_SUICIDED]
+        if full:
+            e.placed[point] = mv[d, MV_PLACED]
+    if full:
+        stamp = meta[M_STAMP]  # the stamp only moves on
+        for j in range(MV_META):
+            meta[j] = mv[d, j]
+        meta[M_STAMP] = stamp
+        e.hashv[0] = np.uint64(mv[d, MV_HASH])
     else:
-        meta[M_PASSES] -= 1
-    meta[M_TO_PLAY] = mv[d, MV_TO_PLAY]
-    meta[M_KO] = mv[d, MV_KO]
-    meta[M_KO_COLOR] = mv[d, MV_KO_COLOR]
-    meta[M_LAST] = mv[d, MV_LAST]
-    meta[M_MOVE_NO] -= 1
-    e.hashv[0] = np.uint64(mv[d, MV_HASH])
+        meta[M_KO] = mv[d, M_KO]
+        meta[M_KO_COLOR] = mv[d, M_KO_COLOR]
     meta[M_TOP] = top
     meta[M_DEPTH] = d
 
