@@ -1,4 +1,4 @@
-"""Interleaved cold-start A/B of two gotk checkouts (issue 17): compile CPU seconds of one command.
+"""Interleaved cold-start A/B of two gotk checkouts: compile CPU seconds of one command.
 
 In each round, for each checkout in turn: ``python -m gotk ARGS`` with a brand-new empty
 ``NUMBA_CACHE_DIR`` (cold), then again with that cache (warm); the round's figure is cold − warm CPU

@@ -1,4 +1,4 @@
-"""The compiled SGF scan of two checkouts, alternated in one process (issue 17): compile and speed.
+"""The compiled SGF scan of two checkouts, alternated in one process: compile and speed.
 
 ``gotk/sgf/fast.py`` of each checkout is loaded as its own module (a fresh copy per round, so numba
 compiles ``_scan`` afresh, with its cache in a new empty folder). Each round times, for each
