@@ -6,20 +6,22 @@ compiled gotk code never calls ``njit`` directly, so these rules reach all of it
 * :func:`kernel` — ``njit(cache=True, _nrt=False)``: compiled without numba's reference counting (NRT).
   Use it for every function that allocates no array: the arrays a kernel reads and writes are owned by
   its caller, so counting references to them is pure cost. numba otherwise increments and decrements
-  an atomic counter for array arguments, views and tuple items around every call; every encoder runs
-  1.6–1.7× faster without it. A function that does allocate (``np.empty``, ``.copy()``) fails to
-  compile as a kernel — an error at its first call, never a wrong result — and numba passes the
-  option on to the functions a kernel calls, so those must not allocate either.
+  an atomic counter for array arguments, views and tuple items around every call, a large part of the
+  engine's and the encoders' running time. A function that does allocate (``np.empty``, ``.copy()``)
+  fails to compile as a kernel — an error at its first call, never a wrong result — and numba passes
+  the option on to the functions a kernel calls, so those must not allocate either.
 * :func:`compiled` — plain ``njit(cache=True)``, for the functions that allocate.
-* :func:`internal_kernel` — a :func:`kernel` that only other compiled functions call (the engine's and the
-  ladder reader's helpers). It is compiled exactly as a kernel, so Python may call it too (tests do);
-  the name records that no Python caller depends on its signature. ``always_inline=True`` marks the small
-  helpers whose call costs more than their body; it is accepted and compiles as a plain internal
-  kernel, leaving inlining to LLVM's own heuristics (numba's public ``inline="always"`` types the body
-  again at every call site, which multiplies compile time over the ladder reader's many call sites).
+* :func:`internal_kernel` — for kernels only other compiled functions call (the engine's and the ladder
+  reader's helpers): compiled exactly as a :func:`kernel`, so Python may call one too (tests do); the
+  name says no Python caller depends on its signature. ``@internal_kernel(always_inline=True)`` marks a
+  small helper whose call costs more than its body; it compiles as a plain internal kernel, and LLVM's
+  own heuristics decide whether its callers inline it (numba's public ``inline="always"`` would type the
+  body again at every call site, which multiplies the first run's compile time over the ladder reader's
+  many call sites).
 * :func:`inline_kernel` — a kernel with numba's ``inline="always"``: numba inlines its body (at numba's
-  IR level, typed again at each call site) into every compiled caller. For thin wrappers of a line or
-  two over a large compiled tree, which would otherwise cost a compile of their own.
+  IR level, typed again at each call site) into every compiled caller and never compiles it on its own.
+  Only for thin wrappers of a line or two over a large compiled tree, which would otherwise cost a
+  compile (and an optimisation of the whole tree) of their own.
 
 **Cache freshness.** numba keeps a cached function while the file that defines it is unchanged, but the
 machine code it caches also holds every compiled function it calls, from other files too. After an edit

@@ -103,20 +103,27 @@ def test_the_engines_compiled_code_counts_no_references():
         assert code.count("define ") > 2 and not _REFCOUNT.search(code), fn.py_func.__name__
 
 
-def test_a_kernel_that_allocates_is_refused_at_its_first_call():
-    @jit.kernel
-    def allocates(n):
-        return np.zeros(n).sum()
+_ALLOCATES = """
+import numpy as np
 
-    with pytest.raises(Exception, match="NRT required|empty|zeros"):
-        allocates(3)
+def allocates(n):
+    return np.zeros(n).sum()
+"""
 
-    @jit.compiled
-    def allocates_ok(n):
-        return np.zeros(n).sum()
 
-    assert allocates_ok(3) == 0.0
-    assert not jit.is_kernel(allocates_ok)
+def test_a_kernel_that_allocates_is_refused_at_its_first_call(tmp_path):
+    """(From a new source file each time: numba's cache index does not tell a kernel from a compiled function.)"""
+    for deco, path in ((jit.kernel, tmp_path / "kern.py"), (jit.compiled, tmp_path / "comp.py")):
+        path.write_text(_ALLOCATES)
+        ns: dict = {}
+        exec(compile(_ALLOCATES, str(path), "exec"), ns)
+        ns["allocates"] = deco(ns["allocates"])
+        if deco is jit.kernel:
+            with pytest.raises(Exception, match="NRT required|empty|zeros"):
+                ns["allocates"](3)
+        else:
+            assert ns["allocates"](3) == 0.0
+            assert not jit.is_kernel(ns["allocates"])
 
 
 def _double(x):
