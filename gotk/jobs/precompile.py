@@ -13,7 +13,7 @@ Only on a first run, for a local executor, for an encoder whose own kernels are 
 scan's (``compile_ahead``: alphago; the small encoders' kernels are mostly the replay's, which both
 processes would then compile), and only when a CPU is idle (two or more usable CPUs, and the load
 average leaves one free): on a busy host the two processes would only take turns on the same cores,
-and the helper's copy of the shared kernels makes the first run slower (BENCHMARKS.md).
+and the helper's copy of the shared kernels makes the first run slower.
 ``GOTK_COMPILE_HELPER=0`` never starts one, ``=1`` starts one on every first run, whatever the encoder
 and the load. Anything else (a warm cache, a process that runs other threads and so is not forked, a
 helper that fails or is killed) changes nothing but the time: this process compiles what the cache lacks,
