@@ -26,8 +26,8 @@ _REFCOUNT = re.compile(r"\bNRT_(incref|decref)\b")
 def test_hot_kernels_count_no_references():
     """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
     a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
-    for fn in (K.play_move, K.check_move, K.count_libs, K.legal_mask, K.replay_moves, K.replay_games, local_planes,
-               fill_noladders_lists):
+    for fn in (K.play, K.play_recorded, K.undo, K.check_move, K.count_libs, K.legal_mask, K.replay_moves,
+               K.replay_games, local_planes, fill_noladders_lists):
         assert jit.is_kernel(fn), fn.py_func.__name__
     for name in ("oneplane", "sevenplane", "simple"):
         enc = get_encoder(name)
@@ -94,7 +94,9 @@ def test_the_engines_compiled_code_counts_no_references():
     st = GameState(9)
     assert st.is_legal(40)
     st.play(40)
-    for fn in (K.check_move, K.play_move):
+    st.undo()
+    K.play(st.e, 40, 1, False)
+    for fn in (K.check_move, K.play, K.play_recorded, K.undo):
         assert fn.signatures, fn.py_func.__name__
         fresh = numba.njit(**{k: v for k, v in fn.targetoptions.items() if k != "nopython"})(fn.py_func)
         for sig in fn.signatures:
@@ -178,7 +180,7 @@ def test_gotk_caches_are_stamped_with_every_compiled_module():
     compiled modules); numba's own functions elsewhere keep numba's locators."""
     from gotk.encoders import alphago
 
-    for fn in (K.play_move, alphago.fill_planes):
+    for fn in (K.play, alphago.fill_planes):
         locator = fn._cache._impl._locator
         assert isinstance(locator, jit.GOTK_LOCATORS)
         own, digest = locator.get_source_stamp()
