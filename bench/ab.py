@@ -77,7 +77,7 @@ if hasattr(K, "Engine"):  # one engine state with play/undo
     from gotk.game.state import new_engine
     def replay_one(colors, points, hashes):
         e = new_engine(19)
-        played, _ = K.replay_moves(e, colors, points, False, False, hashes)
+        played, _ = K.replay_moves(e, colors, points, False, hashes)
         return played, int(e.hashv[0])
 else:  # loose arrays
     nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361

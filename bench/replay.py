@@ -161,7 +161,7 @@ def gotk_kernel_replay(prepared):
         else:
             e = new_engine(rec.size)
         hashes = np.empty(points.shape[0] + 1, dtype=np.uint64)
-        played, _status = replay_moves(e, colors, points, suicide, False, hashes)
+        played, _status = replay_moves(e, colors, points, suicide, hashes)
         total += played
     return total
 

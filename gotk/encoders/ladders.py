@@ -158,40 +158,47 @@ def _fp_set(fp, x):
     fp[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
 
 
-@internal_kernel(always_inline=True)
+# The reader's helpers come in pairs: a one-line wrapper over the scratch (inlined where it is called) and the
+# work, a kernel given only the arrays it reads: a compiled call passes every field of every array it is given,
+# and the scratch holds seventeen.
+
+
+@inline_kernel
 def touch_string(scr, x):
     """Add the stones of the string through ``x`` (current position) to the core (just ``x`` if empty);
     a string with ``x`` in the core already is all there (see *Footprint* above), and is not walked."""
-    fp = scr.bits[CORE]
+    _touch_string(scr.bits[CORE], scr.eng.board, scr.eng.nxt, x)
+
+
+@internal_kernel
+def _touch_string(fp, board, nxt, x):
     b = np.uint64(1) << np.uint64(x & 63)
     if fp[x >> 6] & b:
         return
     fp[x >> 6] |= b
-    if scr.eng.board[x] != 0:
-        _walk_string(fp, scr.eng.nxt, x)
-
-
-@internal_kernel
-def _walk_string(fp, nxt, x):
-    """Add the other stones of the string through ``x`` to the core bitset ``fp`` (its own arrays only: a call
-    that passed the whole scratch passed every field of its seventeen arrays)."""
+    if board[x] == 0:
+        return
     p = nxt[x]
     while p != x:
         _fp_set(fp, np.int64(p))
         p = nxt[p]
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def touch_point(scr, x):
     """Add ``x`` and the strings next to it (current position) to the core."""
-    sb, nbr = scr.eng.board, scr.eng.nbr
-    _fp_set(scr.bits[CORE], x)
+    _touch_point(scr.bits[CORE], scr.eng.board, scr.eng.nxt, scr.eng.nbr, x)
+
+
+@internal_kernel
+def _touch_point(fp, board, nxt, nbr, x):
+    _fp_set(fp, x)
     for k in range(4):
         q = nbr[x, k]
         if q < 0:
             break
-        if sb[q] != 0:
-            touch_string(scr, np.int64(q))
+        if board[q] != 0:
+            _touch_string(fp, board, nxt, np.int64(q))
 
 
 @kernel
@@ -242,7 +249,7 @@ def load_position(scr, e):
     K.forget_moves(s)
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _play(scr, point, color):
     """Play ``point`` in the current position (suicide forbidden, simple ko) with the engine's recorded move,
     after touching it (see *Footprint*); returns the engine status. Every move counts against the budget."""
@@ -251,26 +258,30 @@ def _play(scr, point, color):
     return K.play_rule(scr.eng, point, color, False, True, False)  # recorded; only what legality reads
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _libs_of(scr, t):
     touch_string(scr, t)
     s = scr.eng
     return s.libs[s.head[t]]
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _add_liberties(scr, t, row, limit):
     """Append the distinct liberties of the string through ``t`` to candidate row ``row`` until it holds
     ``limit`` candidates; returns the first liberty found (-1 if none). A string with one or two liberties
     stops walking once it has met them all (its liberty count says when): the rest of the walk would only
     meet them again, which changes nothing."""
-    touch_string(scr, t)
-    s, cand = scr.eng, scr.cand
-    sb, nbr, nxt = s.board, s.nbr, s.nxt
+    s = scr.eng
+    return _liberties_into(scr.bits[CORE], s.board, s.nxt, s.head, s.libs, s.nbr, scr.cand, t, row, limit)
+
+
+@internal_kernel
+def _liberties_into(fp, sb, nxt, head, libs, nbr, cand, t, row, limit):
+    _touch_string(fp, sb, nxt, t)
     first = -1
     second = -1
-    h = s.head[t]
-    nlibs = s.libs[h]
+    h = head[t]
+    nlibs = libs[h]
     p = h
     while True:
         for k in range(4):
@@ -313,13 +324,17 @@ def _empty_nbrs(sb, p, nbr):
     return c
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _escapes_by_extension(scr, t, x, y):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
     extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
     board changes and only playing tells). The caller touches ``x`` and ``y`` (:func:`touch_point`) first."""
     s = scr.eng
-    sb, head, libs, nxt, nbr, mark = s.board, s.head, s.libs, s.nxt, s.nbr, s.mark
+    return _extension_count(s.board, s.head, s.libs, s.nxt, s.nbr, s.mark, s.meta, t, x, y)
+
+
+@internal_kernel
+def _extension_count(sb, head, libs, nxt, nbr, mark, meta, t, x, y):
     dcol = sb[t]
     for k in range(4):
         q = nbr[x, k]
@@ -327,7 +342,7 @@ def _escapes_by_extension(scr, t, x, y):
             break
         if sb[q] == dcol and libs[head[q]] == 1:
             return 0
-    st = K.next_stamp(mark, s.meta)
+    st = K.next_stamp(mark, meta)
     mark[x] = st
     mark[y] = st
     ht = head[t]
@@ -360,7 +375,7 @@ def _escapes_by_extension(scr, t, x, y):
     return cnt
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _open(scr, d, kind, t):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, nbr, cand = scr.eng.board, scr.eng.nbr, scr.cand
@@ -394,7 +409,7 @@ def _open(scr, d, kind, t):
     cand[d, _C_MORE] = 1
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _add_captures(scr, d, t):
     """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
@@ -426,7 +441,7 @@ def _add_captures(scr, d, t):
     return found
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _none_after_step(scr, d):
     """True if no attacker string next to the target is in atari at ply ``d``, a defender's frame whose
     extension lost (the attacker won after it), known without walking: the frame two plies down — opened

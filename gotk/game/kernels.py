@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gotk.jit import internal_kernel, kernel
+from gotk.jit import inline_kernel, internal_kernel, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -244,13 +244,13 @@ def check_move(e, point, color, allow_suicide):
 
     Constant time: looks only at the four neighbours' strings. Passes are always ``OK``.
     """
-    return _check(e.board, e.head, e.libs, e.meta, e.nbr, point, color, allow_suicide)
+    return _check(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def check_rule(e, point, color, allow_suicide):
     """:func:`check_move`, inlined into its callers (as :func:`play_rule`)."""
-    return _check(e.board, e.head, e.libs, e.meta, e.nbr, point, color, allow_suicide)
+    return _check(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
 @internal_kernel(always_inline=True)
@@ -396,7 +396,7 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     return cnt
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def play_rule(e, point, color, allow_suicide, record, full):
     """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True). Inlined into its
     callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly. ``full``: keep the
@@ -539,7 +539,8 @@ def play(e, point, color, allow_suicide):
     ``allow_suicide`` a suicide removes the mover's own string. Not undoable: nothing is logged, and moves
     recorded before it can no longer be undone (the caller drops them, see :func:`forget_moves`).
     """
-    return play_rule(e, point, color, allow_suicide, False, True)
+    # int64 whatever the caller's point type: one compile of the rule (the replay loops pass int32 points)
+    return play_rule(e, np.int64(point), np.int64(color), allow_suicide, False, True)
 
 
 @kernel
@@ -547,7 +548,7 @@ def play_recorded(e, point, color, allow_suicide):
     """:func:`play`, logging every write so that :func:`undo` restores the position exactly (every array but
     ``mark``, whose stamp only moves on). Needs a free row of ``e.moves`` and :func:`move_log_bound` free entries of
     ``e.log``, else it plays nothing and returns ``NO_ROOM``. An illegal move records nothing."""
-    return play_rule(e, point, color, allow_suicide, True, True)
+    return play_rule(e, np.int64(point), np.int64(color), allow_suicide, True, True)
 
 
 @kernel
@@ -556,7 +557,7 @@ def undo(e):
     undo_rule(e, True)
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def undo_rule(e, full):
     """:func:`undo`, inlined into its callers (as :func:`play_rule`; ``full`` as the move was played with)."""
     board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves
@@ -617,33 +618,46 @@ def forget_moves(e):
 
 
 @kernel
-def replay_moves(e, colors, points, allow_suicide, superko, hashes):
+def replay_moves(e, colors, points, allow_suicide, hashes):
     """Play a whole move sequence in one compiled loop (recorded moves of ``e`` are dropped first).
 
     ``hashes`` (length ``len(points) + 1``) receives the position hash before the first move and after
-    each move. With ``superko`` a move that recreates an earlier position is refused (status ``-1``) and
-    undone, so ``e`` needs room to record one move (:func:`play_recorded`). Returns
-    ``(moves_played, status)``; on an illegal move (superko included) the state is the position before it.
+    each move. Returns ``(moves_played, status)``; on an illegal move the state is the position before it.
     """
     m = points.shape[0]
-    n = e.board.shape[0]
-    forget_moves(e)
+    e.meta[M_DEPTH] = 0
+    e.meta[M_TOP] = 0
     hashes[0] = e.hashv[0]
     for i in range(m):
-        check = superko and points[i] != n
-        if check:
-            st = play_recorded(e, points[i], colors[i], allow_suicide)
-        else:
-            st = play(e, points[i], colors[i], allow_suicide)
+        st = play(e, points[i], colors[i], allow_suicide)
         if st != OK:
             return i, st
         hashes[i + 1] = e.hashv[0]
-        if check:
+    return m, OK
+
+
+@kernel
+def replay_moves_superko(e, colors, points, allow_suicide, hashes):
+    """:func:`replay_moves` refusing a move that recreates an earlier position (status ``-1``; positional
+    superko): each move is played recorded and undone if it repeats, so ``e`` needs room to record one move
+    (:func:`play_recorded`). A separate kernel: replays without superko never compile the undo."""
+    m = points.shape[0]
+    n = e.board.shape[0]
+    e.meta[M_DEPTH] = 0
+    e.meta[M_TOP] = 0
+    hashes[0] = e.hashv[0]
+    for i in range(m):
+        st = play_recorded(e, points[i], colors[i], allow_suicide)
+        if st != OK:
+            return i, st
+        hashes[i + 1] = e.hashv[0]
+        if points[i] != n:
             for j in range(i + 1):
                 if hashes[j] == e.hashv[0]:
                     undo(e)
                     return i, -1
-            forget_moves(e)
+        e.meta[M_DEPTH] = 0  # kept: nothing to undo
+        e.meta[M_TOP] = 0
     return m, OK
 
 
@@ -653,7 +667,7 @@ def legal_mask(e, color, allow_suicide, out):
     n = e.board.shape[0]
     board, head, libs, meta, nbr = e.board, e.head, e.libs, e.meta, e.nbr
     for p in range(n):
-        out[p] = 1 if _check(board, head, libs, meta, nbr, p, color, allow_suicide) == OK else 0
+        out[p] = 1 if _check(board, head, libs, meta, nbr, np.int64(p), np.int64(color), allow_suicide) == OK else 0
     out[n] = 1
 
 

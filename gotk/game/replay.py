@@ -98,7 +98,9 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
     hashes = np.zeros(len(points) + 1, dtype=np.uint64)
     if state.rules.superko:
         state._grow()  # a repetition is played recorded, then undone
-    played, status = K.replay_moves(state.e, colors, points, state.rules.suicide, state.rules.superko, hashes)
+        played, status = K.replay_moves_superko(state.e, colors, points, state.rules.suicide, hashes)
+    else:
+        played, status = K.replay_moves(state.e, colors, points, state.rules.suicide, hashes)
     played = int(played)
     if keep_history:
         state.history = list(zip(record.colors[:played].tolist(), record.points[:played].tolist(), strict=True))
