@@ -249,7 +249,7 @@ def load_position(scr, e):
     K.forget_moves(s)
 
 
-@inline_kernel
+@internal_kernel
 def _play(scr, point, color):
     """Play ``point`` in the current position (suicide forbidden, simple ko) with the engine's recorded move,
     after touching it (see *Footprint*); returns the engine status. Every move counts against the budget."""
@@ -375,7 +375,7 @@ def _extension_count(sb, head, libs, nxt, nbr, mark, meta, t, x, y):
     return cnt
 
 
-@inline_kernel
+@internal_kernel
 def _open(scr, d, kind, t):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, nbr, cand = scr.eng.board, scr.eng.nbr, scr.cand
@@ -409,7 +409,7 @@ def _open(scr, d, kind, t):
     cand[d, _C_MORE] = 1
 
 
-@inline_kernel
+@internal_kernel
 def _add_captures(scr, d, t):
     """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
@@ -441,7 +441,7 @@ def _add_captures(scr, d, t):
     return found
 
 
-@inline_kernel
+@internal_kernel
 def _none_after_step(scr, d):
     """True if no attacker string next to the target is in atari at ply ``d``, a defender's frame whose
     extension lost (the attacker won after it), known without walking: the frame two plies down — opened

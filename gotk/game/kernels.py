@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gotk.jit import inline_kernel, internal_kernel, kernel
+from gotk.jit import internal_kernel, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -247,7 +247,7 @@ def check_move(e, point, color, allow_suicide):
     return _check(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
-@inline_kernel
+@internal_kernel
 def check_rule(e, point, color, allow_suicide):
     """:func:`check_move`, inlined into its callers (as :func:`play_rule`)."""
     return _check(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
@@ -396,7 +396,7 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     return cnt
 
 
-@inline_kernel
+@internal_kernel
 def play_rule(e, point, color, allow_suicide, record, full):
     """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True). Inlined into its
     callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly. ``full``: keep the
@@ -557,7 +557,7 @@ def undo(e):
     undo_rule(e, True)
 
 
-@inline_kernel
+@internal_kernel
 def undo_rule(e, full):
     """:func:`undo`, inlined into its callers (as :func:`play_rule`; ``full`` as the move was played with)."""
     board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves
