@@ -317,6 +317,11 @@ class SearchPlayer:
         self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}-puct{limit}"
         self.low_value_streak = 0
         self.last_value: float | None = None
+        from gotk.nets.agent import value_head_warning
+
+        # one line when the leaf values come from a head no better than the komi/handicap baseline, else None
+        leaf = value_agent or agent
+        self.warning = value_head_warning(leaf) if isinstance(getattr(leaf, "meta", None), dict) else None
 
     @property
     def board_size(self) -> int | None:
