@@ -57,3 +57,30 @@ def test_serve_names_a_missing_folder(tmp_path: Path) -> None:
                           text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: no such folder: {missing}"]
+
+
+def test_resume_mismatch_says_which_option_differs(sample_archive: Path, tmp_path: Path) -> None:
+    from conftest import archive_slice
+
+    src = archive_slice(sample_archive, tmp_path, 20)
+    out = tmp_path / "ds"
+    common = ["encode", str(src), "-e", "sevenplane", "-o", str(out), "--workers", "1", "--no-progress"]
+    assert runner.invoke(app, [*common, "--split", "train=0.9,val=0.1"]).exit_code == 0
+    res = runner.invoke(app, [*common, "--split", "train=0.8,val=0.2", "--resume"])
+    assert res.exit_code == 2 and "resume_mismatch" in res.output
+    assert "options.split" in res.output and "in the run" in res.output and " now" in res.output
+    assert "0.9" in res.output and "0.8" in res.output
+
+
+def test_record_differences() -> None:
+    from gotk.shards.manifest import record_differences
+
+    old = {"options": {"seed": 3, "split": "a"}, "sources": [{"path": "x"}, {"path": "y"}]}
+    assert record_differences(old, old) == []
+    assert record_differences(old, {**old, "options": {"seed": 4, "split": "a"}}) == [
+        "options.seed is 3 in the run, 4 now"]
+    assert record_differences(old, {**old, "sources": [{"path": "x"}]}) == ["sources: 2 entries in the run, 1 now"]
+    assert record_differences(old, {**old, "sources": [{"path": "x"}, {"path": "z"}]}) == [
+        "sources[1].path is 'y' in the run, 'z' now"]
+    assert record_differences({"options": {}}, {"options": {"min_rank": "1d"}}) == [
+        "options.min_rank is '1d' now, not set in the run"]
