@@ -73,6 +73,9 @@ def train_cmd(
                                              "config.json: keep credentials in the environment."),
     where: str = typer.Option(None, "--where", help="Train and validate only on games this expression over "
                               "games.parquet keeps, read-time, no re-encoding (docs/metadata.md)."),
+    tensorboard: bool = typer.Option(None, "--tensorboard/--no-tensorboard", help="Write TensorBoard event files "
+                                     "beside metrics.jsonl (tensorboard --logdir RUN) (default: when the tensorboard "
+                                     "package is installed: pip install 'gotk[tensorboard]')."),
 ) -> None:
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
@@ -91,6 +94,7 @@ def train_cmd(
         positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
         storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
+        tensorboard=tensorboard,
     ).items() if v is not None}
     hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
     base: dict = {}

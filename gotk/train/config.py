@@ -70,6 +70,7 @@ class TrainConfig:
     dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
     storage_options: dict = field(default_factory=dict)  # fsspec options when ``data`` is a URL (s3://...)
     where: str | None = None  # train and validate only on games this --where expression keeps (gotk.jobs.filters)
+    tensorboard: bool | None = None  # TensorBoard event files in the run folder; None: when the package is installed
 
     def resolved(self) -> TrainConfig:
         """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""

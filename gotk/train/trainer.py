@@ -45,7 +45,14 @@ from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_c
 from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer, resolve_device
 from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
-from gotk.train.metrics import append_record, summarise, trim_after
+from gotk.train.metrics import (
+    TENSORBOARD_MISSING,
+    EventLog,
+    append_record,
+    summarise,
+    tensorboard_available,
+    trim_after,
+)
 
 AGENT = "agent.gotk"
 # failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
@@ -85,6 +92,14 @@ class Trainer:
         if not resume and ckpt_path.exists():
             raise FileExistsError(f"{self.out} already holds a run ({CHECKPOINT}); pass --resume to continue it "
                                   "or choose another --out")
+        self.tensorboard = cfg.tensorboard
+        if cfg.tensorboard is None:
+            self.tensorboard = tensorboard_available()
+            if not self.tensorboard and self.main:
+                print(f"note: no TensorBoard event files: {TENSORBOARD_MISSING} (--no-tensorboard: no note)",
+                      file=sys.stderr)
+        elif cfg.tensorboard and not tensorboard_available():
+            raise ValueError(f"--tensorboard: {TENSORBOARD_MISSING}")
         # a local folder or an fsspec URL; format and schema version checked
         self.manifest, self.manifest_sha256 = read_manifest(cfg.data, cfg.storage_options)
         self._check_data()
@@ -154,10 +169,13 @@ class Trainer:
         self.epoch_sums = torch.zeros(8, dtype=torch.float64, device=self.device)
         if resume:
             self._load_checkpoint(ckpt_path)
+        self.events: EventLog | None = None
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             self._write_config()
             trim_after(self.out, self.step)
+            if self.tensorboard:
+                self.events = EventLog(self.out, self.step if resume else None)
 
     def _check_data(self) -> None:
         """Refuse what would train a useless model, say what is missing (ValueError)."""
@@ -232,6 +250,8 @@ class Trainer:
     def log(self, record: dict) -> None:
         if self.main:
             append_record(self.out, record)
+            if self.events is not None:
+                self.events.add(record)
 
     def _rank_state(self) -> dict:
         return {"rng": rng_state(), "loader": self.loader_state, "window": self.window.cpu(),
@@ -594,6 +614,8 @@ class Trainer:
             self.checkpoint()
         if bar is not None:
             bar.close()
+        if self.events is not None:
+            self.events.close()
         result = {"step": self.step, "epoch": self.epoch, "best_epoch": self.best_epoch,
                   "val": self.last_val, "seconds": round(time.perf_counter() - t_start, 2),
                   "out": str(self.out), "ended_by": self.ended_by}
