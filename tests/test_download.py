@@ -1,4 +1,5 @@
-"""``gotk download`` against a real loopback HTTP server over ``../shared/kgs``, with injected faults.
+"""``gotk download`` against a real loopback HTTP server over the package's months laid out as the archive site
+serves them (``conftest.build_sample_kgs``), with injected faults.
 
 Each fault is a :class:`RangeRequestHandler` subclass; after each run the destination holds only complete
 archives byte-identical to the originals (sha256 from SHA256SUMS), ``index.json`` and, for a file that
