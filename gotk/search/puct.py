@@ -40,8 +40,11 @@ class SearchConfig:
     visits: int = 200  # root visits per move (reused ones count); 0 or 1: play the policy, no search
     seconds: float | None = None  # thinking time per move (cap); with a clock, the smaller budget wins
     batch: int = 8  # leaves per network call
-    c_puct: float = 1.25
-    fpu: float = 0.25  # first-play-urgency reduction
+    # tuned so that a briefly trained network (its value head barely better than komi and handicap) does not
+    # search below its own raw policy at tens of visits: the prior weighs more (c_puct), and an unvisited move
+    # starts at its parent's value rather than below it (no first-play-urgency reduction)
+    c_puct: float = 4.0
+    fpu: float = 0.0  # first-play-urgency reduction
     temperature: float = 0.0
     pass_prior: float = 0.1  # least prior of a pass that would end the game (the opponent just passed)
     resign_threshold: float | None = -0.9  # resign when the search's value stays below this...
