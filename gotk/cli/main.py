@@ -50,11 +50,11 @@ COMMANDS = [
 for _name, _fn in COMMANDS:
     app.command(_name, cls=HelpCommand)(_fn)
 
-from gotk.cli import stats as _stats  # noqa: E402  (issue 14)
+from gotk.cli import stats as _stats  # noqa: E402
 
 app.command("stats", cls=HelpCommand)(_stats.stats_cmd)
 
-from gotk.cli import export as _export  # noqa: E402  (issue 15)
+from gotk.cli import export as _export  # noqa: E402
 
 app.command("export", cls=HelpCommand)(_export.export_cmd)
 
