@@ -43,7 +43,7 @@ class SearchConfig:
     # tuned so that a briefly trained network (its value head barely better than komi and handicap) does not
     # search below its own raw policy at tens of visits: the prior weighs more (c_puct), and an unvisited move
     # starts at its parent's value rather than below it (no first-play-urgency reduction)
-    c_puct: float = 4.0
+    c_puct: float = 5.0
     fpu: float = 0.0  # first-play-urgency reduction
     temperature: float = 0.0
     pass_prior: float = 0.1  # least prior of a pass that would end the game (the opponent just passed)
