@@ -22,11 +22,12 @@ from gotk.sources.archives import SgfSource, iter_sources
 NUM_GAMES = 20
 
 
-def real_games(kgs_dir, count: int, size: int = 19):
-    """The first ``count`` games of one archive that replay to the end."""
-    archive = sorted(kgs_dir.glob("KGS-2017_02-*.tar.gz")) or sorted(kgs_dir.glob("*.tar.gz"))
+def real_games(count: int, size: int = 19):
+    """The first ``count`` games of the package's held-out month (2017-02) that replay to the end."""
+    from gotk.data import HELDOUT_ARCHIVE
+
     games = []
-    for src in iter_sources(archive[:1]):
+    for src in iter_sources([HELDOUT_ARCHIVE]):
         if not isinstance(src, SgfSource):
             continue
         for rec in iter_sgf(src.data):
@@ -141,8 +142,8 @@ def replay_positions(record):
             del placed_at[p]
 
 
-def test_non_ladder_planes_match_reference(kgs_dir):
-    games = real_games(kgs_dir, NUM_GAMES)
+def test_non_ladder_planes_match_reference():
+    games = real_games(NUM_GAMES)
     enc = AlphaGoEncoder(19, ladders=False)
     nb, dg = neighbours(19), diagonals(19)
     checked = 0
@@ -194,8 +195,8 @@ def reference_ladders(state: GameState, color: int, depth: int = 80) -> np.ndarr
     return out
 
 
-def test_ladder_planes_match_reference(kgs_dir):
-    games = real_games(kgs_dir, 8)
+def test_ladder_planes_match_reference():
+    games = real_games(8)
     enc = AlphaGoEncoder(19)
     hits = 0
     for rec in games:
@@ -209,13 +210,13 @@ def test_ladder_planes_match_reference(kgs_dir):
     assert hits > 0
 
 
-def test_planes_follow_board_symmetries(kgs_dir):
+def test_planes_follow_board_symmetries():
     """Every plane, ladders included, is equivariant under the eight symmetries of the board."""
     from dataclasses import replace
 
     from gotk import coords
 
-    rec = real_games(kgs_dir, 1)[0]
+    rec = real_games(1)[0]
     enc = AlphaGoEncoder(19)
     base = enc.encode_game(rec)
     assert base.features[:, 46:].any()

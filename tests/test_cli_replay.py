@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 
 import pytest
 from sgfmill import sgf
@@ -126,7 +127,7 @@ def test_exit_codes(tmp_path):
     assert run("replay", str(mixed), "--strict").exit_code == 2
     # nothing replayable at all
     junk = tmp_path / "junk.sgf"
-    junk.write_bytes(b"not an sgf")
+    junk.write_bytes(b"(;GM[1]SZ[9];B[ee")  # SGF, but broken
     r = run("replay", str(junk), "--json")
     assert r.exit_code == 1
     assert json.loads(r.output)["skipped"] == {"parse_error": 1}
@@ -139,3 +140,19 @@ def test_table_output(tmp_path):
     r = run("replay", str(d))
     assert r.exit_code == 0
     assert "games read" in r.output and "parse_error" in r.output
+
+
+def test_a_file_that_is_not_sgf_is_one_line(tmp_path):
+    """Text with no game tree in it is ``not_sgf`` (the documented reason), said in one line with exit code 2."""
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    r = run("replay", str(readme))
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [f"error: {readme} is not an SGF file (no game record in it)"]
+    other = tmp_path / "notes.txt"
+    other.write_text("no game here")
+    r = run("replay", str(readme), str(other))
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "none of the 2 inputs" in r.output
+    # beside real games the file is one counted skip, with its reason
+    good = _folder(tmp_path / "g", 1, bad=False)
+    r = run("replay", str(good), str(other), "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["skipped"] == {"not_sgf": 1}

@@ -1,4 +1,5 @@
-"""``gotk download`` against a real loopback HTTP server over ``../shared/kgs``, with injected faults.
+"""``gotk download`` against a real loopback HTTP server over the package's months laid out as the archive site
+serves them (``conftest.build_sample_kgs``), with injected faults.
 
 Each fault is a :class:`RangeRequestHandler` subclass; after each run the destination holds only complete
 archives byte-identical to the originals (sha256 from SHA256SUMS), ``index.json`` and, for a file that
@@ -36,18 +37,19 @@ from gotk.sources.listing import ArchiveLink, parse_archive_name
 
 pytestmark = pytest.mark.timeout(60)
 
-FEB = "KGS-2017_02-19-525-.tar.gz"  # 234,968 bytes (gzip: quicker to verify than bz2)
-MAR = "KGS-2017_03-19-717-.tar.gz"  # 326,873 bytes
-FEB_BZ2 = "KGS-2017_02-19-525-.tar.bz2"  # 121,774 bytes
-MAR_BZ2 = "KGS-2017_03-19-717-.tar.bz2"  # 173,439 bytes
+# the package's two months, as the archive site serves them (conftest.build_sample_kgs)
+FEB = "KGS-2017_02-19-525-.tar.gz"  # gzip: quicker to verify than bz2
+JAN = "KGS-2017_01-19-733-.tar.gz"
+FEB_BZ2 = "KGS-2017_02-19-525-.tar.bz2"
+JAN_BZ2 = "KGS-2017_01-19-733-.tar.bz2"
 FEB_ZIP = "KGS-2017_02-19-525-.zip"
 FAST = DownloadOptions(jobs=2, retries=3, backoff=0.01, max_backoff=0.05, timeout=(2.0, 2.0), progress=False,
                        chunk_size=16 * 1024)
 
 
 @pytest.fixture(scope="module")
-def sums(kgs_dir) -> dict[str, str]:
-    pairs = (line.split() for line in (kgs_dir / "SHA256SUMS").read_text().splitlines() if line.strip())
+def sums(sample_kgs) -> dict[str, str]:
+    pairs = (line.split() for line in (sample_kgs / "SHA256SUMS").read_text().splitlines() if line.strip())
     return {name: digest for digest, name in pairs}
 
 
@@ -113,9 +115,9 @@ def test_parse_range():
     assert parse_range("bytes=0-1,5-6", 100) is None
 
 
-def test_mirror_serves_ranges_and_head(kgs_dir):
-    data = (kgs_dir / FEB).read_bytes()
-    mirror = LocalMirror(kgs_dir)
+def test_mirror_serves_ranges_and_head(sample_kgs):
+    data = (sample_kgs / FEB).read_bytes()
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")
         with urllib.request.urlopen(urllib.request.Request(url + FEB, method="HEAD")) as r:
@@ -148,16 +150,16 @@ def test_mirror_serves_ranges_and_head(kgs_dir):
 # --------------------------------------------------------------------------- faults, one file
 
 
-def test_connection_cut_mid_file_resumes_with_range(kgs_dir, tmp_path, sums):
+def test_connection_cut_mid_file_resumes_with_range(sample_kgs, tmp_path, sums):
     class Cut(FaultHandler):
         def do_GET(self):
             if self.path.endswith(FEB) and self.nth() == 1:
-                data = (kgs_dir / FEB).read_bytes()
+                data = (sample_kgs / FEB).read_bytes()
                 return self.send_partial(data, len(data), len(data) // 2)
             super().do_GET()
 
-    size = (kgs_dir / FEB).stat().st_size
-    mirror = LocalMirror(kgs_dir, Cut)
+    size = (sample_kgs / FEB).stat().st_size
+    mirror = LocalMirror(sample_kgs, Cut)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded" and res.reason is None, res
@@ -170,7 +172,7 @@ def test_connection_cut_mid_file_resumes_with_range(kgs_dir, tmp_path, sums):
     assert {p.name for p in tmp_path.iterdir()} == {FEB}
 
 
-def test_connection_dropping_every_time_still_finishes(kgs_dir, tmp_path, sums):
+def test_connection_dropping_every_time_still_finishes(sample_kgs, tmp_path, sums):
     """Each response is cut after 64 KiB; every attempt resumes further, so it is progress, not a failure."""
 
     class Stingy(RangeRequestHandler):
@@ -180,39 +182,39 @@ def test_connection_dropping_every_time_still_finishes(kgs_dir, tmp_path, sums):
             self._rec["sent"] += len(chunk)
             self.close_connection = True
 
-    size = (kgs_dir / MAR).stat().st_size
+    size = (sample_kgs / JAN).stat().st_size
     opts = DownloadOptions(retries=1, backoff=0.01, timeout=(2.0, 2.0), progress=False)
-    mirror = LocalMirror(kgs_dir, Stingy)
+    mirror = LocalMirror(sample_kgs, Stingy)
     with mirror as url:
-        res = download_one(link_for(url, MAR), tmp_path, opts)
+        res = download_one(link_for(url, JAN), tmp_path, opts)
     assert res.status == "downloaded", res
-    ranges = [r["range"] for r in gets(mirror, MAR)]
+    ranges = [r["range"] for r in gets(mirror, JAN)]
     assert len(ranges) == res.attempts == -(-size // (64 * 1024)) + (size % (64 * 1024) == 0)
     assert ranges[0] is None and all(r.startswith("bytes=") for r in ranges[1:])
-    assert sum(r["sent"] for r in gets(mirror, MAR)) == size  # never a byte fetched twice
-    assert sha256_file(tmp_path / MAR) == sums[MAR]
+    assert sum(r["sent"] for r in gets(mirror, JAN)) == size  # never a byte fetched twice
+    assert sha256_file(tmp_path / JAN) == sums[JAN]
 
 
-def test_part_file_is_resumed_across_runs(kgs_dir, tmp_path, sums):
+def test_part_file_is_resumed_across_runs(sample_kgs, tmp_path, sums):
     """A .part left by an interrupted run is continued with Range, not fetched again."""
-    data = (kgs_dir / MAR).read_bytes()
-    (tmp_path / (MAR + ".part")).write_bytes(data[:70_000])
-    mirror = LocalMirror(kgs_dir)
+    data = (sample_kgs / JAN).read_bytes()
+    (tmp_path / (JAN + ".part")).write_bytes(data[:70_000])
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
-        report = download_all([link_for(url, MAR)], tmp_path, FAST)
+        report = download_all([link_for(url, JAN)], tmp_path, FAST)
     (res,) = report.files
     assert res.status == "downloaded" and res.resumed_from == 70_000 and res.bytes_fetched == len(data) - 70_000
-    (only,) = gets(mirror, MAR)
+    (only,) = gets(mirror, JAN)
     assert only["range"] == "bytes=70000-" and only["status"] == 206 and only["sent"] == len(data) - 70_000
-    assert_clean(tmp_path, sums, {MAR})
+    assert_clean(tmp_path, sums, {JAN})
 
 
-def test_whole_part_file_gets_416_and_is_kept(kgs_dir, tmp_path, sums):
+def test_whole_part_file_gets_416_and_is_kept(sample_kgs, tmp_path, sums):
     """A .part already whole (a run stopped before the rename): the Range request gets 416 with the full size,
     so the .part is verified and renamed without fetching it again."""
-    data = (kgs_dir / FEB).read_bytes()
+    data = (sample_kgs / FEB).read_bytes()
     (tmp_path / (FEB + ".part")).write_bytes(data)
-    mirror = LocalMirror(kgs_dir)
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded" and res.bytes_fetched == 0
@@ -223,7 +225,7 @@ def test_whole_part_file_gets_416_and_is_kept(kgs_dir, tmp_path, sums):
     # a .part longer than the file (another version of it): 416 with another size, restarted from zero
     (tmp_path / FEB).unlink()
     (tmp_path / (FEB + ".part")).write_bytes(data + b"junk")
-    mirror = LocalMirror(kgs_dir)
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded"
@@ -231,7 +233,7 @@ def test_whole_part_file_gets_416_and_is_kept(kgs_dir, tmp_path, sums):
     assert sha256_file(tmp_path / FEB) == sums[FEB]
 
 
-def test_5xx_then_success(kgs_dir, tmp_path, sums):
+def test_5xx_then_success(sample_kgs, tmp_path, sums):
     class Flaky(FaultHandler):
         def do_GET(self):
             if self.nth() <= 2:
@@ -239,7 +241,7 @@ def test_5xx_then_success(kgs_dir, tmp_path, sums):
                 return self.send_error(503 if self.hits[self.path] == 1 else 500, "try later")
             super().do_GET()
 
-    mirror = LocalMirror(kgs_dir, Flaky)
+    mirror = LocalMirror(sample_kgs, Flaky)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded" and res.attempts == 3
@@ -254,7 +256,7 @@ def test_5xx_then_success(kgs_dir, tmp_path, sums):
 
     other = tmp_path / "other"
     other.mkdir()
-    with LocalMirror(kgs_dir, Down) as url:
+    with LocalMirror(sample_kgs, Down) as url:
         t0 = time.perf_counter()
         res = download_one(link_for(url, FEB), other, FAST)
     assert res.status == "failed" and res.reason == "http_502" and res.attempts == FAST.retries + 1
@@ -263,8 +265,8 @@ def test_5xx_then_success(kgs_dir, tmp_path, sums):
     assert list(other.iterdir()) == []
 
 
-def test_wrong_content_length(kgs_dir, tmp_path, sums):
-    data = (kgs_dir / FEB).read_bytes()
+def test_wrong_content_length(sample_kgs, tmp_path, sums):
+    data = (sample_kgs / FEB).read_bytes()
 
     class TooLong(FaultHandler):
         """Claims more bytes than it has, sends the whole file and hangs up."""
@@ -274,7 +276,7 @@ def test_wrong_content_length(kgs_dir, tmp_path, sums):
                 return self.send_partial(data, len(data) + 5000, len(data))
             super().do_GET()
 
-    mirror = LocalMirror(kgs_dir, TooLong)
+    mirror = LocalMirror(sample_kgs, TooLong)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded", res
@@ -293,7 +295,7 @@ def test_wrong_content_length(kgs_dir, tmp_path, sums):
 
     dest = tmp_path / "short"
     dest.mkdir()
-    mirror = LocalMirror(kgs_dir, TooShort)
+    mirror = LocalMirror(sample_kgs, TooShort)
     with mirror as url:
         res = download_one(link_for(url, FEB), dest, FAST)
     assert res.status == "downloaded", res
@@ -302,18 +304,18 @@ def test_wrong_content_length(kgs_dir, tmp_path, sums):
     assert {p.name for p in dest.iterdir()} == {FEB}
 
 
-def test_server_without_range_support_restarts_from_zero(kgs_dir, tmp_path, sums):
+def test_server_without_range_support_restarts_from_zero(sample_kgs, tmp_path, sums):
     class NoRange(FaultHandler):
         supports_range = False
 
         def do_GET(self):
             if self.nth() == 1:
-                data = (kgs_dir / FEB).read_bytes()
+                data = (sample_kgs / FEB).read_bytes()
                 return self.send_partial(data, len(data), 40_000)
             super().do_GET()
 
-    size = (kgs_dir / FEB).stat().st_size
-    mirror = LocalMirror(kgs_dir, NoRange)
+    size = (sample_kgs / FEB).stat().st_size
+    mirror = LocalMirror(sample_kgs, NoRange)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded" and res.resumed_from == 0, res
@@ -323,7 +325,7 @@ def test_server_without_range_support_restarts_from_zero(kgs_dir, tmp_path, sums
     assert {p.name for p in tmp_path.iterdir()} == {FEB}
 
 
-def test_timeout_is_retried(kgs_dir, tmp_path, sums):
+def test_timeout_is_retried(sample_kgs, tmp_path, sums):
     class Stall(FaultHandler):
         def do_GET(self):
             if self.nth() == 1:
@@ -334,7 +336,7 @@ def test_timeout_is_retried(kgs_dir, tmp_path, sums):
             super().do_GET()
 
     opts = DownloadOptions(retries=4, backoff=0.01, timeout=(2.0, 0.3), progress=False)
-    mirror = LocalMirror(kgs_dir, Stall)
+    mirror = LocalMirror(sample_kgs, Stall)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, opts)
     assert res.status == "downloaded" and res.attempts >= 2, res
@@ -342,7 +344,7 @@ def test_timeout_is_retried(kgs_dir, tmp_path, sums):
     assert sha256_file(tmp_path / FEB) == sums[FEB]
 
 
-def test_cancel_keeps_the_part_for_the_next_run(kgs_dir, tmp_path, sums):
+def test_cancel_keeps_the_part_for_the_next_run(sample_kgs, tmp_path, sums):
     cancel = threading.Event()
 
     class Slow(RangeRequestHandler):
@@ -360,12 +362,12 @@ def test_cancel_keeps_the_part_for_the_next_run(kgs_dir, tmp_path, sums):
                     cancel.set()
                 time.sleep(0.02)
 
-    mirror = LocalMirror(kgs_dir, Slow)
+    mirror = LocalMirror(sample_kgs, Slow)
     with mirror as url:
         res = download_one(link_for(url, FEB), tmp_path, FAST, cancel=cancel)
         assert res.status == "failed" and res.reason == "cancelled"
         size = (tmp_path / (FEB + ".part")).stat().st_size
-        assert 0 < size < (kgs_dir / FEB).stat().st_size
+        assert 0 < size < (sample_kgs / FEB).stat().st_size
         assert not (tmp_path / FEB).exists()
         res = download_one(link_for(url, FEB), tmp_path, FAST)
     assert res.status == "downloaded" and res.resumed_from == size
@@ -377,25 +379,25 @@ def test_cancel_keeps_the_part_for_the_next_run(kgs_dir, tmp_path, sums):
 # --------------------------------------------------------------------------- many files, failures isolated
 
 
-def test_corrupt_archive_and_404_fail_alone(kgs_dir, tmp_path, sums):
+def test_corrupt_archive_and_404_fail_alone(sample_kgs, tmp_path, sums):
     class Corrupt(FaultHandler):
-        """Serves MAR with bytes altered in the middle (same length)."""
+        """Serves JAN with bytes altered in the middle (same length)."""
 
         def open_file(self, path):
-            if path.endswith(MAR):
+            if path.endswith(JAN):
                 data = bytearray(Path(path).read_bytes())
                 data[len(data) // 2: len(data) // 2 + 64] = bytes(64)
                 return io.BytesIO(bytes(data)), len(data), 0.0
             return super().open_file(path)
 
-    mirror = LocalMirror(kgs_dir, Corrupt)
+    mirror = LocalMirror(sample_kgs, Corrupt)
     missing = "KGS-2017_04-19-1-.tar.bz2"
     with mirror as url:
-        report = download_all([link_for(url, n) for n in (MAR, missing, FEB, FEB_ZIP)], tmp_path, FAST)
+        report = download_all([link_for(url, n) for n in (JAN, missing, FEB, FEB_ZIP)], tmp_path, FAST)
     by_name = {r.name: r for r in report.files}
-    assert [r.name for r in report.files] == [MAR, missing, FEB, FEB_ZIP]  # listing order kept
-    assert by_name[MAR].status == "failed" and by_name[MAR].reason == "bad_archive"
-    assert len(gets(mirror, MAR)) == 2  # refetched once from zero, then given up
+    assert [r.name for r in report.files] == [JAN, missing, FEB, FEB_ZIP]  # listing order kept
+    assert by_name[JAN].status == "failed" and by_name[JAN].reason == "bad_archive"
+    assert len(gets(mirror, JAN)) == 2  # refetched once from zero, then given up
     assert by_name[missing].status == "failed" and by_name[missing].reason == "http_404"
     assert by_name[missing].attempts == 1  # a 404 is not retried
     assert by_name[FEB].status == by_name[FEB_ZIP].status == "downloaded"
@@ -405,10 +407,10 @@ def test_corrupt_archive_and_404_fail_alone(kgs_dir, tmp_path, sums):
     assert set(load_index(tmp_path)["files"]) == {FEB, FEB_ZIP}
 
 
-def test_rerun_skips_complete_files_and_refetches_damaged_ones(kgs_dir, tmp_path, sums):
-    mirror = LocalMirror(kgs_dir)
+def test_rerun_skips_complete_files_and_refetches_damaged_ones(sample_kgs, tmp_path, sums):
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
-        links = [link_for(url, MAR), link_for(url, FEB)]
+        links = [link_for(url, JAN), link_for(url, FEB)]
         assert [r.status for r in download_all(links, tmp_path, FAST).files] == ["downloaded"] * 2
         index1 = load_index(tmp_path)
         n = len(mirror.log)
@@ -422,7 +424,7 @@ def test_rerun_skips_complete_files_and_refetches_damaged_ones(kgs_dir, tmp_path
         data[100] ^= 0xFF
         (tmp_path / FEB).write_bytes(bytes(data))
         assert [r.status for r in download_all(links, tmp_path, FAST).files] == ["skipped", "downloaded"]
-        assert_clean(tmp_path, sums, {MAR, FEB})
+        assert_clean(tmp_path, sums, {JAN, FEB})
 
         # index.json lost: present archives are verified (HEAD for the size, no GET) and recorded again
         (tmp_path / "index.json").unlink()
@@ -430,16 +432,16 @@ def test_rerun_skips_complete_files_and_refetches_damaged_ones(kgs_dir, tmp_path
         res = download_all(links, tmp_path, FAST).files
         assert [r.status for r in res] == ["skipped"] * 2 and "not in index.json" in res[0].message
         assert len([r for r in mirror.log if r["method"] == "GET"]) == n_get
-        assert_clean(tmp_path, sums, {MAR, FEB})
+        assert_clean(tmp_path, sums, {JAN, FEB})
 
 
-def test_verify_archive(kgs_dir, tmp_path):
-    assert verify_archive(kgs_dir / FEB) == 525
-    assert verify_archive(kgs_dir / FEB_ZIP) == 525
-    assert verify_archive(kgs_dir / "KGS-2017_02-19-525-.tar.gz") == 525
+def test_verify_archive(sample_kgs, tmp_path):
+    assert verify_archive(sample_kgs / FEB) == 525
+    assert verify_archive(sample_kgs / FEB_ZIP) == 525
+    assert verify_archive(sample_kgs / "KGS-2017_02-19-525-.tar.gz") == 525
     for name in (FEB, FEB_ZIP, "KGS-2017_02-19-525-.tar.gz"):
         bad = tmp_path / name
-        data = (kgs_dir / name).read_bytes()
+        data = (sample_kgs / name).read_bytes()
         bad.write_bytes(data[: len(data) * 2 // 3])
         with pytest.raises(Exception, match="bad_archive"):
             verify_archive(bad)
@@ -455,64 +457,66 @@ def invoke(*args: str):
     return runner.invoke(app, ["download", *args], catch_exceptions=False)
 
 
-def test_cli_dry_run_table_and_json(kgs_dir, tmp_path):
+def test_cli_dry_run_table_and_json(sample_kgs, tmp_path):
     dest = tmp_path / "kgs"
-    mirror = LocalMirror(kgs_dir)
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
         r = invoke("--index-url", url, "--dest", str(dest), "--dry-run", "--format", "zip")
         assert r.exit_code == 0, r.output
         lines = r.stdout.splitlines()
         assert lines[0].split() == ["name", "year", "month", "games", "size", "status"]
-        assert lines[1].split() == ["KGS-2017_03-19-717-.zip", "2017", "03", "717", "607,831", "planned"]
-        assert lines[4].split() == ["KGS-2006-19-10388-.tar.gz", "2006", "-", "10,388", "4,036,323", "planned"]
-        assert "7 archives, 25,889 games" in lines[-1]
+        for line, (name, month, games) in zip(lines[1:3], (("KGS-2017_02-19-525-.zip", "02", "525"),
+                                                           ("KGS-2017_01-19-733-.zip", "01", "733")), strict=True):
+            size = f"{(sample_kgs / name).stat().st_size:,}"
+            assert line.split() == [name, "2017", month, games, size, "planned"]
+        assert "2 archives, 1,258 games" in lines[-1]
 
-        r = invoke("--index-url", url, "--dest", str(dest), "--dry-run", "--json", "--since", "2017-02",
+        r = invoke("--index-url", url, "--dest", str(dest), "--dry-run", "--json", "--since", "2017-01",
                    "--format", "tar.bz2")
         assert r.exit_code == 0, r.output
         doc = json.loads(r.stdout)
         assert doc["dry_run"] is True
         assert doc["files"] == [
-            {"name": MAR_BZ2, "url": url + MAR_BZ2, "year": 2017, "month": 3, "games": 717, "size": 173439,
-             "status": "planned"},
-            {"name": FEB_BZ2, "url": url + FEB_BZ2, "year": 2017, "month": 2, "games": 525, "size": 121774,
-             "status": "planned"},
+            {"name": FEB_BZ2, "url": url + FEB_BZ2, "year": 2017, "month": 2, "games": 525,
+             "size": (sample_kgs / FEB_BZ2).stat().st_size, "status": "planned"},
+            {"name": JAN_BZ2, "url": url + JAN_BZ2, "year": 2017, "month": 1, "games": 733,
+             "size": (sample_kgs / JAN_BZ2).stat().st_size, "status": "planned"},
         ]
     assert not dest.exists()  # a dry run writes nothing
     assert all(rec["method"] in ("GET", "HEAD") for rec in mirror.log)
     assert not [rec for rec in mirror.log if rec["method"] == "GET" and rec["path"].endswith(".zip")]
 
 
-def test_cli_dry_run_unknown_size(kgs_dir):
+def test_cli_dry_run_unknown_size(sample_kgs):
     class NoLength(RangeRequestHandler):
         def do_HEAD(self):
             self.record()
             self.send_response(200)
             self.end_headers()
 
-    with LocalMirror(kgs_dir, NoLength) as url:
+    with LocalMirror(sample_kgs, NoLength) as url:
         r = invoke("--index-url", url, "--dry-run", "--include", FEB_BZ2)
     assert r.exit_code == 0, r.output
     assert r.stdout.splitlines()[1].split()[-2:] == ["?", "planned"]
     assert "(some sizes unknown)" in r.stdout
 
 
-def test_cli_download_rerun_and_index(kgs_dir, tmp_path, sums):
+def test_cli_download_rerun_and_index(sample_kgs, tmp_path, sums):
     dest = tmp_path / "kgs"
-    args = ["--since", "2017-02", "--format", "tar.bz2", "--jobs", "2", "--dest", str(dest), "--backoff", "0.01"]
-    mirror = LocalMirror(kgs_dir)
+    args = ["--since", "2017-01", "--format", "tar.bz2", "--jobs", "2", "--dest", str(dest), "--backoff", "0.01"]
+    mirror = LocalMirror(sample_kgs)
     with mirror as url:
         t0 = datetime.now().astimezone()
         r = invoke("--index-url", url, *args)
         assert r.exit_code == 0, r.output
         assert "2 downloaded" in r.stdout
-        assert_clean(dest, sums, {MAR_BZ2, FEB_BZ2})
+        assert_clean(dest, sums, {JAN_BZ2, FEB_BZ2})
         index = json.loads((dest / "index.json").read_text())
         assert index["index_url"] == url
-        for name, games in ((MAR_BZ2, 717), (FEB_BZ2, 525)):
+        for name, games in ((JAN_BZ2, 733), (FEB_BZ2, 525)):
             rec = index["files"][name]
             assert rec["url"] == url + name and rec["games"] == games and rec["members"] == games
-            assert rec["size"] == (kgs_dir / name).stat().st_size and rec["sha256"] == sums[name]
+            assert rec["size"] == (sample_kgs / name).stat().st_size and rec["sha256"] == sums[name]
             fetched = datetime.fromisoformat(rec["fetched_at"].replace("Z", "+00:00"))
             assert fetched.utcoffset().total_seconds() == 0
             assert abs((fetched - t0).total_seconds()) < 60
@@ -521,16 +525,16 @@ def test_cli_download_rerun_and_index(kgs_dir, tmp_path, sums):
         r = invoke("--index-url", url, *args, "--json")
         assert r.exit_code == 0, r.output
         doc = json.loads(r.stdout)
-        assert [(f["name"], f["status"]) for f in doc["files"]] == [(MAR_BZ2, "skipped"), (FEB_BZ2, "skipped")]
+        assert [(f["name"], f["status"]) for f in doc["files"]] == [(FEB_BZ2, "skipped"), (JAN_BZ2, "skipped")]
         assert doc["summary"] == {"skipped": 2}
         assert len([x for x in mirror.log if x["method"] == "GET"]) == n_get + 1  # only the listing page
         assert json.loads((dest / "index.json").read_text()) == index
 
 
-def test_cli_failed_file_gives_nonzero_exit(kgs_dir, tmp_path, sums):
+def test_cli_failed_file_gives_nonzero_exit(sample_kgs, tmp_path, sums):
     site = tmp_path / "site"
     site.mkdir()
-    shutil.copy(kgs_dir / FEB, site / FEB)
+    shutil.copy(sample_kgs / FEB, site / FEB)
     missing = "KGS-2017_04-19-1-.tar.bz2"
     (site / "index.html").write_text(f'<a href="{FEB}">feb</a> <a href="{missing}">apr</a>')
     dest = tmp_path / "kgs"
@@ -543,13 +547,13 @@ def test_cli_failed_file_gives_nonzero_exit(kgs_dir, tmp_path, sums):
     assert_clean(dest, sums, {FEB})
 
 
-def test_cli_index_errors(kgs_dir):
+def test_cli_index_errors(sample_kgs):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     r = invoke("--index-url", f"http://127.0.0.1:{port}/", "--dry-run", "--timeout", "2")
     assert r.exit_code == 2 and "index_unreachable" in r.stderr
-    with LocalMirror(kgs_dir) as url:
+    with LocalMirror(sample_kgs) as url:
         r = invoke("--index-url", url + "SHA256SUMS", "--dry-run", "--json")
         assert r.exit_code == 2 and json.loads(r.stdout)["error"]["reason"] == "no_archives"
         r = invoke("--index-url", url, "--dry-run", "--since", "2030")

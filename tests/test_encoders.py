@@ -279,9 +279,12 @@ def test_setup_handicap_stones_are_encoded_before_the_first_move():
 # --- real games: both paths agree ---------------------------------------------------------------
 
 
-def real_records(kgs_dir, count: int, archive: str = "KGS-2017_03-19-717-.tar.gz") -> list[GameRecord]:
+def real_records(count: int) -> list[GameRecord]:
+    """The first ``count`` games of the package's held-out month (2017-02)."""
+    from gotk.data import HELDOUT_ARCHIVE
+
     out: list[GameRecord] = []
-    for src in iter_sources([kgs_dir / archive]):
+    for src in iter_sources([HELDOUT_ARCHIVE]):
         if hasattr(src, "data"):
             out.extend(read_sgf(src.data))
         if len(out) >= count:
@@ -290,9 +293,9 @@ def real_records(kgs_dir, count: int, archive: str = "KGS-2017_03-19-717-.tar.gz
 
 
 @pytest.mark.parametrize("name", list_encoders())
-def test_encode_state_equals_encode_game_rows(kgs_dir, name):
+def test_encode_state_equals_encode_game_rows(name):
     enc = get_encoder(name)
-    for rec in real_records(kgs_dir, 4):
+    for rec in real_records(4):
         game = enc.encode_game(rec, include_passes=True)
         rows = {int(m): k for k, m in enumerate(game.move_numbers)}
         seen = 0
@@ -322,8 +325,8 @@ def test_game_loop_is_loaded_from_cache_in_a_new_process():
     assert (hits, misses) == (1, 0), run.stdout
 
 
-def test_bit_planes_hold_only_zero_and_one(kgs_dir):
-    rec = real_records(kgs_dir, 1)[0]
+def test_bit_planes_hold_only_zero_and_one():
+    rec = real_records(1)[0]
     for name in ("sevenplane", "simple"):
         f = get_encoder(name).encode_game(rec).features
         assert set(np.unique(f).tolist()) <= {0, 1}
@@ -337,7 +340,7 @@ def test_bit_planes_hold_only_zero_and_one(kgs_dir):
 
 
 @pytest.mark.parametrize("name", list_encoders())
-def test_encode_game_into_writes_the_rows_of_encode_game(kgs_dir, name):
+def test_encode_game_into_writes_the_rows_of_encode_game(name):
     """``encode_game_into`` (rows straight into a shard batch) gives exactly ``encode_game``'s rows, on real
     games and on hand-made ones that stop early (illegal ko retake) or keep passes / skip moves."""
     from gotk.encoders.base import kept_count
@@ -345,7 +348,7 @@ def test_encode_game_into_writes_the_rows_of_encode_game(kgs_dir, name):
     enc = get_encoder(name)
     ko = record(19, [(BLACK, (1, 2)), (WHITE, (1, 1)), (BLACK, (4, 4))], KO_BLACK, KO_WHITE)
     passes = record(19, [(BLACK, (2, 2)), (WHITE, None), (BLACK, (1, 1)), (WHITE, (3, 3)), (BLACK, None)])
-    cases = [(rec, {}) for rec in real_records(kgs_dir, 3)] + [(ko, {}), (passes, {"include_passes": True}),
+    cases = [(rec, {}) for rec in real_records(3)] + [(ko, {}), (passes, {"include_passes": True}),
                                                                  (passes, {"skip_first": 2})]
     for rec, kw in cases:
         want = enc.encode_game(rec, **kw)
@@ -376,7 +379,7 @@ def test_kept_count_is_the_rows_encode_game_yields(include_passes, skip_first):
 
 @pytest.mark.parametrize("name", BASIC)
 @pytest.mark.parametrize("kw", [{}, {"include_passes": True}, {"skip_first": 2}])
-def test_encode_batch_into_writes_the_rows_of_encode_game(kgs_dir, name, kw):
+def test_encode_batch_into_writes_the_rows_of_encode_game(name, kw):
     """``encode_batch_into`` (many games in one compiled call, rows end to end) gives exactly each game's
     ``encode_game`` rows, into arrays full of junk (each row is zeroed first), also where a game stops at an
     illegal move (its dropped row is the next game's first) and on a handicap game; a game with unusable
@@ -388,7 +391,7 @@ def test_encode_batch_into_writes_the_rows_of_encode_game(kgs_dir, name, kw):
     ko = record(19, [(BLACK, (1, 2)), (WHITE, (1, 1)), (BLACK, (4, 4))], KO_BLACK, KO_WHITE)
     passes = record(19, [(BLACK, (2, 2)), (WHITE, None), (BLACK, (1, 1)), (WHITE, (3, 3)), (BLACK, None)])
     handicap = record(19, [(WHITE, (2, 2)), (BLACK, (5, 5))], black=[(3, 3), (15, 15)])
-    recs = [ko, *real_records(kgs_dir, 2), passes, ko, handicap, ko]
+    recs = [ko, *real_records(2), passes, ko, handicap, ko]
     ip, sf = kw.get("include_passes", False), kw.get("skip_first", 0)
     caps = [kept_count(r.points, r.size, ip, sf) for r in recs]
     batch = GameBatch.from_records(recs)
@@ -416,7 +419,7 @@ def test_encode_batch_into_writes_the_rows_of_encode_game(kgs_dir, name, kw):
 
 
 @pytest.mark.parametrize("kw", [{}, {"include_passes": True, "skip_first": 3}])
-def test_encode_traced_batch_into_writes_the_rows_of_encode_batch_into(kgs_dir, kw):
+def test_encode_traced_batch_into_writes_the_rows_of_encode_batch_into(kw):
     """A board-only encoder (``oneplane``) over the boards of a :class:`BoardTrace` (no engine) writes exactly the
     rows of its batch loop (which replays with the engine): captures, suicides, setup stones, games stopped by an
     illegal move (its row dropped), real games; it stops at a game with unusable setup stones as the batch loop
@@ -432,7 +435,7 @@ def test_encode_traced_batch_into_writes_the_rows_of_encode_batch_into(kgs_dir, 
     traced = trace_records()
     bad = len(traced) - 2  # the game with unusable setup stones
     cases = [(5, traced[:bad] + traced[bad + 1:] + [random_record(5, 9, 80, "NZ")], None),
-             (19, real_records(kgs_dir, 6), None), (5, traced, bad)]
+             (19, real_records(6), None), (5, traced, bad)]
     for size, records, stop in cases:
         enc = get_encoder("oneplane", board_size=size)
         batch = GameBatch.from_records(records)

@@ -2,7 +2,7 @@
 
 Encoding a rotated / reflected game (setup and move points mapped with
 :func:`coords.symmetry_permutation`) must equal transforming the encoding of the original game with
-:func:`coords.transform_planes`; labels map with the same permutation. Needs ``../shared/kgs``.
+:func:`coords.transform_planes`; labels map with the same permutation.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ def transformed(record, sym: int):
 
 
 @pytest.fixture(scope="module")
-def games(kgs_dir):
-    """Two real games: a handicap game (setup stones) from 2001 and an even game from 2017."""
+def games():
+    """Two real games of the package's months: a handicap game (setup stones) and an even game."""
+    from gotk.data import HELDOUT_ARCHIVE, TRAIN_ARCHIVE
+
     out = []
-    for name, want_setup in (("KGS-2001-19-2298-.tar.gz", True), ("KGS-2017_03-19-717-.tar.gz", False)):
-        for src in iter_sources([kgs_dir / name]):
+    for archive, want_setup in ((TRAIN_ARCHIVE, True), (HELDOUT_ARCHIVE, False)):
+        for src in iter_sources([archive]):
             recs = read_sgf(src.data) if hasattr(src, "data") else []
             if recs and bool(recs[0].setup_black) == want_setup and recs[0].num_moves >= 150:
                 out.append(recs[0])

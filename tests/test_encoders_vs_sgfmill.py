@@ -3,7 +3,7 @@ real KGS games.
 
 The reference side plays the moves on sgfmill's board (``sgfmill.boards.Board``), finds strings and
 their liberties with its own flood fill, and tracks simple ko from sgfmill's ``play`` result (a
-single stone captured by a single stone left with one liberty). Needs ``../shared/kgs``.
+single stone captured by a single stone left with one liberty).
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ import numpy as np
 from sgfmill import boards
 
 from gotk import coords
+from gotk.data import HELDOUT_ARCHIVE, TRAIN_ARCHIVE
 from gotk.encoders import get_encoder
 from gotk.game.state import BLACK, WHITE
 from gotk.sgf.reader import read_sgf
 from gotk.sources.archives import iter_sources
 
 GAMES_PER_ARCHIVE = 100
-ARCHIVES = ("KGS-2001-19-2298-.tar.gz", "KGS-2017_03-19-717-.tar.gz")
+ARCHIVES = (TRAIN_ARCHIVE, HELDOUT_ARCHIVE)  # the package's months (2017-01, 2017-02)
 _CELL = {None: 0, "b": BLACK, "w": WHITE}
 _SGFMILL_COLOR = {BLACK: "b", WHITE: "w"}
 
@@ -88,10 +89,10 @@ def expected_simple(cells, libs, ko: int | None, color: int) -> np.ndarray:
     return out
 
 
-def real_records(kgs_dir):
+def real_records():
     for name in ARCHIVES:
         got = 0
-        for src in iter_sources([kgs_dir / name]):
+        for src in iter_sources([name]):
             if not hasattr(src, "data"):
                 continue
             for rec in read_sgf(src.data):
@@ -101,11 +102,11 @@ def real_records(kgs_dir):
                 break
 
 
-def test_planes_match_sgfmill_reference_on_real_games(kgs_dir):
+def test_planes_match_sgfmill_reference_on_real_games():
     encoders = {name: get_encoder(name) for name in ("oneplane", "sevenplane", "simple")}
     games = positions = kos = handicap = 0
     nbrs = _neighbours(19)
-    for rec in real_records(kgs_dir):
+    for rec in real_records():
         assert rec.size == 19
         encoded = {name: enc.encode_game(rec, include_passes=True) for name, enc in encoders.items()}
         rows = len(encoded["sevenplane"])

@@ -3,7 +3,7 @@
 The game list is parsed twice, independently: by gotk's reader (``iter_sources`` + ``read_sgf``) and by
 sgfmill (``Sgf_game.from_bytes`` + ``get_main_sequence`` + ``get_move``), so the reader is checked as
 well as the engine. After every move the whole board, the capture counts, the simple-ko point and the
-position hash are compared. Needs ``../shared/kgs`` (skips with a reason when it is absent).
+position hash are compared. The package's two months by default; the larger ``../shared/kgs`` adds slow cases.
 """
 
 from __future__ import annotations
@@ -109,19 +109,20 @@ def _check_game(name: str, data: bytes, record, perm: np.ndarray) -> tuple[int, 
     return len(ref_moves), captured_total
 
 
-# every archive of ../shared/kgs (one format each: the .zip / .tar.bz2 copies hold the same games),
-# 25,889 games and about 5.2 million moves; about 3.5 minutes in all on one core
-# the four large archives (24,000 games, about 3 of the 3.5 minutes) are marked slow: `make test-slow`
+# the package's two months by default (1,258 games; re-packed as tar.gz by conftest.build_sample_kgs), and as
+# added slow cases every other archive of ../shared/kgs (one format each: the .zip / .tar.bz2 copies hold the same
+# games): 25,889 games and about 5.2 million moves in all, about 3.5 minutes on one core (`make test-slow`)
 _SLOW = pytest.mark.slow
-ALL_ARCHIVES = [pytest.param(name, marks=_SLOW) for name in ("KGS-2001-19-2298-.tar.gz", "KGS-2002-19-3646-.tar.gz",
-                                                            "KGS-2003-19-7582-.tar.gz", "KGS-2006-19-10388-.tar.gz")]
-ALL_ARCHIVES += ["KGS-2017_01-19-733-.tar.gz", "KGS-2017_02-19-525-.tar.gz", "KGS-2017_03-19-717-.tar.gz"]
+ALL_ARCHIVES = [pytest.param("shared", name, marks=_SLOW) for name in (
+    "KGS-2001-19-2298-.tar.gz", "KGS-2002-19-3646-.tar.gz", "KGS-2003-19-7582-.tar.gz", "KGS-2006-19-10388-.tar.gz",
+    "KGS-2017_03-19-717-.tar.gz")]
+ALL_ARCHIVES += [("sample", "KGS-2017_01-19-733-.tar.gz"), ("sample", "KGS-2017_02-19-525-.tar.gz")]
 
 
 @pytest.mark.timeout(1800)  # the 2006 archive is ~40% of the work: well past 600 s on a host 5x slower than usual
-@pytest.mark.parametrize("archive", ALL_ARCHIVES)
-def test_whole_archive_matches_sgfmill(kgs_dir, archive):
-    path = kgs_dir / archive
+@pytest.mark.parametrize(("collection", "archive"), ALL_ARCHIVES)
+def test_whole_archive_matches_sgfmill(collection, archive, request):
+    path = request.getfixturevalue("sample_kgs" if collection == "sample" else "kgs_dir") / archive
     if not path.exists():
         pytest.skip(f"{path} is absent")
     raw = _members(path)

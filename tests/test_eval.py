@@ -75,7 +75,7 @@ def test_refusals(agent_path: Path, dataset: Path, tmp_path: Path) -> None:
     other = save_agent(tmp_path / "simple.gotk", build_model("resnet", enc.num_planes, 19, blocks=1, filters=4),
                        "resnet", {"blocks": 1, "filters": 4}, enc.describe())
     res = invoke(["eval", "--agent", str(other), "--data", str(dataset), "--device", "cpu"])
-    assert res.exit_code == 2 and "encoded with sevenplane" in res.output
+    assert res.exit_code == 2 and "encoded with 'sevenplane', the agent uses 'simple'" in res.output
     bad = tmp_path / "bad.gotk"
     bad.write_bytes(agent_path.read_bytes()[:-100])
     res = invoke(["eval", "--agent", str(bad), "--data", str(dataset), "--device", "cpu"])

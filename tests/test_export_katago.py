@@ -4,7 +4,7 @@ The reader below is written from KataGo's description of the format (``cpp/datai
 "packed bitwise, each HW zero-padded to a round byte, bits big-endian within each byte, as numpy's
 unpackbits expects"; ``python/katago/train/data_processing_pytorch.py``: ``np.unpackbits(axis=2)``, the
 first ``pos_len * pos_len`` bits, reshaped to ``[N, C, 19, 19]``; policy index ``y * 19 + x``, pass 361),
-not from the writer. Rows of real KGS games (``../shared/kgs``) are compared with gotk's engine
+not from the writer. Rows of real KGS games (the package's 2017-01 month) are compared with gotk's engine
 (:class:`gotk.game.state.GameState`) replayed move by move; ladders and pass-alive areas with hand-made
 positions whose answers are known.
 """
@@ -59,13 +59,15 @@ def record(black=(), white=(), moves=((BLACK, P(0, 0)),), ru="Japanese", komi=6.
 
 
 @pytest.fixture(scope="module")
-def kgs_games(kgs_dir):
+def kgs_games():
+    from gotk.data import TRAIN_ARCHIVE
+
     games = []
-    with tarfile.open(kgs_dir / "KGS-2017_01-19-733-.tar.gz") as tf:
+    with tarfile.open(TRAIN_ARCHIVE) as tf:
         for info in tf:
             if info.isfile() and info.name.endswith(".sgf"):
                 games += read_sgf(tf.extractfile(info).read(), member=info.name)
-            if len(games) >= 12:
+            if len(games) >= 30:  # enough final positions with pass-alive groups, in the archive's order
                 break
     return games
 

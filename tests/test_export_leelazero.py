@@ -90,10 +90,10 @@ def test_leelazero_vertex_order():
 
 
 @pytest.fixture(scope="module")
-def kgs_games(tmp_path_factory, kgs_dir) -> tuple[Path, list]:
+def kgs_games(tmp_path_factory, sample_archive) -> tuple[Path, list]:
     """40 real games of the 2017-02 KGS archive, as a zip, and their records."""
     folder = tmp_path_factory.mktemp("lz-src")
-    src = archive_slice(kgs_dir / "KGS-2017_02-19-525-.tar.gz", folder, 40)
+    src = archive_slice(sample_archive, folder, 40)
     records = [r for s in iter_sources([src]) if isinstance(s, SgfSource) for r in read_sgf(s.data)]
     return src, records
 
@@ -256,7 +256,7 @@ def _tiny_weights(path: Path, channels: int = 8) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_same_records_as_leelaz_dump_supervised(tmp_path, kgs_dir):
+def test_same_records_as_leelaz_dump_supervised(tmp_path):
     """leelaz 0.17's own ``dump_supervised`` (Debian ``leela-zero``) on real KGS games, one game per call:
     gotk's records are byte for byte the same text; the games leelaz drops, gotk skips."""
     import subprocess
@@ -268,8 +268,10 @@ def test_same_records_as_leelaz_dump_supervised(tmp_path, kgs_dir):
         pytest.skip(f"{LEELAZ} is absent (apt-get install leela-zero)")
     weights = tmp_path / "tiny.txt"
     _tiny_weights(weights)
-    items = [s for s in iter_sources([kgs_dir / "KGS-2002-19-3646-.tar.gz"]) if isinstance(s, SgfSource)][:12]
-    items += [s for s in iter_sources([kgs_dir / "KGS-2017_02-19-525-.tar.gz"]) if isinstance(s, SgfSource)][:24]
+    from gotk.data import HELDOUT_ARCHIVE, TRAIN_ARCHIVE
+
+    items = [s for s in iter_sources([TRAIN_ARCHIVE]) if isinstance(s, SgfSource)][:12]
+    items += [s for s in iter_sources([HELDOUT_ARCHIVE]) if isinstance(s, SgfSource)][:24]
     same = skipped = 0
     for i, s in enumerate(items):
         rec = read_sgf(s.data)[0]

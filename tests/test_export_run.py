@@ -45,6 +45,9 @@ def test_cli_export_leela_zero(tmp_path, source):
     done = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--out", str(out), "--no-progress",
                                "--games-per-chunk", "16", "--seed", "3", "--resume"])
     assert done.exit_code == 0 and "already complete" in done.output
+    other = runner.invoke(app, ["export", str(source), "--format", "leela-zero", "--out", str(out), "--no-progress",
+                                "--games-per-chunk", "16", "--seed", "4", "--resume"])
+    assert other.exit_code == 2 and "options.seed is 3 in the run, 4 now" in other.output
 
 
 def test_cli_refusals(tmp_path, source):

@@ -1,10 +1,13 @@
-"""Listing page parsing and archive selection (``gotk.sources.listing``), on the shared mirror pages."""
+"""Listing page parsing and archive selection (``gotk.sources.listing``), on pages shaped like the archive site's
+(its three months in three formats and four whole years in tar.gz only)."""
 
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
+from conftest import SITE_ROWS, write_listing_pages
 
 from gotk.demo.mirror import LocalMirror
 from gotk.sources.listing import (
@@ -22,8 +25,16 @@ BASE = "http://mirror.invalid/gamerecords/"
 
 
 @pytest.fixture(scope="module")
-def links(kgs_dir) -> list[ArchiveLink]:
-    return parse_listing((kgs_dir / "index.html").read_text(encoding="utf-8"), BASE)
+def site(tmp_path_factory) -> Path:
+    """A folder holding the site's listing pages (:data:`conftest.SITE_ROWS`)."""
+    folder = tmp_path_factory.mktemp("site")
+    write_listing_pages(folder, SITE_ROWS)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def links(site) -> list[ArchiveLink]:
+    return parse_listing((site / "index.html").read_text(encoding="utf-8"), BASE)
 
 
 def test_parse_archive_name():
@@ -36,22 +47,22 @@ def test_parse_archive_name():
         assert parse_archive_name(bad) is None, bad
 
 
-def test_relative_links_resolve_against_the_index_url(links, kgs_dir):
+def test_relative_links_resolve_against_the_index_url(links, site):
     assert len(links) == 13
-    on_disk = sorted(p.name for p in kgs_dir.glob("KGS-*"))
-    assert sorted(link.name for link in links) == on_disk
+    listed = sorted(f"{stem}.{fmt}" for _, _, _, stem, formats in SITE_ROWS for fmt in formats)
+    assert sorted(link.name for link in links) == listed
     jan = next(link for link in links if link.name == "KGS-2017_01-19-733-.tar.gz")
     assert jan.url == BASE + "KGS-2017_01-19-733-.tar.gz"
     assert (jan.year, jan.month, jan.board, jan.games, jan.fmt, jan.period) == (2017, 1, 19, 733, "tar.gz", "2017-01")
     y2001 = next(link for link in links if link.year == 2001)
     assert (y2001.month, y2001.games, y2001.period, y2001.stem) == (None, 2298, "2001", "KGS-2001-19-2298-")
     # the index URL may name a page rather than a folder
-    again = parse_listing((kgs_dir / "index.html").read_text(), BASE + "index.html")
+    again = parse_listing((site / "index.html").read_text(), BASE + "index.html")
     assert [link.url for link in again] == [link.url for link in links]
 
 
-def test_absolute_links(kgs_dir, links):
-    absolute = parse_listing((kgs_dir / "index-absolute-links.html").read_text(encoding="utf-8"), BASE)
+def test_absolute_links(site, links):
+    absolute = parse_listing((site / "index-absolute-links.html").read_text(encoding="utf-8"), BASE)
     assert [link.name for link in absolute] == [link.name for link in links]
     assert all(link.url.startswith("https://dl.u-go.net/gamerecords/KGS-") for link in absolute)
 
@@ -138,10 +149,11 @@ def test_parse_period():
             parse_period(bad)
 
 
-def test_fetch_listing_over_loopback(kgs_dir):
-    with LocalMirror(kgs_dir) as url:
+def test_fetch_listing_over_loopback(site, sample_kgs):
+    with LocalMirror(site) as url:
         got = fetch_listing(url, timeout=5)  # the folder URL serves index.html
         assert len(got) == 13 and got[0].url == url + "KGS-2017_03-19-717-.zip"
+    with LocalMirror(sample_kgs) as url:
         with pytest.raises(ListingError, match="no_archives"):
             fetch_listing(url + "SHA256SUMS", timeout=5)
         with pytest.raises(ListingError, match="index_http_error.*404"):

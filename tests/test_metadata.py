@@ -235,13 +235,16 @@ def test_columns_all_present_and_raw_kept():
 
 # --- real data -----------------------------------------------------------------------------------
 
-def test_every_kgs_game(kgs_dir):
-    """Every game of the shared KGS archives (the .tar.gz of each archive: the other formats hold the same
-    games): no crash, every non-empty rank that is not ``?``/``-`` reads, counts are sensible."""
+@pytest.mark.parametrize("collection", ["sample", pytest.param("shared", marks=pytest.mark.slow)])
+def test_every_kgs_game(collection, request):
+    """Every game of the package's two months, and (slow) of the shared KGS archives (the .tar.gz of each
+    archive: the other formats hold the same games): no crash, every non-empty rank that is not ``?``/``-``
+    reads, counts are sensible."""
     from gotk.sgf.reader import iter_sgf
     from gotk.sources.archives import SgfSource, iter_sources
 
-    paths = sorted(kgs_dir.glob("*.tar.gz"))
+    folder = request.getfixturevalue("sample_kgs" if collection == "sample" else "kgs_dir")
+    paths = sorted(folder.glob("*.tar.gz"))
     n = 0
     warnings: collections.Counter = collections.Counter()
     count: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -261,14 +264,18 @@ def test_every_kgs_game(kgs_dir):
                 assert (m[f"{side}_rank"] is None) == (raw in ("", "-")), m[f"{side}_rank_raw"]
                 count["rank"][m[f"{side}_rank"] is not None and m[f"{side}_rank"] >= 7] += 1
             count["bot"][m["black_is_bot"] or m["white_is_bot"]] += 1
-    assert n == 25_889  # the README's count
+    assert n == (1_258 if collection == "sample" else 25_889)  # 733 + 525; the shared collection: the README's
     assert warnings == collections.Counter()
     assert count["source"] == {"kgs": n}
-    assert {2001, 2002, 2003, 2006, 2017} <= set(count["year"]) <= set(range(2000, 2018))  # a few 2000 games in 2001
+    if collection == "sample":
+        assert set(count["year"]) == {2017}
+    else:
+        assert {2001, 2002, 2003, 2006, 2017} <= set(count["year"]) <= set(range(2000, 2018))  # a few 2000 in 2001
     assert set(count["rules"]) <= {"japanese", "chinese", "aga", "new-zealand", None}
     assert count["rules"]["japanese"] > n / 2
     assert set(count["end"]) <= {"resign", "score", "time", "forfeit", "void", "draw", "unknown"}
     assert count["end"]["resign"] > count["end"]["score"] > count["end"]["time"] > 0
     assert count["rank"][True] > n / 2  # high-dan archives: one player 7d+ in most games
-    assert 0 < count["bot"][True] < n / 10  # some bots (HiraBot, AyaBot, Zen19…), a small share
+    # some bots (HiraBot, AyaBot, Zen19…): a small share of the whole collection, a third of the 2017 months
+    assert 0 < count["bot"][True] < n / (2 if collection == "sample" else 10)
     assert count["time_system"]["byo-yomi"] > count["time_system"]["canadian"] > 0

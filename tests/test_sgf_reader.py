@@ -179,7 +179,7 @@ def test_random_bytes_never_crash(data):
     try:
         items = list(iter_sgf(data))
     except SGFError as e:
-        assert e.reason in {"empty", "parse_error", "too_large"}
+        assert e.reason in {"empty", "not_sgf", "parse_error", "too_large"}
         return
     for item in items:
         if isinstance(item, SGFError):
@@ -299,13 +299,15 @@ def test_empty_input(data):
 @pytest.mark.parametrize("data", [
     b"(;GM[1]SZ[19];B[dd];W[pp",  # truncated in a value
     b"(;GM[1];B[dd]",  # missing the closing parenthesis
-    b"\x00\x01\x02garbage\xff\xfe",
-    b"()",
-    b"no sgf here",
-    bytes(range(256)) * 4,
 ])
 def test_unparsable_input(data):
     assert reason_of(data) == "parse_error"
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01\x02garbage\xff\xfe", b"()", b"no sgf here", bytes(range(256)) * 4,
+                                  b"# a README\n(not a game; no tree)"])
+def test_input_without_a_game_tree_is_not_sgf(data):
+    assert reason_of(data) == "not_sgf"
 
 
 def test_too_large():

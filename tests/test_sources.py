@@ -167,9 +167,9 @@ def test_is_archive():
         assert not is_archive(name)
 
 
-def test_real_archive_in_three_formats_agree(kgs_dir):
+def test_real_archive_in_three_formats_agree(sample_kgs):
     stems = "KGS-2017_01-19-733-"
-    paths = [kgs_dir / f"{stems}{ext}" for ext in (".tar.gz", ".tar.bz2", ".zip")]
+    paths = [sample_kgs / f"{stems}{ext}" for ext in (".tar.gz", ".tar.bz2", ".zip")]
     if not all(p.exists() for p in paths):
         pytest.skip("the 2017-01 archive is not there in all three formats")
     sets = []
@@ -243,10 +243,10 @@ def test_fast_tar_reader_equals_tarfile(tmp_path, fmt, suffix, mode):
     assert Skip("member_too_large", f"{path.name}:big.sgf", "5000 bytes") in got
 
 
-def test_fast_tar_reader_on_real_archives(kgs_dir):
+def test_fast_tar_reader_on_real_archives(sample_kgs):
     from gotk.sources.archives import _fast_tar
 
-    for path in sorted(kgs_dir.glob("KGS-*.tar.*")):
+    for path in sorted(sample_kgs.glob("KGS-*.tar.*")):
         got = list(_fast_tar(path, 8 << 20))  # the fast reader alone: no fallback to tarfile needed
         assert got == _reference(path, 8 << 20) == list(iter_sources([path])), path.name
         assert len(got) == int(path.name.split("-")[-2]) and all(isinstance(s, SgfSource) for s in got)

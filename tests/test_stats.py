@@ -42,9 +42,9 @@ def _stats(*args: str) -> dict:
     return json.loads(res.stdout)
 
 
-def test_stats_on_kgs_archive_matches_raw_bytes(kgs_dir, tmp_path):
-    archive = kgs_dir / f"{MONTH}.tar.gz"
-    r = _stats(str(archive), str(kgs_dir / f"{MONTH}.zip"), "--plots", str(tmp_path / "plots"))
+def test_stats_on_kgs_archive_matches_raw_bytes(sample_kgs, tmp_path):
+    archive = sample_kgs / f"{MONTH}.tar.gz"
+    r = _stats(str(archive), str(sample_kgs / f"{MONTH}.zip"), "--plots", str(tmp_path / "plots"))
     raw = _raw_counts(archive)
     assert r["games"] == 733 and r["games_read"] == 2 * 733
     assert r["duplicates"] == 733  # the .zip holds the same games
@@ -68,8 +68,8 @@ def test_stats_on_kgs_archive_matches_raw_bytes(kgs_dir, tmp_path):
         assert h >= 300 and w >= 400
 
 
-def test_stats_terminal_and_where(kgs_dir):
-    archive = str(kgs_dir / f"{MONTH}.tar.gz")
+def test_stats_terminal_and_where(sample_kgs):
+    archive = str(sample_kgs / f"{MONTH}.tar.gz")
     res = invoke(["stats", archive])
     assert res.exit_code == 0, res.output
     for title in ("games by year and source", "black rank (rows) x white rank (columns)", "handicap", "komi",

@@ -84,3 +84,47 @@ def test_value_head_needs_results(sample_archive: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "the value head needs game results" in res.output
     res = invoke(["train", "--data", str(data), "--out", str(tmp_path / "r2"), *TINY, "--max-steps", "2"])
     assert res.exit_code == 0, res.output  # the policy head alone is fine
+
+
+def _records(run: Path, kind: str) -> list[dict]:
+    return [r for r in (json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()) if r["kind"] == kind]
+
+
+def test_a_budget_without_epochs_is_the_limit(dataset: Path, tmp_path: Path) -> None:
+    """One position per game makes an epoch 7 steps: a 6-second budget runs many epochs, not the default one."""
+    run = tmp_path / "m"
+    res = invoke(["train", "--data", str(dataset), "--out", str(run), *TINY, "--positions-per-game", "1",
+                  "--max-minutes", "0.1", "--max-val-positions", "64"])
+    assert res.exit_code == 0, res.output
+    assert "ended by the --max-minutes budget" in res.output
+    epochs = _records(run, "epoch")
+    assert len(epochs) >= 2 and epochs[-1]["step"] > 7
+    run = tmp_path / "s"
+    res = invoke(["train", "--data", str(dataset), "--out", str(run), *TINY, "--positions-per-game", "1",
+                  "--max-steps", "10", "--max-val-positions", "64"])
+    assert res.exit_code == 0, res.output
+    assert "steps 10; epochs 1;" in res.output and "ended by --max-steps 10" in res.output
+    run = tmp_path / "e"
+    res = invoke(["train", "--data", str(dataset), "--out", str(run), *TINY, "--positions-per-game", "1",
+                  "--max-val-positions", "64"])
+    assert res.exit_code == 0, res.output
+    assert "steps 7; epochs 1;" in res.output and "ended after --epochs 1" in res.output
+
+
+def test_validation_fits_inside_the_budget(dataset: Path, tmp_path: Path) -> None:
+    """A network whose full validation takes several seconds on one thread, and a 3-second budget: validation
+    is cut to its share of the budget (and says how long it took), the whole run stays near the budget."""
+    run = tmp_path / "v"
+    args = [a for a in TINY if a not in ("16",)]
+    args[args.index("--filters") + 1:args.index("--filters") + 1] = ["48"]
+    t0 = time.monotonic()
+    res = invoke(["train", "--data", str(dataset), "--out", str(run), *args, "--max-minutes", "0.05"])
+    wall = time.monotonic() - t0
+    assert res.exit_code == 0, res.output
+    val_rows = json.loads((dataset / "manifest.json").read_text())["splits"]["val"]["rows"]
+    epoch = _records(run, "epoch")[-1]
+    assert 0 < epoch["val_positions"] < val_rows
+    assert epoch["val_seconds"] < 0.1 * 3 + 2.0  # its share, plus the batch that was running
+    seconds = float(re.search(r"; ([0-9.]+)s;", res.output).group(1))
+    assert seconds < 3 + 8, res.output  # start-up of the loader, the agent and the curves on a busy host
+    assert wall < 60

@@ -1,13 +1,15 @@
 """Helpers shared by the command modules: ``KEY=VALUE`` options, a one-line error exit, output files checked
-before any work."""
+before any work, the help format."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import get_args, get_origin
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 
 def parse_key_values(items: list[str] | None, flag: str = "--encoder-option") -> dict:
@@ -44,3 +46,62 @@ def check_output_file(path: Path | None, flag: str) -> None:
         fail(f"{flag} {path}: no folder {folder}")
     if not os.access(folder, os.W_OK):
         fail(f"{flag} {path}: folder {folder} is not writable")
+
+
+class _PlainHelp:
+    """What ``--help`` shows, made to read like any command-line tool's: click's value names (``INTEGER``,
+    ``TEXT``, ``PATH``...) instead of typer's type annotations (``<bool>``, ``<list[Path]>``), nothing after a
+    flag, and docstrings' reStructuredText double backticks shown as single ones."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _plain_text(self.help)
+        self.short_help = _plain_text(self.short_help)
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for p in params:
+            if not getattr(p, "_gotk_plain", False):
+                label = value_name(p)
+                p.display_type_rich = lambda ctx, label=label: label
+                p.help = _plain_text(getattr(p, "help", None))
+                p._gotk_plain = True
+        return params
+
+
+class HelpCommand(_PlainHelp, TyperCommand):
+    """Every gotk command (see :class:`_PlainHelp`)."""
+
+
+class HelpGroup(_PlainHelp, TyperGroup):
+    """The ``gotk`` group itself (see :class:`_PlainHelp`)."""
+
+
+_NAMES = {int: "INTEGER", float: "FLOAT", str: "TEXT", bool: "BOOLEAN"}
+
+
+def value_name(param) -> str | None:
+    """What ``--help`` shows after an option or argument: None for a flag, else the click name of its type
+    (``...`` after an argument that takes several values)."""
+    if getattr(param, "is_flag", False):
+        return None
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None:
+        ann = desc.annotation
+        if get_origin(ann) is list:
+            ann = get_args(ann)[0]
+        if desc.is_choice:
+            name = "[" + "|".join(str(getattr(c, "value", c)) for c in desc.choices or ()) + "]"
+        elif desc.is_path:
+            name = "PATH"
+        else:
+            name = _NAMES.get(ann, getattr(ann, "__name__", str(ann)).upper())
+    else:  # a typer built on click: its parameters carry click types
+        ptype = getattr(param, "type", None)
+        name = ptype.name.upper() if ptype is not None else "VALUE"
+    several = getattr(param, "param_type_name", "") == "argument" and getattr(param, "nargs", 1) != 1
+    return f"{name}..." if several else name
+
+
+def _plain_text(text: str | None) -> str | None:
+    return text.replace("``", "`") if text else text

@@ -6,6 +6,7 @@ import typer
 
 from gotk import __version__
 from gotk.cli import dataset, demo, download, encode, encoders, play, replay, serve, train
+from gotk.cli.common import HelpCommand, HelpGroup
 
 app = typer.Typer(
     name="gotk",
@@ -13,6 +14,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=HelpGroup,
 )
 
 
@@ -46,15 +48,15 @@ COMMANDS = [
     ("serve", serve.serve_cmd),
 ]
 for _name, _fn in COMMANDS:
-    app.command(_name)(_fn)
+    app.command(_name, cls=HelpCommand)(_fn)
 
 from gotk.cli import stats as _stats  # noqa: E402
 
-app.command("stats")(_stats.stats_cmd)
+app.command("stats", cls=HelpCommand)(_stats.stats_cmd)
 
 from gotk.cli import export as _export  # noqa: E402
 
-app.command("export")(_export.export_cmd)
+app.command("export", cls=HelpCommand)(_export.export_cmd)
 
 
 def main() -> None:

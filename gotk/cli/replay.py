@@ -22,7 +22,7 @@ def replay_cmd(
     """Replay SGF games on the rules engine; report games, moves, skips by reason and speed.
 
     Exit code: 0 when something was replayed (and, with --strict, nothing skipped); 1 when nothing
-    could be replayed; 2 with --strict when anything was skipped.
+    could be replayed; 2 when no input is SGF at all, or with --strict when anything was skipped.
     """
     from gotk.cli.common import fail
     from gotk.jobs.filters import WhereError
@@ -34,6 +34,11 @@ def replay_cmd(
         rep = replay_paths(targets, min_moves=min_moves, where=where, bots=BotList.load(files=bots or []))
     except (WhereError, ValueError) as e:
         fail(str(e))
+    if rep.games_replayed == 0 and rep.partial == 0 and set(rep.skipped) == {"not_sgf"}:
+        where = targets[0] if len(targets) == 1 else rep.examples["not_sgf"].split(": not_sgf:")[0]
+        n = rep.skipped["not_sgf"]
+        fail(f"{where} is not an SGF file (no game record in it)" if n == 1 else
+             f"none of the {n} inputs is an SGF file (no game record in them; the first: {where})")
     d = rep.as_dict()
     if as_json:
         typer.echo(json.dumps(d, indent=2))

@@ -49,6 +49,11 @@ def serve_cmd(
 
     paths = list(datasets or [])
     views = []
+    for path in paths:
+        if not path.exists():
+            fail(f"no such folder: {path}")
+        if not path.is_dir():
+            fail(f"not a folder: {path} (give a dataset folder written by gotk encode)")
     for path, ident in zip(paths, dataset_ids(paths), strict=True):
         try:
             views.append(DatasetView(path, ident))
@@ -62,6 +67,9 @@ def serve_cmd(
         slots = load_slots([str(a) for a in agent or []])
     except GotkError as e:
         fail(str(e))
+    for slot in slots:
+        if slot.describe()["warning"]:
+            typer.echo(f"warning: {slot.name}: {slot.describe()['warning']}", err=True)
     if not 0 <= port <= 65535:
         fail(f"--port must be 0..65535, got {port}")
     try:

@@ -52,5 +52,9 @@ def stats_cmd(
 
         report["plots"] = [str(plots / name) for name in write_plots(report, plots)]
     typer.echo(json.dumps(report, indent=2) if as_json else format_report(report))
+    if report.get("plots") and not as_json:
+        typer.echo(f"plots ({len(report['plots'])}):")
+        for path in report["plots"]:
+            typer.echo(f"  {path}")
     if report["games"] == 0:
         raise typer.Exit(1)

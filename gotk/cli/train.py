@@ -22,11 +22,13 @@ def train_cmd(
     model: str = typer.Option(None, "--model", help="small | medium | large | alphago | alphago_value | resnet "
                               "(default: resnet)."),
     head: str = typer.Option(None, "--head", help="policy | value | both (default: the model's default)."),
-    epochs: int = typer.Option(None, help="Passes over the train split (default: 1)."),
+    epochs: int = typer.Option(None, help="Passes over the train split (default: 1, or as many as --max-steps "
+                               "or --max-minutes allow when one of them is given)."),
     max_steps: int = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps in total."),
-    max_minutes: float = typer.Option(None, "--max-minutes", help="Wall-clock budget of the training loop in "
-                                      "minutes: the run then ends cleanly (validation, agent). Without --max-steps "
-                                      "the learning-rate schedule spans the budget."),
+    max_minutes: float = typer.Option(None, "--max-minutes", help="Wall-clock budget of the run in minutes, its "
+                                      "validations included (each takes at most a tenth of it); the run then ends "
+                                      "cleanly with its agent. Without --max-steps the learning-rate schedule spans "
+                                      "the budget."),
     batch_size: int = typer.Option(None, "--batch-size", help="Positions per step (default: 256)."),
     optimizer: str = typer.Option(None, help="sgd | adagrad | adadelta | adam | adamw (default: the model's own, "
                                   "see docs/recipes.md; else sgd)."),
@@ -71,6 +73,9 @@ def train_cmd(
                                              "config.json: keep credentials in the environment."),
     where: str = typer.Option(None, "--where", help="Train and validate only on games this expression over "
                               "games.parquet keeps, read-time, no re-encoding (docs/metadata.md)."),
+    tensorboard: bool = typer.Option(None, "--tensorboard/--no-tensorboard", help="Write TensorBoard event files "
+                                     "beside metrics.jsonl (tensorboard --logdir RUN) (default: when the tensorboard "
+                                     "package is installed: pip install 'gotk[tensorboard]')."),
 ) -> None:
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
@@ -89,6 +94,7 @@ def train_cmd(
         positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
         storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
+        tensorboard=tensorboard,
     ).items() if v is not None}
     hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
     base: dict = {}
@@ -125,6 +131,11 @@ def train_cmd(
         for key in ("top1", "top5", "value_mse"):
             if val.get(key) is not None:
                 bits.append(f"val {key} {val[key]:.4f}")
+        ended = {"epochs": f"ended after --epochs {result['epoch']}", "patience": "ended by --patience",
+                 "max_steps": f"ended by --max-steps {max_steps or result['step']}",
+                 "max_minutes": "ended by the --max-minutes budget"}.get(result.get("ended_by") or "")
+        if ended:
+            bits.append(ended)
         typer.echo("; ".join(bits))
         typer.echo(f"agent: {out / 'agent.gotk'}")
     if launched_distributed():

@@ -123,15 +123,17 @@ def _prepare_out(out: Path, resume: bool, record: dict) -> bool:
             previous = json.loads(run_file.read_text())
         elif done_file.is_file():
             m = json.loads(done_file.read_text())
-            if {"options": m.get("options"), "sources": m.get("sources")} == json.loads(json.dumps(record)):
+            previous = {"options": m.get("options"), "sources": m.get("sources")}
+            if previous == json.loads(json.dumps(record)):
                 return True
-            previous = None
         else:
             raise ExportError("out_not_resumable", f"{out} holds no interrupted gotk export (no "
                               f"{M.WORK_NAME}/run.json or {EXPORT_NAME}); refusing to write into it")
-        if previous != json.loads(json.dumps(record)):
-            raise ExportError("resume_mismatch", f"--resume: the sources or options differ from the export in {out}; "
-                              "rerun with the same ones or use a new --out")
+        current = json.loads(json.dumps(record))
+        if previous != current:
+            why = "; ".join(M.record_differences(previous, current))
+            raise ExportError("resume_mismatch", f"--resume: the sources or options differ from the export in {out}: "
+                              f"{why}; rerun with the same ones or use a new --out")
         for leftover in out.rglob("*.tmp"):  # temp files of a killed run: never part of the output
             leftover.unlink()
     work.mkdir(parents=True, exist_ok=True)

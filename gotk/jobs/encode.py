@@ -195,8 +195,9 @@ def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | 
             raise EncodeError("out_not_resumable", f"{out} holds no interrupted gotk encode run (no "
                               f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
         if previous != json.loads(json.dumps(record)):
-            raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out} "
-                              f"(see {run_file if run_file_found else manifest_file}); "
+            why = "; ".join(M.record_differences(previous, json.loads(json.dumps(record))))
+            raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out}: "
+                              f"{why} (see {run_file if run_file_found else manifest_file}); "
                               "rerun with the same ones or use a new --out")
         for leftover in st.find(out):  # temp files of the killed run: never part of the output
             if str(leftover).endswith(".tmp"):

@@ -3,9 +3,11 @@
 ``agent.json`` says how to rebuild the network (model name, head, hyper-parameters), how to encode
 positions (the encoder's :meth:`~gotk.encoders.base.Encoder.describe`), the board size, the sha256 of
 the training data manifest, metrics at save time, and the sha256 plus name/shape of every weight
-tensor. Loading never unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the
-safetensors header and every tensor's name and shape are checked, and any mismatch raises
-:class:`AgentError` with a clear message.
+tensor. An agent with a value head also records ``value_baseline``: the komi/handicap baseline fit on its
+training games (:class:`gotk.train.value_eval.KomiHandicapBaseline`) with the validation MSE of both the
+value head and that baseline (:func:`value_head_warning` compares them). Loading never unpickles anything:
+the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every tensor's name and
+shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
 
 Hostile files cost no more than a bounded amount of memory and time: members are read as capped
 streams (the sha256 computed as they stream), the tensor list must fit a parameter budget
@@ -297,6 +299,25 @@ class Agent:
         return int(rng.choice(self.num_moves, p=w / w.sum()))
 
 
+def value_head_warning(agent: Agent) -> str | None:
+    """One line when ``agent``'s value head predicted its validation games' outcomes no better (no lower MSE) than
+    the komi/handicap baseline its file records beside it, else None. A search whose leaf values come from such a
+    head ranks moves by noise and can play worse than the raw policy; the line says so. An agent without a value
+    head, or whose file records no such comparison, gives None."""
+    if not agent.has_value:
+        return None
+    rec = agent.meta.get("value_baseline")
+    if not isinstance(rec, dict):
+        return None
+    mse, base = rec.get("val_value_mse"), rec.get("val_komi_handicap_mse")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (mse, base)):
+        return None
+    if mse < base:
+        return None
+    return (f"the value head's validation MSE {mse:.4f} is no better than the komi/handicap baseline's {base:.4f}: "
+            "a search relying on it may play worse than the policy alone (--visits 0)")
+
+
 def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str | torch.device = "cpu",
                      path=None) -> Agent:
     """Rebuild the model and encoder described by ``meta`` and load ``tensors`` into it."""
@@ -340,4 +361,5 @@ def load_agent(path: str | os.PathLike, device: str | torch.device = "cpu") -> A
     return agent_from_parts(meta, tensors, device, path)
 
 
-__all__ = ["Agent", "AgentError", "save_agent", "load_agent", "read_agent_files", "agent_from_parts"]
+__all__ = ["Agent", "AgentError", "save_agent", "load_agent", "read_agent_files", "agent_from_parts",
+           "value_head_warning"]

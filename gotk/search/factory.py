@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 from gotk.search.evaluate import SearchSetupError
 from gotk.search.puct import SearchConfig
 
 
 def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
-                       threads: int | None = 1, **policy_kwargs):
+                       threads: int | None = 1, warn: Callable[[str], None] | None = None, **policy_kwargs):
     """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
     :func:`gotk.play.players.make_player` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
-    (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason."""
+    (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason.
+
+    A search whose value head is no better than its komi/handicap baseline (:attr:`SearchPlayer.warning`) is
+    still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free)."""
     from gotk.play.players import make_player
 
     config.validate()
@@ -29,7 +35,14 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
         torch.set_num_threads(threads)
     policy = load_agent(agent)
     value = load_agent(value_agent) if value_agent else None
-    return SearchPlayer(policy, value, config)
+    player = SearchPlayer(policy, value, config)
+    if player.warning:
+        (warn or _stderr)(player.warning)
+    return player
+
+
+def _stderr(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 __all__ = ["make_search_player"]

@@ -40,8 +40,11 @@ class SearchConfig:
     visits: int = 200  # root visits per move (reused ones count); 0 or 1: play the policy, no search
     seconds: float | None = None  # thinking time per move (cap); with a clock, the smaller budget wins
     batch: int = 8  # leaves per network call
-    c_puct: float = 1.25
-    fpu: float = 0.25  # first-play-urgency reduction
+    # tuned so that a briefly trained network (its value head barely better than komi and handicap) does not
+    # search below its own raw policy at tens of visits: the prior weighs more (c_puct), and an unvisited move
+    # starts at its parent's value rather than below it (no first-play-urgency reduction)
+    c_puct: float = 5.0
+    fpu: float = 0.0  # first-play-urgency reduction
     temperature: float = 0.0
     pass_prior: float = 0.1  # least prior of a pass that would end the game (the opponent just passed)
     resign_threshold: float | None = -0.9  # resign when the search's value stays below this...
@@ -317,6 +320,11 @@ class SearchPlayer:
         self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}-puct{limit}"
         self.low_value_streak = 0
         self.last_value: float | None = None
+        from gotk.nets.agent import value_head_warning
+
+        # one line when the leaf values come from a head no better than the komi/handicap baseline, else None
+        leaf = value_agent or agent
+        self.warning = value_head_warning(leaf) if isinstance(getattr(leaf, "meta", None), dict) else None
 
     @property
     def board_size(self) -> int | None:

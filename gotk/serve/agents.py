@@ -40,7 +40,17 @@ class AgentSlot:
     def describe(self) -> dict:
         meta = getattr(self.agent, "meta", {}) or {}
         return {"id": self.ident, "name": self.name, "board_size": self.size, "has_value": self.has_value,
-                "encoder": (meta.get("encoder") or {}).get("name"), "model": (meta.get("model") or {}).get("name")}
+                "encoder": (meta.get("encoder") or {}).get("name"), "model": (meta.get("model") or {}).get("name"),
+                "warning": _value_warning(self.agent)}
+
+
+def _value_warning(agent) -> str | None:
+    """:func:`gotk.nets.agent.value_head_warning` of a loaded agent (None for the random player)."""
+    if agent is None:
+        return None
+    from gotk.nets.agent import value_head_warning
+
+    return value_head_warning(agent)
 
 
 def load_slots(files: list[str | Path]) -> list[AgentSlot]:

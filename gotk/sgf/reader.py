@@ -68,6 +68,7 @@ def _charset_uncached(value: bytes) -> tuple[str | None, bool]:
 
 
 _HIGH_RUN = re.compile(rb"[\x80-\xff]+")
+_GAME_START = re.compile(rb"\(\s*;")  # where a game tree starts (sgfmill ignores everything before the first)
 _TEXT_SPECIAL = re.compile(rb"[\\\n\r\t\f\v]")  # without these, simpletext_value returns its input
 
 
@@ -343,9 +344,9 @@ def _main_line(nodes: list, size: int):
 def read_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = MAX_SGF_BYTES) -> list[GameRecord]:
     """Parse SGF bytes (a game or a collection) into records, one per game tree.
 
-    Raises :class:`SGFError` (``empty``, ``too_large``, ``parse_error``, ``bad_size``,
-    ``bad_setup``, ``not_go``) for the whole input; use :func:`iter_sgf` to keep the good games
-    of a collection that holds a bad one.
+    Raises :class:`SGFError` (``empty``, ``too_large``, ``not_sgf`` (no game tree in it at all),
+    ``parse_error``, ``bad_size``, ``bad_setup``, ``not_go``) for the whole input; use :func:`iter_sgf` to keep
+    the good games of a collection that holds a bad one.
     """
     return [r for r in iter_sgf(data, source, member, max_bytes, strict=True)]
 
@@ -362,6 +363,8 @@ def iter_sgf(data: bytes, source: str = "", member: str = "", max_bytes: int = M
         raise SGFError("too_large", f"{len(data)} bytes exceeds the {max_bytes}-byte cap")
     if not data.strip():
         raise SGFError("empty", "no data")
+    if not _GAME_START.search(data):
+        raise SGFError("not_sgf", "no SGF game in it (no game tree starts with '(;')")
     if FAST_DEFAULT if fast is None else fast:
         try:
             items = read_fast(data, source, member)

@@ -1,9 +1,13 @@
 """The settings of a training run (:class:`TrainConfig`, stored in ``config.json``), devices, optimizers and
 learning-rate schedules.
 
+A run's length: ``--epochs`` when given; else the budget, ``--max-steps`` and/or ``--max-minutes`` (no epoch
+limit: a budget larger than one epoch is used in full); else one epoch. The time budget covers validation too.
+
 Learning-rate schedules are pure functions of the step (``cosine``: linear warm-up then cosine decay
 to 0 over the horizon; ``step``: x0.1 at 1/3 and 2/3 of the horizon; ``none``). The horizon is
-``--schedule-steps`` when given, else ``--max-steps``, else ``epochs x batches per epoch``.
+``--schedule-steps`` when given, else ``--max-steps``, else ``epochs x batches per epoch``; a run bounded by
+``--max-minutes`` alone spans its schedule over the time budget instead.
 """
 
 from __future__ import annotations
@@ -34,9 +38,9 @@ class TrainConfig:
     model: str = "resnet"
     head: str | None = None  # None: the model's default head
     hparams: dict = field(default_factory=dict)
-    epochs: int = 1
+    epochs: int | None = None  # None: 1, or no limit when max_steps or max_minutes is the budget
     max_steps: int | None = None
-    max_minutes: float | None = None  # wall-clock budget of the training loop (validation and agent follow)
+    max_minutes: float | None = None  # wall-clock budget of the whole run, its validations included
     batch_size: int = 256
     optimizer: str | None = None  # None: the model's train_defaults, else sgd
     lr: float | None = None  # None: the model's train_defaults rate for its optimizer, else DEFAULT_LR[optimizer]
@@ -66,6 +70,7 @@ class TrainConfig:
     dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
     storage_options: dict = field(default_factory=dict)  # fsspec options when ``data`` is a URL (s3://...)
     where: str | None = None  # train and validate only on games this --where expression keeps (gotk.jobs.filters)
+    tensorboard: bool | None = None  # TensorBoard event files in the run folder; None: when the package is installed
 
     def resolved(self) -> TrainConfig:
         """A copy with defaults filled in and every choice validated (raises ``ValueError``)."""
@@ -91,8 +96,10 @@ class TrainConfig:
         c.lr = float(c.lr)
         if c.positions_per_game is None and c.head in ("value", "both"):
             c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
+        if c.epochs is None and c.max_steps is None and c.max_minutes is None:
+            c.epochs = 1
         for name in ("epochs", "batch_size", "log_every", "checkpoint_every"):
-            if getattr(c, name) < 1:
+            if getattr(c, name) is not None and getattr(c, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         if c.max_steps is not None and c.max_steps < 1:
             raise ValueError("--max-steps must be >= 1")

@@ -200,24 +200,63 @@ def shard_batches(path: str | os.PathLike, split: str, batch_size: int,
     return ds.encoder, gen()
 
 
-def komi_handicap_baseline(path: str | os.PathLike, split: str, storage_options: dict | None = None):
-    """The komi/handicap value baseline of a dataset, fit on its ``train`` split's games (on every other
-    split's when it has no ``train``) and indexing every game, or None when no training game has a result."""
+def baseline_games(path: str | os.PathLike, storage_options: dict | None = None, where: str | None = None) -> pa.Table:
+    """``game_id``, ``handicap``, ``komi`` (a missing komi read as 0), ``winner`` and ``split`` of a dataset's
+    games (those ``where`` keeps, when given): what the komi/handicap baseline is fit on and indexes."""
     import pyarrow.compute as pc
 
     from gotk.shards.manifest import read_games
+
+    w = None
+    if where:
+        from gotk.jobs.filters import compile_where
+        from gotk.shards.manifest import GAMES_SCHEMA
+
+        w = compile_where(where, GAMES_SCHEMA.names)
+    games = read_games(path, storage_options, ["game_id", "handicap", "komi", "winner", "split"], where=w)
+    return games.set_column(games.schema.get_field_index("komi"), "komi", pc.fill_null(games["komi"], 0.0))
+
+
+def fit_baseline(games: pa.Table, splits: list[str]):
+    """The :class:`~gotk.train.value_eval.KomiHandicapBaseline` fit on the games of ``splits``, or None when none
+    of them has a result."""
+    import pyarrow.compute as pc
+
     from gotk.train.value_eval import KomiHandicapBaseline
 
-    games = read_games(path, storage_options, ["game_id", "handicap", "komi", "winner", "split"])
-    games = games.set_column(games.schema.get_field_index("komi"), "komi", pc.fill_null(games["komi"], 0.0))
-    splits = set(games.column("split").to_pylist())
-    fit_on = ["train"] if "train" in splits and split != "train" else sorted(splits - {split})
-    train = games.filter(pc.is_in(games.column("split"), pa.array(fit_on)))
-    if not fit_on or pc.sum(pc.is_valid(train.column("winner"))).as_py() in (0, None):
+    fit_on = games.filter(pc.is_in(games.column("split"), pa.array(splits, pa.string())))
+    if pc.sum(pc.is_valid(fit_on.column("winner"))).as_py() in (0, None):
         return None
-    baseline = KomiHandicapBaseline.fit(train)
+    return KomiHandicapBaseline.fit(fit_on)
+
+
+def komi_handicap_baseline(path: str | os.PathLike, split: str, storage_options: dict | None = None,
+                           recorded: dict | None = None):
+    """``(baseline, note)``: the komi/handicap value baseline for a dataset's ``split``, indexing every game.
+
+    It is the one ``recorded`` in the agent file (fit on the games the agent was trained on) when there is one,
+    else fit on the dataset's ``train`` split (on every other split's when it has no ``train``). ``baseline`` is
+    None when there is nothing to fit it on; ``note`` then says why in one line."""
+    from gotk.train.value_eval import KomiHandicapBaseline
+
+    games = baseline_games(path, storage_options)
+    baseline = None
+    if recorded is not None:
+        try:
+            baseline = KomiHandicapBaseline.from_dict(recorded)
+        except ValueError:
+            baseline = None
+    if baseline is None:
+        splits = set(games.column("split").to_pylist())
+        fit_on = ["train"] if "train" in splits and split != "train" else sorted(splits - {split})
+        if not fit_on:
+            return None, (f"komi/handicap baseline left out: the agent file records none and the dataset has no "
+                          f"split besides {split!r} to fit it on")
+        baseline = fit_baseline(games, fit_on)
+        if baseline is None:
+            return None, f"komi/handicap baseline left out: no game of {', '.join(fit_on)} has a result"
     baseline.index_games(games)
-    return baseline
+    return baseline, None
 
 
 class _RankLookup:
@@ -251,6 +290,18 @@ def _bands(ranks: np.ndarray) -> np.ndarray:
     return names[inv.reshape(-1)]
 
 
+def encoder_mismatch(data: dict, agent: dict) -> str | None:
+    """How the encoder a dataset records differs from an agent's (both :meth:`Encoder.describe` dicts), in one
+    phrase (``the data was encoded with 'simple', the agent uses 'sevenplane'``), or None when they agree."""
+    if data.get("name") != agent.get("name"):
+        return f"the data was encoded with {data.get('name')!r}, the agent uses {agent.get('name')!r}"
+    for key in ("version", "shape", "options"):
+        if key in data and data[key] != agent.get(key):
+            return (f"the data was encoded with {data['name']!r} {key} {data[key]!r}, the agent's {key} is "
+                    f"{agent.get(key)!r}")
+    return None
+
+
 def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
              batch_size: int = 512, progress: bool = False, storage_options: dict | None = None,
              by: str | None = None) -> dict:
@@ -262,29 +313,30 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
     rank_of = None
     from gotk.jobs.rows import sgf_batches
     from gotk.nets.agent import AgentError
+    from gotk.storage import is_url
 
     t0 = time.perf_counter()
     paths = [data] if isinstance(data, str | os.PathLike) else list(data)
+    missing = [str(p) for p in paths if not is_url(p) and not Path(p).exists()]
+    if missing:
+        raise FileNotFoundError(f"no such dataset folder, SGF file or archive: {', '.join(missing)}")
     stats: dict = {}
     if len(paths) == 1 and is_shard_dir(paths[0], storage_options):
         desc, batches = shard_batches(paths[0], split, batch_size, storage_options)
         mine = agent.encoder.describe()
-        for key in ("name", "version", "shape", "options"):
-            if key in desc and desc[key] != mine.get(key):
-                raise AgentError(f"the data was encoded with {desc.get('name')} {key}={desc[key]!r}, the agent "
-                                 f"uses {mine.get(key)!r}: re-encode the data with the agent's encoder or "
-                                 "pass SGF files instead")
+        mismatch = encoder_mismatch(desc, mine)
+        if mismatch:
+            raise AgentError(f"{mismatch}: re-encode the data with the agent's encoder or pass SGF files instead")
         source = {"kind": "shards", "path": str(paths[0]), "split": split}
-        baseline = komi_handicap_baseline(paths[0], split, storage_options) if agent.has_value else None
-
-
+        baseline, note = (komi_handicap_baseline(paths[0], split, storage_options,
+                                                 agent.meta.get("value_baseline")) if agent.has_value else (None, None))
         if by == "rank":
             rank_of = _RankLookup(paths[0], storage_options)
     else:
         desc = agent.encoder.describe()
         batches = sgf_batches(paths, agent.encoder, batch_size, stats)
         source = {"kind": "sgf", "paths": [str(p) for p in paths]}
-        baseline = None  # no training games to fit it on
+        baseline, note = None, None  # the rows of SGF input carry no game to look up
         if by == "rank":
             rank_of = lambda b: b["rank"]  # noqa: E731
     metrics = Metrics(agent.num_moves)
@@ -326,6 +378,8 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
         out["by_rank"] = {band: per_band[band]._summary(per_band[band].sums.sum(axis=0))
                           for band in order if band in per_band}
     out["source"] = source
+    if note:
+        out["notes"] = [note]
     if stats:
         out["source"].update(stats)
     out["agent"] = {"model": agent.meta.get("model"), "encoder": desc.get("name")}
@@ -374,4 +428,5 @@ def format_report(r: dict) -> str:
             if row["positions"]:
                 lines.append(f"  {row['bin']:<9} {row['positions']:>10,} {row['predicted']:>10.3f} "
                              f"{row['observed']:>10.3f}")
+    lines += [f"note: {n}" for n in r.get("notes", [])]
     return "\n".join(lines)

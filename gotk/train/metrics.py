@@ -1,9 +1,11 @@
-"""The run's metrics log (``metrics.jsonl``: one JSON object per logged step, epoch and validation) and the
-running sums it is computed from."""
+"""The run's metrics log (``metrics.jsonl``: one JSON object per logged step, epoch and validation), the same
+numbers as TensorBoard event files beside it (:class:`EventLog`, ``tensorboard --logdir RUN``) and the running
+sums they are computed from."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -57,3 +59,45 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
     if not p.exists():
         return []
     return [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+
+
+TENSORBOARD_MISSING = "the tensorboard package is not installed: pip install 'gotk[tensorboard]'"
+# metrics.jsonl keys written as TensorBoard scalars: a step record's under train/, an epoch record's val_* under val/
+STEP_SCALARS = ("loss", "policy_loss", "top1", "top5", "value_mse", "samples_per_s", "lr")
+EPOCH_SCALARS = ("top1", "top5", "nll", "value_mse", "value_sign_accuracy", "komi_handicap_mse", "calibration_ece",
+                 "seconds")
+
+
+def tensorboard_available() -> bool:
+    """Whether ``torch.utils.tensorboard`` can write event files (it needs the ``tensorboard`` package)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class EventLog:
+    """TensorBoard event files in the run folder, written through ``torch.utils.tensorboard`` (the format's own
+    maintained writer): the scalars of every ``metrics.jsonl`` record, by step. ``resume_step``: events logged
+    after it by the interrupted run are purged, as :func:`trim_after` drops its records."""
+
+    def __init__(self, run_dir: str | os.PathLike, resume_step: int | None = None) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(run_dir), purge_step=resume_step or None, flush_secs=30)
+
+    def add(self, record: dict) -> None:
+        if record.get("kind") == "step":
+            keys = [(f"train/{k}", k) for k in STEP_SCALARS]
+        elif record.get("kind") == "epoch":
+            keys = [(f"val/{k}", f"val_{k}") for k in EPOCH_SCALARS] + [("train/epoch_loss", "train_loss")]
+        else:
+            return
+        for tag, key in keys:
+            v = record.get(key)
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+                self.writer.add_scalar(tag, float(v), int(record["step"]))
+
+    def close(self) -> None:
+        self.writer.close()

@@ -45,12 +45,20 @@ from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_c
 from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer, resolve_device
 from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
-from gotk.train.metrics import append_record, summarise, trim_after
+from gotk.train.metrics import (
+    TENSORBOARD_MISSING,
+    EventLog,
+    append_record,
+    summarise,
+    tensorboard_available,
+    trim_after,
+)
 
 AGENT = "agent.gotk"
 # failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
 # responding instead (sleeps), so that the others hit --dist-timeout
 KILL_ENV = "GOTK_DEBUG_KILL_RANK_AT_STEP"
+VAL_SHARE = 0.1  # of a --max-minutes budget: the most one validation may take
 
 
 def _debug_kill_step() -> tuple[int, bool] | None:
@@ -84,6 +92,14 @@ class Trainer:
         if not resume and ckpt_path.exists():
             raise FileExistsError(f"{self.out} already holds a run ({CHECKPOINT}); pass --resume to continue it "
                                   "or choose another --out")
+        self.tensorboard = cfg.tensorboard
+        if cfg.tensorboard is None:
+            self.tensorboard = tensorboard_available()
+            if not self.tensorboard and self.main:
+                print(f"note: no TensorBoard event files: {TENSORBOARD_MISSING} (--no-tensorboard: no note)",
+                      file=sys.stderr)
+        elif cfg.tensorboard and not tensorboard_available():
+            raise ValueError(f"--tensorboard: {TENSORBOARD_MISSING}")
         # a local folder or an fsspec URL; format and schema version checked
         self.manifest, self.manifest_sha256 = read_manifest(cfg.data, cfg.storage_options)
         self._check_data()
@@ -115,6 +131,7 @@ class Trainer:
             raise ValueError(f"square boards only, the data is {h}x{w}")
         self.board_size = h
         self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams).to(self.device)
+        self.baseline = self._fit_baseline() if self.model.has_value else None
         self.channels_last = cfg.channels_last if cfg.channels_last is not None else self.device.type == "cuda"
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
@@ -127,8 +144,15 @@ class Trainer:
         self.optimizer = make_optimizer(cfg, self.model.parameters())
         use_scaler = self.amp and self.device.type == "cuda" and self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
-        self.horizon = cfg.schedule_steps or cfg.max_steps or cfg.epochs * self.batches_per_epoch()
+        self.horizon = cfg.schedule_steps or cfg.max_steps or (cfg.epochs or 1) * self.batches_per_epoch()
         self.budget_s = cfg.max_minutes * 60.0 if cfg.max_minutes else None
+        # with a validation split, training stops at (1 - VAL_SHARE) of the time budget: the last validation
+        # has the rest, and every validation is timed (see validate)
+        self.train_budget_s = None
+        if self.budget_s is not None:
+            self.train_budget_s = self.budget_s * (1.0 - VAL_SHARE if self.val_ds is not None else 1.0)
+        self.val_cap: int | None = None  # rows of a validation the budget cut short: later ones use as many
+        self.ended_by: str | None = None
         self.budget_used = 0.0  # share of the time budget spent (the same on every rank)
         self._t_budget = time.perf_counter()
         # counters
@@ -145,10 +169,13 @@ class Trainer:
         self.epoch_sums = torch.zeros(8, dtype=torch.float64, device=self.device)
         if resume:
             self._load_checkpoint(ckpt_path)
+        self.events: EventLog | None = None
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
             self._write_config()
             trim_after(self.out, self.step)
+            if self.tensorboard:
+                self.events = EventLog(self.out, self.step if resume else None)
 
     def _check_data(self) -> None:
         """Refuse what would train a useless model, say what is missing (ValueError)."""
@@ -172,6 +199,17 @@ class Trainer:
                 raise ValueError(f"the value head needs game results, but none of the {train.num_rows:,} games of "
                                  f"the {cfg.train_split!r} split has one (no RE, or void/unknown results); "
                                  "train with --head policy")
+
+    def _fit_baseline(self):
+        """The komi/handicap value baseline fit on the training games (those ``--where`` keeps), indexing every
+        game: validation reports it beside the value head's MSE, and the agent file records it."""
+        from gotk.train.evaluate import baseline_games, fit_baseline
+
+        games = baseline_games(self.cfg.data, self.cfg.storage_options, self.cfg.where)
+        baseline = fit_baseline(games, [self.cfg.train_split])
+        if baseline is not None:
+            baseline.index_games(games)
+        return baseline
 
     # --- bookkeeping ----------------------------------------------------------------------------
 
@@ -212,6 +250,8 @@ class Trainer:
     def log(self, record: dict) -> None:
         if self.main:
             append_record(self.out, record)
+            if self.events is not None:
+                self.events.add(record)
 
     def _rank_state(self) -> dict:
         return {"rng": rng_state(), "loader": self.loader_state, "window": self.window.cpu(),
@@ -321,17 +361,26 @@ class Trainer:
         return loss, stats
 
     def _out_of_time(self) -> bool:
-        """Whether the ``--max-minutes`` budget is spent; updates :attr:`budget_used`. Under DDP the ranks
-        agree (the largest elapsed time wins), so they stop at the same step and share one learning rate."""
-        if self.budget_s is None:
+        """Whether the training share of the ``--max-minutes`` budget is spent; updates :attr:`budget_used` (the
+        share of it used, which drives the schedule). Under DDP the ranks agree (the largest elapsed time wins),
+        so they stop at the same step and share one learning rate."""
+        if self.train_budget_s is None:
             return False
         elapsed = time.perf_counter() - self._t_budget
         if self.world > 1:
             t = torch.tensor([elapsed], dtype=torch.float64, device=self.device)
             torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
             elapsed = float(t.item())
-        self.budget_used = elapsed / self.budget_s
+        self.budget_used = elapsed / self.train_budget_s
         return self.budget_used >= 1.0
+
+    def _val_deadline(self) -> float | None:
+        """``perf_counter`` time by which a validation starting now stops: :data:`VAL_SHARE` of the budget, and
+        never past its end (None without ``--max-minutes``)."""
+        if self.budget_s is None:
+            return None
+        now = time.perf_counter()
+        return min(now + VAL_SHARE * self.budget_s, self._t_budget + self.budget_s)
 
     def _empty_batch(self) -> dict:
         """One all-zero row, for the empty steps of a rank whose share of the epoch is used up."""
@@ -385,7 +434,14 @@ class Trainer:
         self.net.eval()
         m = Metrics(self.model.num_moves)
         limit = self._val_quota()
+        if self.val_cap is not None:
+            limit = self.val_cap if limit is None else min(limit, self.val_cap)
+        deadline = self._val_deadline()
+        cut = False
         for b in self.val_ds:
+            if deadline is not None and m.rows > 0 and time.perf_counter() >= deadline:
+                cut = True  # the budget's share is spent: the rows so far are this validation
+                break
             x = b["features"]
             if limit is not None:
                 room = limit - m.rows
@@ -396,8 +452,12 @@ class Trainer:
             with self._autocast():
                 p, v = self.model(x.to(self.device))
             logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
+            base = (self.baseline.predict(b["game_index"][:n].numpy(), b["to_play"][:n].numpy())
+                    if self.baseline is not None and v is not None else None)
             m.update(b["label"][:n].numpy(), b["move_number"][:n].numpy(), logp,
-                     v.float().cpu().numpy() if v is not None else None, b["value"][:n].numpy(), None)
+                     v.float().cpu().numpy() if v is not None else None, b["value"][:n].numpy(), None, base)
+        if cut and self.val_cap is None:
+            self.val_cap = m.rows  # later validations score the same rows, so their scores compare
         m.all_reduce()
         m.has_policy, m.has_value = self.model.has_policy, self.model.has_value  # a rank may have had no rows
         s = m.summary()
@@ -429,14 +489,21 @@ class Trainer:
             return
         from gotk.nets.agent import save_agent
 
+        extra: dict = {"training": {"step": self.step, "epoch": self.epoch, "run": str(self.out.resolve())}}
+        if self.baseline is not None:
+            extra["value_baseline"] = {**self.baseline.to_dict(), "fit_on": self.cfg.train_split,
+                                       "val_value_mse": metrics.get("val_value_mse"),
+                                       "val_komi_handicap_mse": metrics.get("val_komi_handicap_mse")}
         save_agent(self.out / AGENT, self.model, self.cfg.model, self.cfg.hparams, self.encoder,
-                   self.manifest_sha256, metrics,
-                   extra={"training": {"step": self.step, "epoch": self.epoch, "run": str(self.out.resolve())}})
+                   self.manifest_sha256, metrics, extra=extra)
 
     def end_of_epoch(self, train_summary: dict, partial: bool = False) -> bool:
         """Validate, log, keep the best agent; True when early stopping says stop. ``partial``: the run
         stopped mid-epoch (``--max-steps``); its record says so."""
+        t_val = time.perf_counter()
         val = self.validate()
+        if val is not None:
+            val["seconds"] = round(time.perf_counter() - t_val, 3)
         self.last_val = val
         rec = {"kind": "epoch", "epoch": self.epoch, "step": self.step, **({"partial": True} if partial else {}),
                **{f"train_{k}": v for k, v in train_summary.items()}}
@@ -456,6 +523,7 @@ class Trainer:
             self.bad_epochs += 1
             if self.cfg.patience is not None and self.bad_epochs > self.cfg.patience:
                 stop = True
+                self.ended_by = "patience"
         if self.main:
             plot_curves(self.out)
         return stop
@@ -475,8 +543,16 @@ class Trainer:
         self._t_budget = time.perf_counter()
         kill_at = _debug_kill_step()
         stop = cfg.max_steps is not None and self.step >= cfg.max_steps
+        if stop:
+            self.ended_by = "max_steps"
         first_step = self.step
-        while not stop and self.epoch < cfg.epochs:
+        while not stop:
+            if cfg.epochs is not None and self.epoch >= cfg.epochs:
+                self.ended_by = "epochs"
+                break
+            if self.step > first_step and self.loader_state is None and self._out_of_time():
+                self.ended_by = "max_minutes"  # spent at an epoch's end, validated there: no empty epoch
+                break
             self.train_ds.set_epoch(self.epoch)
             done = 0  # batches of this rank's share consumed this epoch
             if self.loader_state is not None:  # resuming mid-epoch
@@ -495,6 +571,7 @@ class Trainer:
             while steps is None or taken < steps:
                 if self.step > first_step and self._out_of_time():  # at least one step per run
                     hit_max = True
+                    self.ended_by = "max_minutes"
                     break
                 batch = next(batches, None)
                 if batch is None and steps is None:
@@ -522,6 +599,7 @@ class Trainer:
                     bar.update(1)
                 if cfg.max_steps is not None and self.step >= cfg.max_steps:
                     hit_max = True
+                    self.ended_by = "max_steps"
                     break
                 if self.step % cfg.checkpoint_every == 0:
                     self.checkpoint()
@@ -536,9 +614,11 @@ class Trainer:
             self.checkpoint()
         if bar is not None:
             bar.close()
+        if self.events is not None:
+            self.events.close()
         result = {"step": self.step, "epoch": self.epoch, "best_epoch": self.best_epoch,
                   "val": self.last_val, "seconds": round(time.perf_counter() - t_start, 2),
-                  "out": str(self.out)}
+                  "out": str(self.out), "ended_by": self.ended_by}
         return result
 
 

@@ -84,6 +84,28 @@ class KomiHandicapBaseline:
                     s[1] += 1
         return cls({k: (v[0], v[1]) for k, v in table.items()}, prior)
 
+    def to_dict(self) -> dict:
+        """The fitted groups as JSON: an agent file records them, so that its value head can be compared with the
+        baseline of the games it was trained on wherever it is evaluated (a held-out dataset has no train split)."""
+        return {"prior": self.prior, "groups": [[list(k), s, n] for k, (s, n) in sorted(self._table.items())]}
+
+    @classmethod
+    def from_dict(cls, d: object) -> KomiHandicapBaseline:
+        """The baseline :meth:`to_dict` wrote; ValueError when ``d`` is not such a record."""
+        try:
+            prior = float(d["prior"])  # type: ignore[index]
+            table = {}
+            for key, s, n in d["groups"]:  # type: ignore[index]
+                if not 1 <= len(key) <= 3:
+                    raise ValueError(f"bad group key {key!r}")
+                k = (int(key[0]),) + tuple(int(x) for x in key[1:2]) + tuple(float(x) for x in key[2:3])
+                table[k] = (float(s), float(n))
+        except (TypeError, KeyError, ValueError) as e:
+            raise ValueError(f"not a komi/handicap baseline record: {e}") from e
+        if not (prior >= 0 and np.isfinite(prior)):
+            raise ValueError(f"not a komi/handicap baseline record: prior {prior!r}")
+        return cls(table, prior)
+
     def value(self, handicap: int, komi: float, colour: int) -> float:
         """The shrunk mean outcome of the group of (handicap, komi, colour)."""
         mean = 0.0
