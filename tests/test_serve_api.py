@@ -225,6 +225,47 @@ def _attr_points(svg: str, marker: str) -> list[str]:
     return out
 
 
+def test_one_rule_per_parameter(client, folder) -> None:
+    """A position a game does not have is 404 with the whole range, below 0 as past the end; a filter value
+    the table cannot hold is 400 with a message, never silently ignored; the favicon is served."""
+    g = some_game(folder)
+    last = g["positions"] - 1
+    url = f"/api/datasets/sample/games/{g['game_id']}/position"
+    for move in (-1, last + 1, 240 if last < 240 else last + 7):
+        msg = error(client.get(url, params={"move": move}), 404)
+        assert msg == f"move {move} is outside this game's positions 0..{last}"
+        src = {"dataset": "sample", "game": g["game_id"], "move": move}
+        assert error(client.post("/api/analyse", json={"source": src}), 404) == msg
+    assert client.get(url, params={"move": last}).json()["move"] == last
+    assert "move must be an integer, got 'x'" in error(client.get(url, params={"move": "x"}), 400)
+    games = "/api/datasets/sample/games"
+    splits = ", ".join(json.loads((folder / "manifest.json").read_text())["splits"])
+    assert error(client.get(games, params={"split": "bogus"}), 400) == f"no split 'bogus'; this dataset has: {splits}"
+    for key in ("date_from", "date_to"):
+        for bad in ("garbage", "2017-13", "17-02", "2017-02-30x"):
+            assert f"{key} must be a date or its prefix" in error(client.get(games, params={key: bad}), 400)
+    assert client.get(games, params={"date_from": "2017-02", "date_to": "2017-02-28"}).status_code == 200
+    assert "desc must be 1, 0, true or false, got 'maybe'" in error(client.get(games, params={"desc": "maybe"}), 400)
+    for desc, flag in (("1", True), ("true", True), ("0", False), ("", False)):
+        assert client.get(games, params={"desc": desc, "sort": "num_moves"}).json()["desc"] is flag
+    assert "offset must be >= 0, got -1" in error(client.get(games, params={"offset": -1}), 400)
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
+
+
+def test_rank_chart_and_rank_tables_name_ranks_alike(client) -> None:
+    """The ranks chart and the band tables of the stats page follow one rule: ``rank_label`` (``3p``, never
+    ``pro``), bands named by the labels of their ends."""
+    from gotk.sgf.metadata import RANK_BANDS, RANK_PRO_BASE, rank_band, rank_label
+
+    r = client.get("/api/datasets/sample/stats").json()
+    assert "pro" not in r["text"].split() and "pro" not in r["report"]["rank_bands"]
+    for name, lo, hi in RANK_BANDS:
+        assert name == (rank_label(lo) if lo == hi else f"{rank_label(lo)}-{rank_label(hi)}")
+    assert rank_band(RANK_PRO_BASE + 3) == "1p-9p" and rank_label(RANK_PRO_BASE + 3) == "3p"
+
+
 def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
     from gotk.nets.agent import load_agent
     from gotk.serve.agents import build_state, state_from_stones

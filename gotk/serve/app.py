@@ -65,7 +65,9 @@ def dataset_ids(paths: list[Path]) -> list[str]:
 # --- request parsing --------------------------------------------------------------------------------
 
 
-def qint(request: Request, name: str, default: int, lo: int, hi: int | None = None) -> int:
+def qint(request: Request, name: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer query parameter (``default`` when absent or empty); 400 when it is not an integer or is
+    outside ``lo..hi`` (None: unbounded on that side), with the whole range in the message."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
@@ -75,9 +77,20 @@ def qint(request: Request, name: str, default: int, lo: int, hi: int | None = No
         value = int(raw)
     except ValueError:
         raise ServeError(400, f"{name} must be an integer, got {raw[:40]!r}") from None
-    if value < lo or (hi is not None and value > hi):
-        raise ServeError(400, f"{name} {value} is outside {lo}..{hi if hi is not None else ''}")
+    if lo is not None and value < lo or hi is not None and value > hi:
+        bound = f"{lo}..{hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+        raise ServeError(400, f"{name} must be {bound}, got {value}")
     return value
+
+
+def qbool(request: Request, name: str) -> bool:
+    """A yes/no query parameter: absent, empty, ``0``, ``false`` → False; ``1``, ``true`` → True; else 400."""
+    raw = request.query_params.get(name, "").lower()
+    if raw in ("", "0", "false"):
+        return False
+    if raw in ("1", "true"):
+        return True
+    raise ServeError(400, f"{name} must be 1, 0, true or false, got {raw[:40]!r}")
 
 
 async def body(request: Request) -> dict:
@@ -114,7 +127,8 @@ def search_visits(req: dict) -> int:
 
 
 def dataset_position(ds: DatasetView, game_id: str, k: int | None):
-    """``(meta, positions, k)`` with ``k`` checked against the game's length (404 with the range)."""
+    """``(meta, positions, k)`` with ``k`` checked against the game's length: a position the game does not have
+    (negative or past its end) is 404 with the range, whichever way it is asked for."""
     meta, gp = ds.positions(game_id)
     n = len(gp.label)
     if k is None:
@@ -147,6 +161,10 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
 
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon",
+                            headers={"Cache-Control": "max-age=86400"})
+
     async def info(request: Request) -> Response:
         return JSONResponse({
             "datasets": [{"id": d.ident, "name": d.path.name, "encoder": d.encoder["name"], "board_size": d.size,
@@ -176,13 +194,13 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         ds = reg.dataset(request.path_params["ds"])
         q = request.query_params
         text = {k: q.get(k, "")[:100] for k in ("player", "rank", "date_from", "date_to", "result", "split")}
-        out = ds.query_games(**text, sort=q.get("sort", "date"), desc=q.get("desc", "") in ("1", "true"),
+        out = ds.query_games(**text, sort=q.get("sort", "date"), desc=qbool(request, "desc"),
                              offset=qint(request, "offset", 0, 0), limit=qint(request, "limit", 50, 1, 500))
         return JSONResponse(out)
 
     def position(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         ds = reg.dataset(request.path_params["ds"])
-        meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0, 0))
+        meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0))
         names = ds.encoder["plane_names"]
         wanted = [p for p in request.query_params.get("planes", "").split(",") if p]
         try:
@@ -341,6 +359,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
 
     routes = [
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/api/info", info),
         Route("/api/datasets/{ds}", summary),
         Route("/api/datasets/{ds}/stats", stats),
