@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -243,7 +244,7 @@ def test_one_rule_per_parameter(client, folder) -> None:
     assert error(client.get(games, params={"split": "bogus"}), 400) == f"no split 'bogus'; this dataset has: {splits}"
     for key in ("date_from", "date_to"):
         for bad in ("garbage", "2017-13", "17-02", "2017-02-30x"):
-            assert f"{key} must be a date or its prefix" in error(client.get(games, params={key: bad}), 400)
+            assert f"{key} must be a date or its start" in error(client.get(games, params={key: bad}), 400)
     assert client.get(games, params={"date_from": "2017-02", "date_to": "2017-02-28"}).status_code == 200
     assert "desc must be 1, 0, true or false, got 'maybe'" in error(client.get(games, params={"desc": "maybe"}), 400)
     for desc, flag in (("1", True), ("true", True), ("0", False), ("", False)):
@@ -500,7 +501,17 @@ def test_show_svg_and_png_draw_the_viewers_board(client, folder, tmp_path) -> No
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from PIL import Image
 
-    assert Image.open(png).size == (int(web.split('width="')[1].split('"')[0]),) * 2
+    width, height = (int(web.split(f'{k}="')[1].split('"')[0]) for k in ("width", "height"))
+    assert Image.open(png).size == (width, height) and height > width  # the legend under the board
+    # the legend names each overlaid plane beside a mark of its colour, in the file as on the page
+    legend = re.findall(r'<text [^>]*class="legend" data-plane="([^"]+)"', web)
+    marks = dict(re.findall(r'<rect [^>]*fill="(#[0-9A-Fa-f]+)"[^>]*class="legend-mark" data-plane="([^"]+)"', web))
+    assert legend == ["own_liberties_3plus", "ko"] and set(marks.values()) == set(legend)
+    from PIL import ImageOps
+
+    # the PNG draws the same legend: its strip under the board is not empty
+    strip = ImageOps.grayscale(Image.open(png).convert("RGB")).crop((0, width, width, height))
+    assert strip.getextrema()[0] < 60  # dark text and outlines are there
     assert ref["label"][k] == coords.from_gtp(_attr_points(web, 'class="next-move"')[0], 19)
     r = _gotk("show", str(folder), "-s", g["split"], "-r", str(row), "--svg", str(svg), "--plane", "nope")
     assert r.returncode == 2 and "no plane 'nope'" in r.stderr

@@ -28,7 +28,8 @@ SORTABLE = set(GAME_COLUMNS)
 MAX_PAGE = 500
 
 
-_DATE_PREFIX = re.compile(r"[0-9]{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12][0-9]|3[01]))?)?")
+# a prefix of an ISO date (the table's dates are YYYY-MM-DD text): "2017", "2017-02", "2017-02-1" (days 10-19)
+_DATE_PREFIX = re.compile(r"[0-9]{4}(-([01]|0[1-9]|1[0-2])?(-([0-3]|0[1-9]|[12][0-9]|3[01])?)?)?")
 
 
 class ServeError(GotkError):
@@ -175,8 +176,8 @@ class DatasetView:
             raise ServeError(400, f"offset must be >= 0, got {offset}")
         for name, value in (("date_from", date_from), ("date_to", date_to)):
             if value and not _DATE_PREFIX.fullmatch(value):
-                raise ServeError(400, f"{name} must be a date or its prefix (YYYY, YYYY-MM or YYYY-MM-DD), got "
-                                      f"{value[:40]!r}")
+                raise ServeError(400, f"{name} must be a date or its start (YYYY, YYYY-MM, YYYY-MM-DD, 2017-02-1), "
+                                      f"got {value[:40]!r}")
         if split and split not in self.manifest["splits"]:
             raise ServeError(400, f"no split {split[:40]!r}; this dataset has: {', '.join(self.manifest['splits'])}")
         self.check()
