@@ -267,6 +267,19 @@ def test_rank_chart_and_rank_tables_name_ranks_alike(client) -> None:
     assert rank_band(RANK_PRO_BASE + 3) == "1p-9p" and rank_label(RANK_PRO_BASE + 3) == "3p"
 
 
+def test_agents_are_named_by_run_model_and_size(tmp_path, folder) -> None:
+    """Every ``gotk train`` run writes ``agent.gotk``: two runs are told apart by their folders, with the model
+    and the board size; the same run folder name under two parents shows one more level."""
+    files = []
+    for rel, size in (("runs/r1/agent.gotk", 19), ("runs/r2/agent.gotk", 9), ("runs/r1/best.gotk", 19),
+                      ("old/r2/agent.gotk", 9)):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        files.append(make_agent(tmp_path / rel, size))
+    names = [a["name"] for a in make_client([folder], files).get("/api/info").json()["agents"]][1:]
+    assert names == ["r1 · resnet 1x8 · 19x19", "runs/r2 · resnet 1x8 · 9x9", "r1/best · resnet 1x8 · 19x19",
+                     "old/r2 · resnet 1x8 · 9x9"]
+
+
 def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
     from gotk.nets.agent import load_agent
     from gotk.serve.agents import build_state, state_from_stones
