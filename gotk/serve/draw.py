@@ -20,6 +20,7 @@ CELL = 32
 MARGIN = 44  # room for the coordinate labels outside the edge stones (a stone reaches CELL / 2 past the edge)
 LABEL_INSET = 14  # the labels' centre, from the drawing's edge
 LEGEND_ROW = 22  # the height of one row of the overlay legend under the board
+NUMBER_SHIFT = 5.0  # on a numbered stone, the marks sit this far below the centre (the number above them)
 # colour-blind-friendly palette (Okabe-Ito), one colour per overlaid plane in toggle order
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
 BOARD_COLOUR = "#dcb35c"
@@ -32,8 +33,9 @@ class Board:
     ``overlays``: ``(plane name, flat values)`` drawn as marks where the value is not 0: a square centred
     on the point, one colour per plane (:data:`PALETTE`), with a black outline inside a white halo so that
     it reads on a black stone, a white stone and the empty board alike; several planes share a point as a
-    small grid of such squares, each plane always in the same cell; a legend (colour → plane) is drawn
-    under the board;
+    small grid of such squares, each plane always in the same cell; on a stone with a move number the grid
+    is smaller and a little lower, and the number above it (both stay readable); a legend (colour → plane)
+    is drawn under the board;
     ``heat``: flat probabilities (``size*size`` or ``+1`` with pass) drawn as a red heat map with
     the ``top`` most probable moves labelled; ``clickable``: an invisible target per point."""
 
@@ -148,6 +150,8 @@ def primitives(b: Board) -> list[tuple]:
             out.append(("circle", x, y, CELL / 2 - 1, "#111" if black else "#f8f8f8", "#000", 1.0,
                         {"class": "stone", "data-point": coords.to_gtp(p, s), "data-color": "B" if black else "W"}))
     k = len(b.overlays)
+    marked: set[int] = set()  # numbered stones with a mark: their number moves up, the marks down and smaller
+    numbered = {p for p in b.numbers if b.stones is not None and b.stones[p] != 0}
     if k:
         cols, side = _mark_cells(k)
         rows = -(-k // cols)
@@ -159,6 +163,12 @@ def primitives(b: Board) -> list[tuple]:
             dx, dy = (c - (cols - 1) / 2) * pitch, (r - (rows - 1) / 2) * pitch
             for p in np.flatnonzero(flat != 0):
                 x, y = _xy(int(p), s)
+                if int(p) in numbered:
+                    marked.add(int(p))
+                    out += _mark(x + 0.7 * dx, y + 0.7 * dy + NUMBER_SHIFT, 0.7 * side, colour,
+                                 {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
+                                  "data-value": str(int(flat[p]))})
+                    continue
                 out += _mark(x + dx, y + dy, side, colour,
                              {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
                               "data-value": str(int(flat[p]))})
@@ -177,9 +187,14 @@ def primitives(b: Board) -> list[tuple]:
                 x, y = _xy(p, s)
                 text = str(num)
                 black = b.stones[p] == 1
-                # a halo of the stone's colour keeps the number readable over a plane's mark
-                out.append(("text", x, y, text, 13 if len(text) < 3 else 10, "#fff" if black else "#000",
-                            {"class": "number", "halo": "#111" if black else "#f8f8f8"} if k else {"class": "number"}))
+                colour = "#fff" if black else "#000"
+                if p in marked:  # above the marks, with a halo of the stone's colour
+                    out.append(("text", x, y - 1.6 * NUMBER_SHIFT, text, 9, colour,
+                                {"class": "number", "data-point": coords.to_gtp(p, s),
+                                 "halo": "#111" if black else "#f8f8f8"}))
+                else:
+                    out.append(("text", x, y, text, 13 if len(text) < 3 else 10, colour,
+                                {"class": "number", "data-point": coords.to_gtp(p, s)}))
     if b.last_move is not None and 0 <= b.last_move < n:
         x, y = _xy(b.last_move, s)
         if b.stones is not None and b.stones[b.last_move] != 0 and b.last_move in b.numbers:  # ring the stone
