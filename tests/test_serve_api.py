@@ -327,6 +327,13 @@ def test_analyse_searches_with_agents_that_have_a_value_head(client, agents) -> 
     res = {x["agent"]: x for x in r["results"]}
     sr = res["a0"]["search"]
     assert "value head" in res["random"]["search"]["error"]
+    # the random player has no policy: no heat map, no top moves, a note with its uniform share
+    from gotk.play.players import sensible_moves
+
+    n = len(sensible_moves(build_state(19, 7.5, 0, moves)))
+    rnd = res["random"]
+    assert rnd["uniform"] and rnd["top"] == [] and rnd["svg"] is None and not res["a0"]["uniform"]
+    assert rnd["note"].startswith(f"no policy: the random player picks uniformly among the {n} sensible moves")
     search = Search(NetEvaluator(load_agent(agents[0]), seed=3), SearchConfig(visits=24, seed=3))
     search.set_position(build_state(19, 7.5, 0, moves))
     search.run(visits=24)

@@ -252,8 +252,15 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
             res = A.analyse(slot, state, top, features, enc)
             probs = res.pop("policy")
             res["pass"] = round(float(probs[-1]), 6)
-            res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
-                                      last_move=state_last(state)))
+            if slot.agent is None:  # the random player: a uniform choice, no policy worth a heat map or a top 10
+                n = int(np.count_nonzero(probs))
+                res.update(uniform=True, top=[], svg=None,
+                           note=f"no policy: the random player picks uniformly among the {n} sensible moves "
+                                f"({100 / max(n, 1):.2g}% each)")
+            else:
+                res["uniform"] = False
+                res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
+                                          last_move=state_last(state)))
             if visits:
                 if slot.has_value:
                     res["search"], shares = A.search(slot, state, visits, top, seed)
