@@ -498,6 +498,22 @@ def test_cli_serves_on_loopback(folder) -> None:
             assert json.loads(resp.read())["datasets"][0]["id"] == "sample"
         with urllib.request.urlopen(server.url + "/", timeout=30) as resp:
             assert b"/static/app.js" in resp.read()
+        # answers are not held back by Nagle's algorithm: on a kept-alive connection a small request takes
+        # milliseconds, not the ~40 ms of the client's delayed ACK (the listening socket is created as TCP)
+        import http.client
+        import statistics
+        import time
+
+        host, port = server.url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        took = []
+        for _ in range(15):
+            t = time.perf_counter()
+            conn.request("GET", "/api/info")
+            assert conn.getresponse().read()
+            took.append(time.perf_counter() - t)
+        conn.close()
+        assert statistics.median(took) < 0.030, took
     finally:
         server.stop()
 
