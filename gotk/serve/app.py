@@ -159,6 +159,7 @@ def replayed_moves(state) -> list[tuple[int, int]]:
 # --- agents' requests: off the event loop, and (in gotk serve) out of this process -----------------------
 
 AGENT_REQUESTS = {"analyse": "analyse_request", "play": "play_request"}
+WORKER_NICENESS = 10  # the worker's CPU priority below the server's: on a busy machine the pages come first
 _WORKER_REG: Registry | None = None  # in the worker process: its own datasets and agents
 
 
@@ -177,6 +178,8 @@ def _worker_start(datasets: list[tuple[str, str]], agent_files: list[str], threa
         os._exit(0)
 
     threading.Thread(target=orphaned, daemon=True, name="gotk-agents-parent").start()
+    with contextlib.suppress(OSError):  # searches yield the CPU to the pages (a table query is milliseconds)
+        os.nice(WORKER_NICENESS)
     if threads:
         import torch
 
