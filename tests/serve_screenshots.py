@@ -1,10 +1,12 @@
-"""Take the README's screenshots of ``gotk serve`` with Debian's headless Chromium (not a test).
+"""Take docs/serve.md's screenshots of ``gotk serve`` with Debian's headless Chromium (not a test).
 
-The images in docs/img were taken with the KGS dataset and value network of BENCHMARKS.md's "Value network"
-(all of ../shared/kgs encoded with ``alphago``, ``player_plane=true``,
-``ladders=false``; a resnet 4x32 with both heads trained for 40 minutes)::
+The images in docs/img were taken with the package's own KGS sample (2017-01 and 2017-02, 1,258 games) encoded
+with ``sevenplane``, and a small network with both heads trained on it for a few minutes on the CPU::
 
-    gotk serve runs/kgs-ag49 --agent runs/value-both/agent.gotk --port 8765
+    gotk encode -e sevenplane -o data/kgs-sample
+    gotk train --data data/kgs-sample --model resnet --blocks 2 --filters 32 --head both --epochs 50 \
+        --max-minutes 4 --threads 1 --out runs/sample
+    gotk serve data/kgs-sample --agent runs/sample/agent.gotk --port 8765
     python tests/serve_screenshots.py http://127.0.0.1:8765 docs/img
 
 (``GOTK_SCREENSHOTS=docs/img pytest tests/test_serve_browser.py`` saves the test's own pages instead, with
@@ -34,9 +36,6 @@ def main(url: str, out: str) -> None:
         pg.wait_for_function("[...document.querySelectorAll('img.stats-chart')].length === 6 && "
                              "[...document.querySelectorAll('img.stats-chart')].every(i => i.complete)")
         pg.screenshot(path=f"{out}/serve-stats.png")
-        pg.fill("input[name=player]", "dinh")
-        pg.click("form.filters button")
-        time.sleep(0.5)
         for _ in range(2):
             pg.click("th[data-col=num_moves]")
             time.sleep(0.5)
@@ -56,11 +55,13 @@ def main(url: str, out: str) -> None:
         pg.wait_for_selector(".agent-card[data-agent=a0] rect.heat")
         time.sleep(0.3)
         pg.screenshot(path=f"{out}/serve-analyse.png", full_page=True)
+        pg.set_viewport_size({"width": 1400, "height": 1000})
         pg.fill("#visits", "200")
         pg.click("#search")
         pg.wait_for_selector(".agent-card[data-agent=a0] table.search-moves tbody tr", timeout=300_000)
         time.sleep(0.3)
-        pg.screenshot(path=f"{out}/serve-search.png", full_page=True)
+        pg.screenshot(path=f"{out}/serve-search.png")  # what a 1400x1000 window shows, without scrolling
+        pg.set_viewport_size({"width": 1280, "height": 860})
         pg.goto(url + "/#/play")
         pg.wait_for_selector("#newgame")
         pg.select_option("#agent", "a0")

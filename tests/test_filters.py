@@ -187,7 +187,7 @@ def test_eval_by_rank(tmp_path_factory, dataset):
     assert res.exit_code == 0, res.output
     r = json.loads(res.stdout)
     assert sum(b["positions"] for b in r["by_rank"].values()) == r["positions"] == 2000
-    assert set(r["by_rank"]) <= {"1d-3d", "4d-5d", "6d", "7d", "8d", "9d", "pro", "?"} and "6d" in r["by_rank"]
+    assert set(r["by_rank"]) <= {"1d-3d", "4d-5d", "6d", "7d", "8d", "9d", "1p-9p", "?"} and "6d" in r["by_rank"]
     res = invoke(["eval", "--agent", str(agent), "--data", str(dataset), "--by", "colour", "--device", "cpu"])
     assert res.exit_code == 2 and "only 'rank'" in res.output
 

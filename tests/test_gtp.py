@@ -14,6 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gotk
 from gotk import coords
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.gtp import GtpEngine, preprocess
@@ -93,7 +94,9 @@ def test_list_and_known_commands() -> None:
     for c in REQUIRED:
         assert ok(e, f"known_command {c}") == "true"
     assert ok(e, "known_command frobnicate") == "false"
-    assert ok(e, "version")
+    version = ok(e, "version")
+    assert int(version.split(".")[1]) >= 15  # what Lizzie requires of a Leela Zero version
+    assert version.endswith(f"+gotk.{gotk.__version__}")  # and gotk's own version is still there
 
 
 def test_boardsize_range_and_clear() -> None:

@@ -181,3 +181,74 @@ def test_analysis_needs_a_search_and_a_searching_opponent_plays_a_match(agent_pa
     results = Match(RandomPlayer(seed=0), argv, MatchConfig(size=9, games=1, max_moves=12, timeout=120)).run()
     assert results[0].reason in ("max_moves", "two_passes", "opponent_resigned"), results[0]
     assert results[0].moves >= 1
+
+
+def lizzie_command(agent: Path) -> list[str]:
+    """The engine command line ``docs/gtp.md`` gives for Lizzie, with the test's agent and this interpreter."""
+    doc = (REPO / "docs" / "gtp.md").read_text()
+    section = doc[doc.index("### Adding gotk to Lizzie"):]
+    line = re.search(r"^/path/to/gotk/\.venv/bin/gotk (gtp .*)$", section, re.M)
+    assert line, "docs/gtp.md lost its Lizzie engine command"
+    args = line[1].split()
+    assert "/path/to/agent.gotk" in args
+    return [str(agent) if a == "/path/to/agent.gotk" else a for a in args]
+
+
+def replay_lizzie(agent: Path, ponder_seconds: float) -> list[int]:
+    """The commands Lizzie 0.7.4 sends (recorded through a proxy) against the documented command line: checks
+    Lizzie's version rule, the ``lz-analyze`` lines, that the ponder's root visits keep growing for
+    ``ponder_seconds`` (checked over six equal windows), that the blank line stops it, and the game commands."""
+    args = lizzie_command(agent)
+    e = Engine(*args[1:])
+    try:
+        name = e.ask("name", timeout=120)
+        assert name[0].startswith("= gotk")
+        version = e.ask("version")[0].removeprefix("= ")
+        assert int(version.split(".")[1]) >= 15, f"Lizzie refuses version {version!r}"  # Lizzie's own test
+        assert e.ask("boardsize 19") == ["="]
+        assert e.ask("komi 7.5") == ["="]
+        e.send("lz-analyze 10")
+        assert e.line(timeout=120) == "="
+        totals: list[int] = []
+        t0 = time.monotonic()
+        marks = [t0 + ponder_seconds * (k + 1) / 6 for k in range(6)]
+        while marks:
+            line = e.line()
+            infos = list(LZ_INFO.finditer(line))
+            assert infos and line.startswith("info move "), line
+            assert " ".join(m[0] for m in infos) == line  # nothing but info records
+            assert [int(m["order"]) for m in infos] == list(range(len(infos)))
+            if time.monotonic() >= marks[0]:
+                marks.pop(0)
+                totals.append(sum(int(m["visits"]) for m in infos))
+        assert all(b > a for a, b in zip(totals, totals[1:], strict=False)), f"visits stopped growing: {totals}"
+        e.send("")  # Lizzie stops pondering with an empty line
+        deadline = time.monotonic() + 10
+        rest = e.answer()
+        assert time.monotonic() < deadline and all(LZ_INFO.match(r) for r in rest)
+        assert e.ask("play B Q16") == ["="]
+        assert e.ask("undo") == ["="]
+        assert e.ask("time_settings 0 2 1") == ["="]
+        t = time.monotonic()
+        move = e.ask("genmove W")
+        assert re.fullmatch(r"= ([A-HJ-T]([1-9]|1[0-9])|pass)", move[0]), move
+        assert time.monotonic() - t < 4.0, "genmove ignored the 2 s byo-yomi"
+    finally:
+        e.close()
+    return totals
+
+
+@pytest.fixture(scope="module")
+def agent19(tmp_path_factory) -> Path:
+    return tiny_agent_file(tmp_path_factory.mktemp("lizzie") / "tiny19.gotk", size=19)
+
+
+def test_lizzie_session(agent19: Path) -> None:
+    """What Lizzie does, for 6 s of pondering."""
+    replay_lizzie(agent19, 6.0)
+
+
+@pytest.mark.slow
+def test_lizzie_session_ponders_30_seconds(agent19: Path) -> None:
+    """What Lizzie does, pondering 30 s: past the 11-12k visits at which a tree that never folded stopped."""
+    replay_lizzie(agent19, 30.0)

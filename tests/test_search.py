@@ -164,6 +164,40 @@ def test_visits_sum_to_playouts_and_no_virtual_loss_left(agent) -> None:
             assert tree.N[node] == 1 + tree.N[k].sum()
 
 
+def test_a_full_tree_folds_its_least_visited_expansions_and_keeps_growing(agent, material) -> None:
+    """With ``max_nodes`` rows the tree never holds more, yet the root's visits keep growing (a long analysis
+    does not freeze): the least visited expansions are folded, their statistics kept, so the root still has
+    ``N = 1 + Σ children`` and the children's visits never go down across a fold."""
+    cfg = SearchConfig(visits=3000, batch=8, max_nodes=2000, seed=0)
+    search = Search(NetEvaluator(agent, seed=0), cfg)
+    search.set_position(GameState(9))
+    sizes: list[int] = []
+    kid_visits: list[np.ndarray] = []
+
+    def watch() -> None:
+        sizes.append(search.tree.size)
+        kid_visits.append(search.tree.N[search.tree.children(0)].copy())
+
+    done = search.run(visits=3000, on_batch=watch)
+    tree = search.tree
+    assert done == search.root_visits == 3000  # far more than the 2000 rows hold at 82 children an expansion
+    assert search.folds >= 2 and max(sizes) <= 2000
+    assert tree.N[tree.children(0)].sum() == 2999
+    assert not tree.VL[: tree.size].any()
+    # the root keeps its children rows across folds, and their visits only grow
+    assert all((b >= a).all() for a, b in zip(kid_visits, kid_visits[1:], strict=False))
+    folded = (tree.status[1: tree.size] == T.UNEXPANDED) & (tree.N[1: tree.size] > 1)
+    assert folded.any()  # folded nodes kept their visits
+    # a fold keeps the search sound: the winning capture is still found with a tree of 1000 rows
+    state = GameState(9).setup(black=pts("B3", "C2", "D2", "E2", "C4", "D4", "E4"), white=pts("C3", "D3", "E3"),
+                               to_play=BLACK)
+    player = SearchPlayer(material, config=SearchConfig(visits=600, fpu=0.0, seed=0, resign_threshold=None,
+                                                        max_nodes=1000))
+    assert coords.to_gtp(player.choose(state), 9) == "F3" and player.search.folds > 0
+    with pytest.raises(SearchSetupError, match="max nodes"):
+        SearchConfig(max_nodes=10).validate()
+
+
 def test_tree_reuse_keeps_the_subtree(agent) -> None:
     player = SearchPlayer(agent, config=SearchConfig(visits=200, seed=2, resign_threshold=None))
     state = GameState(9)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -225,6 +226,60 @@ def _attr_points(svg: str, marker: str) -> list[str]:
     return out
 
 
+def test_one_rule_per_parameter(client, folder) -> None:
+    """A position a game does not have is 404 with the whole range, below 0 as past the end; a filter value
+    the table cannot hold is 400 with a message, never silently ignored; the favicon is served."""
+    g = some_game(folder)
+    last = g["positions"] - 1
+    url = f"/api/datasets/sample/games/{g['game_id']}/position"
+    for move in (-1, last + 1, 240 if last < 240 else last + 7):
+        msg = error(client.get(url, params={"move": move}), 404)
+        assert msg == f"move {move} is outside this game's positions 0..{last}"
+        src = {"dataset": "sample", "game": g["game_id"], "move": move}
+        assert error(client.post("/api/analyse", json={"source": src}), 404) == msg
+    assert client.get(url, params={"move": last}).json()["move"] == last
+    assert "move must be an integer, got 'x'" in error(client.get(url, params={"move": "x"}), 400)
+    games = "/api/datasets/sample/games"
+    splits = ", ".join(json.loads((folder / "manifest.json").read_text())["splits"])
+    assert error(client.get(games, params={"split": "bogus"}), 400) == f"no split 'bogus'; this dataset has: {splits}"
+    for key in ("date_from", "date_to"):
+        for bad in ("garbage", "2017-13", "17-02", "2017-02-30x"):
+            assert f"{key} must be a date or its start" in error(client.get(games, params={key: bad}), 400)
+    assert client.get(games, params={"date_from": "2017-02", "date_to": "2017-02-28"}).status_code == 200
+    assert "desc must be 1, 0, true or false, got 'maybe'" in error(client.get(games, params={"desc": "maybe"}), 400)
+    for desc, flag in (("1", True), ("true", True), ("0", False), ("", False)):
+        assert client.get(games, params={"desc": desc, "sort": "num_moves"}).json()["desc"] is flag
+    assert "offset must be >= 0, got -1" in error(client.get(games, params={"offset": -1}), 400)
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO header
+
+
+def test_rank_chart_and_rank_tables_name_ranks_alike(client) -> None:
+    """The ranks chart and the band tables of the stats page follow one rule: ``rank_label`` (``3p``, never
+    ``pro``), bands named by the labels of their ends."""
+    from gotk.sgf.metadata import RANK_BANDS, RANK_PRO_BASE, rank_band, rank_label
+
+    r = client.get("/api/datasets/sample/stats").json()
+    assert "pro" not in r["text"].split() and "pro" not in r["report"]["rank_bands"]
+    for name, lo, hi in RANK_BANDS:
+        assert name == (rank_label(lo) if lo == hi else f"{rank_label(lo)}-{rank_label(hi)}")
+    assert rank_band(RANK_PRO_BASE + 3) == "1p-9p" and rank_label(RANK_PRO_BASE + 3) == "3p"
+
+
+def test_agents_are_named_by_run_model_and_size(tmp_path, folder) -> None:
+    """Every ``gotk train`` run writes ``agent.gotk``: two runs are told apart by their folders, with the model
+    and the board size; the same run folder name under two parents shows one more level."""
+    files = []
+    for rel, size in (("runs/r1/agent.gotk", 19), ("runs/r2/agent.gotk", 9), ("runs/r1/best.gotk", 19),
+                      ("old/r2/agent.gotk", 9)):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        files.append(make_agent(tmp_path / rel, size))
+    names = [a["name"] for a in make_client([folder], files).get("/api/info").json()["agents"]][1:]
+    assert names == ["r1 · resnet 1x8 · 19x19", "runs/r2 · resnet 1x8 · 9x9", "r1/best · resnet 1x8 · 19x19",
+                     "old/r2 · resnet 1x8 · 9x9"]
+
+
 def test_analyse_matches_the_agent_api(client, agents, folder) -> None:
     from gotk.nets.agent import load_agent
     from gotk.serve.agents import build_state, state_from_stones
@@ -272,6 +327,13 @@ def test_analyse_searches_with_agents_that_have_a_value_head(client, agents) -> 
     res = {x["agent"]: x for x in r["results"]}
     sr = res["a0"]["search"]
     assert "value head" in res["random"]["search"]["error"]
+    # the random player has no policy: no heat map, no top moves, a note with its uniform share
+    from gotk.play.players import sensible_moves
+
+    n = len(sensible_moves(build_state(19, 7.5, 0, moves)))
+    rnd = res["random"]
+    assert rnd["uniform"] and rnd["top"] == [] and rnd["svg"] is None and not res["a0"]["uniform"]
+    assert rnd["note"].startswith(f"no policy: the random player picks uniformly among the {n} sensible moves")
     search = Search(NetEvaluator(load_agent(agents[0]), seed=3), SearchConfig(visits=24, seed=3))
     search.set_position(build_state(19, 7.5, 0, moves))
     search.run(visits=24)
@@ -436,6 +498,22 @@ def test_cli_serves_on_loopback(folder) -> None:
             assert json.loads(resp.read())["datasets"][0]["id"] == "sample"
         with urllib.request.urlopen(server.url + "/", timeout=30) as resp:
             assert b"/static/app.js" in resp.read()
+        # answers are not held back by Nagle's algorithm: on a kept-alive connection a small request takes
+        # milliseconds, not the ~40 ms of the client's delayed ACK (the listening socket is created as TCP)
+        import http.client
+        import statistics
+        import time
+
+        host, port = server.url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        took = []
+        for _ in range(15):
+            t = time.perf_counter()
+            conn.request("GET", "/api/info")
+            assert conn.getresponse().read()
+            took.append(time.perf_counter() - t)
+        conn.close()
+        assert statistics.median(took) < 0.030, took
     finally:
         server.stop()
 
@@ -459,7 +537,17 @@ def test_show_svg_and_png_draw_the_viewers_board(client, folder, tmp_path) -> No
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     from PIL import Image
 
-    assert Image.open(png).size == (int(web.split('width="')[1].split('"')[0]),) * 2
+    width, height = (int(web.split(f'{k}="')[1].split('"')[0]) for k in ("width", "height"))
+    assert Image.open(png).size == (width, height) and height > width  # the legend under the board
+    # the legend names each overlaid plane beside a mark of its colour, in the file as on the page
+    legend = re.findall(r'<text [^>]*class="legend" data-plane="([^"]+)"', web)
+    marks = dict(re.findall(r'<rect [^>]*fill="(#[0-9A-Fa-f]+)"[^>]*class="legend-mark" data-plane="([^"]+)"', web))
+    assert legend == ["own_liberties_3plus", "ko"] and set(marks.values()) == set(legend)
+    from PIL import ImageOps
+
+    # the PNG draws the same legend: its strip under the board is not empty
+    strip = ImageOps.grayscale(Image.open(png).convert("RGB")).crop((0, width, width, height))
+    assert strip.getextrema()[0] < 60  # dark text and outlines are there
     assert ref["label"][k] == coords.from_gtp(_attr_points(web, 'class="next-move"')[0], 19)
     r = _gotk("show", str(folder), "-s", g["split"], "-r", str(row), "--svg", str(svg), "--plane", "nope")
     assert r.returncode == 2 and "no plane 'nope'" in r.stderr

@@ -20,6 +20,7 @@ import pytest
 from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
 
 from gotk import coords
+from gotk.serve.draw import CELL, MARGIN, NUMBER_SHIFT
 
 CHROMIUM = os.environ.get("GOTK_CHROMIUM", "/usr/bin/chromium")
 
@@ -84,6 +85,12 @@ def test_dataset_games_viewer_and_planes(page, served) -> None:
                            ".every(i => i.complete && i.naturalWidth > 100)")
     games = pq.read_table(folder / "games.parquet").num_rows
     assert page.inner_text("#stats-headline").startswith(f"{games:,} games")
+    # each chart is drawn at its own aspect ratio (a flex row once stretched them all to the tallest)
+    sizes = page.eval_on_selector_all("img.stats-chart", "els => els.map(i => [i.naturalWidth, i.naturalHeight, "
+                                      "i.getBoundingClientRect().width, i.getBoundingClientRect().height])")
+    assert len({round(nw / nh, 2) for nw, nh, _w, _h in sizes}) > 1  # the charts do differ in shape
+    for nw, nh, w, h in sizes:
+        assert abs((w / h) / (nw / nh) - 1) < 0.02, (nw, nh, w, h)
     shot(page, "serve-dataset.png")
     # sort by moves (descending: click twice), filter by result, then open the first game
     page.click("th[data-col=num_moves]")
@@ -135,10 +142,45 @@ def test_dataset_games_viewer_and_planes(page, served) -> None:
         drawn = sorted(points(page, f"rect.overlay[data-plane={name}]"))
         expected = sorted(coords.to_gtp(int(p), size) for p in np.flatnonzero(planes[i]))
         assert drawn == expected and drawn
-    # toggling off removes that overlay only
+    # each mark sits inside its point's stone, outlined, on a white halo; the legend names both planes
+    marks = page.eval_on_selector_all("#board rect.overlay", MARK_BOXES)
+    for plane, point, cx, cy, w, stroke in marks:
+        x, y = _centre(point, size)
+        assert abs(cx - x) + w / 2 <= CELL / 2 and abs(cy - y) + w / 2 <= CELL / 2 and stroke == "#000", plane
+    assert page.eval_on_selector_all("#board rect.mark-halo", "els => els.length") == len(marks) + 2
+    assert points(page, "#board text.legend", "data-plane") == ["own_liberties_3plus", "opponent_liberties_3plus"]
+    _coordinates_clear(page)
+    # toggling off removes that overlay only; one plane alone is a square centred on the point
     page.uncheck("input.plane-toggle[data-plane=own_liberties_3plus]")
     page.wait_for_function("!document.querySelector('rect.overlay[data-plane=own_liberties_3plus]')")
     assert points(page, "rect.overlay[data-plane=opponent_liberties_3plus]")
+    # (on a stone with a move number, the mark sits a little lower, under the number)
+    numbered = set(points(page, "#board text.number"))
+    for _plane, point, cx, cy, _w, _stroke in page.eval_on_selector_all("#board rect.overlay", MARK_BOXES):
+        x, y = _centre(point, size)
+        assert (cx, cy) == pytest.approx((x, y + (NUMBER_SHIFT if point in numbered else 0)), abs=0.01)
+    assert numbered
+
+
+MARK_BOXES = ("els => els.map(e => { const b = e.getBBox(); return [e.dataset.plane, e.dataset.point, "
+              "b.x + b.width / 2, b.y + b.height / 2, b.width, e.getAttribute('stroke')]; })")
+
+
+def _centre(point: str, size: int) -> tuple[float, float]:
+    row, col = divmod(coords.from_gtp(point, size), size)
+    return MARGIN + col * CELL, MARGIN + row * CELL
+
+
+def _coordinates_clear(page) -> None:
+    """No stone covers a coordinate label (in the SVG's own units)."""
+    hits = page.evaluate("""() => {
+        const box = e => e.getBBox();
+        const stones = [...document.querySelectorAll('#board circle.stone')].map(box);
+        const labels = [...document.querySelectorAll('#board text.coord')].map(box);
+        return labels.filter(l => stones.some(s => l.x < s.x + s.width && s.x < l.x + l.width &&
+                                                   l.y < s.y + s.height && s.y < l.y + l.height)).length;
+    }""")
+    assert hits == 0
 
 
 def _split_of(folder: Path, game_id: str) -> str:
@@ -180,7 +222,10 @@ def test_agent_heat_map_matches_gotk_policy(page, served) -> None:
     page.wait_for_selector("#analyse-link")
     page.click("#analyse-link")
     page.wait_for_selector(".agent-card[data-agent=a0] rect.heat")
-    assert points(page, ".agent-card[data-agent=random] text.top-move[data-rank='1']")
+    # the random player has no policy: it says so instead of drawing a uniform heat map and a top 10
+    assert "no policy" in page.inner_text(".agent-card[data-agent=random] .no-policy")
+    assert not points(page, ".agent-card[data-agent=random] rect.heat")
+    assert not points(page, ".agent-card[data-agent=random] ol.top-moves li", "data-move")
 
 
 def test_search_visits_and_win_rates_on_the_agent_page(page, served) -> None:
@@ -210,6 +255,56 @@ def test_search_visits_and_win_rates_on_the_agent_page(page, served) -> None:
     with urllib.request.urlopen(req, timeout=120) as resp:
         api = json.loads(resp.read())["results"][0]["search"]
     assert [[m["move"], m["visits"]] for m in api["moves"]] == [list(r) for r in rows]
+
+
+def test_search_result_is_in_view_at_1400x1000(browser, served) -> None:
+    """At 1400x1000 pressing "search" shows the result and the random player's refusal without scrolling."""
+    server, _folder, _agent = served
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        pg = ctx.new_page()
+        pg.goto(server.url + "/#/analyse")
+        pg.wait_for_selector(".agent-card[data-agent=a0] text.top-move")
+        pg.fill("#visits", "16")
+        pg.click("#search")
+        pg.wait_for_selector(".agent-card[data-agent=a0] .search table.search-moves tbody tr")
+        assert pg.evaluate("window.scrollY") == 0
+
+        def box(sel: str) -> dict:
+            return pg.eval_on_selector(sel, "e => { const b = e.getBoundingClientRect(); "
+                                            "return {top: b.top, bottom: b.bottom, left: b.left, right: b.right}; }")
+
+        for sel in (".agent-card[data-agent=a0] .search h4", ".agent-card[data-agent=a0] .search svg.board",
+                    ".agent-card[data-agent=a0] .search table.search-moves tbody tr",
+                    ".agent-card[data-agent=random] .search-error"):
+            b = box(sel)
+            assert 0 <= b["top"] and b["bottom"] <= 1000 and 0 <= b["left"] and b["right"] <= 1400, (sel, b)
+        shot(pg, "serve-search-1400x1000.png")
+    finally:
+        ctx.close()
+
+
+def test_play_starts_with_the_first_agent_and_switches_at_once(page, served) -> None:
+    """The page opens on the first agent file on its board size; choosing another agent starts a new game with
+    it at once (the request after the change names it). Agents are listed by run folder, model and size."""
+    server, _folder, agent = served
+    page.goto(server.url + "/#/play")
+    page.wait_for_selector("#board svg.board")
+    assert page.input_value("#agent") == "a0"
+    assert page.get_attribute("#board svg.board", "data-size") == "19" and page.is_disabled("#psize")
+    label = page.inner_text("#agent option[value=a0]")
+    assert label == f"{agent.parent.name}/{agent.stem} · resnet 1x8 · 19x19"
+    page.click("#board rect.target[data-point=D4]")
+    page.wait_for_function("document.querySelector('#board').dataset.moves === '2'")
+    with page.expect_request("**/api/play") as req:
+        page.select_option("#agent", "random")
+    sent = req.value.post_data_json
+    assert sent["agent"] == "random" and sent["moves"] == [] and sent["move"] is None
+    page.wait_for_function("document.querySelector('#board').dataset.moves === '0'")
+    assert page.is_enabled("#psize")
+    with page.expect_request("**/api/play") as req:
+        page.click("#board rect.target[data-point=Q16]")
+    assert req.value.post_data_json["agent"] == "random"
 
 
 def test_play_three_moves_against_random(page, served) -> None:

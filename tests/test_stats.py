@@ -95,7 +95,7 @@ def test_stats_on_dataset(tmp_path_factory):
     assert 0 < low["games"] < r["games"] and set(low["rank_bands"]) >= {"8d"}
     bands = low["rank_matrix"]["bands"]
     assert all(row[j] == 0 for row in low["rank_matrix"]["counts"] for j, b in enumerate(bands)
-               if b not in ("8d", "9d", "pro"))  # no white player below 8d (nor unknown)
+               if b not in ("8d", "9d", "1p-9p"))  # no white player below 8d (nor unknown)
 
 
 def test_old_dataset_gets_a_clear_reencode_error(tmp_path_factory, tmp_path):

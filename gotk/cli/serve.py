@@ -74,15 +74,25 @@ def serve_cmd(
         fail(f"--port must be 0..65535, got {port}")
     try:
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(info[0], socket.SOCK_STREAM)
+        # the TCP protocol number matters: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets
+        # created with it, and with Nagle on, every answer written in two parts waits for the client's
+        # delayed ACK (about 40 ms a request on Linux)
+        sock = socket.socket(info[0], socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(info[4])
         sock.listen(128)  # connections wait in the backlog until uvicorn serves them
     except OSError as e:
         fail(f"cannot listen on {host}:{port}: {e}")
+    # agents run in a worker process of their own (see gotk.serve.app.AgentRunner), with these files and threads
+    app = make_app(views, slots, worker=([str(a) for a in agent or []], threads))
+    try:
+        app.state.agents.ready(timeout=600)
+    except Exception as e:  # noqa: BLE001 - a worker that cannot start is a one-line error, not a traceback
+        app.state.agents.close()
+        fail(f"the agents' worker process did not start: {type(e).__name__}: {e}")
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"gotk serve: {len(views)} dataset(s), {len(slots)} agent(s) at http://{shown}:{bound}/")
     sys.stdout.flush()
-    config = uvicorn.Config(make_app(views, slots), log_level="warning", access_log=False)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])

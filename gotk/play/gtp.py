@@ -90,10 +90,21 @@ def parse_float(text: str) -> float:
     return value
 
 
+LEELA_ZERO_LEVEL = "0.17"
+"""The Leela Zero release whose GTP extensions (``lz-analyze``, ``lz-genmove_analyze``) gotk speaks."""
+
+GTP_VERSION = f"{LEELA_ZERO_LEVEL}.0+gotk.{__version__}"
+"""What ``version`` answers by default: the Leela Zero level as a semantic version, gotk's own version as its
+build metadata (``0.17.0+gotk.0.1.0``). Analysis GUIs read ``version`` as a Leela Zero version: Lizzie takes
+the number after the first dot and refuses analysis below 15 (then hangs); gotk's own ``0.1.0`` read that way is
+"Leela Zero 0.1". A controller that shows the string (``gotk match``'s ``PW``, GoGui) still sees gotk's version.
+Pass ``version=`` to :class:`GtpEngine` to answer something else."""
+
+
 class GtpEngine:
     """State plus command table. ``handle(line)`` answers one input line (``None`` for an ignored line)."""
 
-    def __init__(self, player, name: str = "gotk", version: str = __version__, size: int | None = None,
+    def __init__(self, player, name: str = "gotk", version: str = GTP_VERSION, size: int | None = None,
                  komi: float = 7.5) -> None:
         self.player = player
         self.name = name
@@ -352,4 +363,4 @@ class GtpEngine:
         return "\n".join(lines)
 
 
-__all__ = ["GtpEngine", "GtpError", "preprocess"]
+__all__ = ["GTP_VERSION", "LEELA_ZERO_LEVEL", "GtpEngine", "GtpError", "preprocess"]

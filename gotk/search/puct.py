@@ -53,7 +53,7 @@ class SearchConfig:
     symmetries: bool = True  # a random board symmetry per evaluation
     reuse: bool = True  # keep the subtree between moves
     seed: int | None = None
-    max_nodes: int = 4_000_000  # analysis stops growing the tree here
+    max_nodes: int = 4_000_000  # tree rows; when full, the least visited expansions are folded (memory bound)
 
     def validate(self) -> SearchConfig:
         def bad(msg: str) -> None:
@@ -78,6 +78,8 @@ class SearchConfig:
             bad(f"pass prior must be in 0..1, not {self.pass_prior}")
         if self.resign_threshold is not None and not -1 <= self.resign_threshold <= 1:
             bad(f"--resign-threshold must be in -1..1, not {self.resign_threshold}")
+        if not isinstance(self.max_nodes, int) or self.max_nodes < 1000:
+            bad(f"max nodes must be >= 1000, not {self.max_nodes}")
         if self.resign_moves < 1 or self.resign_min_move < 0:
             bad("--resign-moves must be >= 1 and --resign-min-move >= 0")
         return self
@@ -111,6 +113,7 @@ class Search:
         self.reused = 0  # root visits kept by the last set_position()
         self.seconds = 0.0  # wall time of the last run()
         self.net_seconds = 0.0  # ... of it inside the network
+        self.folds = 0  # times the tree was full and its least visited expansions were folded (see _room)
 
     # --- the root ---------------------------------------------------------------------------------------
 
@@ -170,7 +173,7 @@ class Search:
         while True:
             root_n = int(self.tree.N[0])
             if self.tree.status[0] != T.UNEXPANDED:
-                if root_n >= target or self.tree.size >= self.cfg.max_nodes:
+                if root_n >= target or not self._room(min(self.cfg.batch, target - root_n)):
                     break
                 if seconds is not None and time.perf_counter() - t0 >= seconds:
                     break
@@ -193,6 +196,17 @@ class Search:
         self.seconds = time.perf_counter() - t0
         self.net_seconds = self.evaluator.seconds - net0
         return done
+
+    def _room(self, leaves: int) -> bool:
+        """Room in the tree for ``leaves`` more expansions, folding the least visited ones when the tree would
+        pass ``max_nodes`` rows (down to half of it, so that folds are rare). False only when even that cannot
+        make room (``max_nodes`` smaller than a few expansions): the search has reached its limit."""
+        need = leaves * (self.root_state.pass_point + 1)
+        if self.tree.size + need <= self.cfg.max_nodes:
+            return True
+        self.tree.prune(min(self.cfg.max_nodes // 2, self.cfg.max_nodes - need))
+        self.folds += 1
+        return self.tree.size + need <= self.cfg.max_nodes
 
     def _batch(self, want: int) -> int:
         tree, cfg = self.tree, self.cfg

@@ -116,10 +116,14 @@ def expand(node, start, moves, priors, parent, move, first, nchild, N, W, VL, P,
 
 
 @compiled
-def extract_subtree(new_root, parent, move, first, nchild, N, W, VL, P, status, TV, out_parent, out_move,
-                    out_first, out_nchild, out_N, out_W, out_VL, out_P, out_status, out_TV):
+def extract_subtree(new_root, fold_at_most, parent, move, first, nchild, N, W, VL, P, status, TV, out_parent,
+                    out_move, out_first, out_nchild, out_N, out_W, out_VL, out_P, out_status, out_TV):
     """Copy the subtree under ``new_root`` into the ``out_*`` arrays (breadth first, the new root at row 0,
-    children kept contiguous); returns the number of rows written. Pending nodes become unexpanded."""
+    children kept contiguous); returns the number of rows written. Pending nodes become unexpanded.
+
+    An expanded node other than ``new_root`` with at most ``fold_at_most`` visits is *folded*: copied as an
+    unexpanded node that keeps its ``N`` and ``W``, without its children (−1: nothing is folded). A walk that
+    reaches a folded node evaluates and expands it again, as a fresh leaf whose statistics carry on."""
     queue = np.empty(out_parent.shape[0], dtype=np.int64)  # old index of each new row
     queue[0] = new_root
     out_parent[0] = -1
@@ -135,6 +139,8 @@ def extract_subtree(new_root, parent, move, first, nchild, N, W, VL, P, status, 
         out_P[new] = P[old]
         out_TV[new] = TV[old]
         st = status[old]
+        if st == EXPANDED and old != new_root and N[old] <= fold_at_most:
+            st = UNEXPANDED
         out_status[new] = UNEXPANDED if st == PENDING else st
         if st == EXPANDED:
             k = nchild[old]
@@ -225,12 +231,38 @@ class Tree:
         if node == 0:
             return
         n = int(subtree_size(node, self.first, self.nchild, self.status))
+        self._copy_out(node, -1.0, n)
+
+    def prune(self, max_rows: int) -> bool:
+        """Fold the least visited expansions (see :func:`extract_subtree`) so that at most ``max_rows`` rows remain:
+        the expanded nodes are kept by visits, most first, while their children fit (a node's visits are never
+        more than its parent's, so the kept ones form a tree under the root). The root stays expanded; every
+        node's ``N`` and ``W`` are kept, so the root's statistics and its children's are unchanged. False when
+        nothing can be folded (the root's children alone are more than ``max_rows``). Call it between batches
+        (no pending node)."""
+        size = self.size
+        expanded = np.flatnonzero(self.status[1:size] == EXPANDED) + 1
+        if expanded.size == 0:
+            return False
+        visits = self.N[expanded]
+        order = np.argsort(-visits, kind="stable")
+        rows = 1 + int(self.nchild[0]) + np.cumsum(self.nchild[expanded[order]])
+        fits = int(np.searchsorted(rows, max_rows, side="right"))  # the first `fits` in that order fit
+        if fits >= expanded.size:
+            return False
+        fold_at_most = float(visits[order[fits]])  # ties with the first that does not fit are folded too
+        n = int(subtree_size(0, self.first, self.nchild, self.status))
+        before = self.size
+        self._copy_out(0, fold_at_most, n)
+        return self.size < before
+
+    def _copy_out(self, node: int, fold_at_most: float, bound: int) -> None:
         cap = max(self.capacity, 16)
         out = {name: np.zeros(cap, dtype=dt) for name, dt in self.FIELDS}
-        count = extract_subtree(node, self.parent, self.move, self.first, self.nchild, self.N, self.W, self.VL,
-                                self.P, self.status, self.TV, out["parent"], out["move"], out["first"],
+        count = extract_subtree(node, fold_at_most, self.parent, self.move, self.first, self.nchild, self.N, self.W,
+                                self.VL, self.P, self.status, self.TV, out["parent"], out["move"], out["first"],
                                 out["nchild"], out["N"], out["W"], out["VL"], out["P"], out["status"], out["TV"])
-        assert count == n
+        assert count <= bound
         for name, _ in self.FIELDS:
             setattr(self, name, out[name])
         self.size = int(count)

@@ -60,13 +60,43 @@ def load_slots(files: list[str | Path]) -> list[AgentSlot]:
     from gotk.play.players import PolicyPlayer, RandomPlayer
 
     slots = [AgentSlot("random", "random (uniform sensible moves)", RandomPlayer(), None)]
-    for i, f in enumerate(files):
+    loaded = []
+    for f in files:
         agent = load_agent(f)
         if not agent.has_policy:
             raise GotkError("bad_agent", f"{f}: the agent has no policy head")
+        loaded.append(agent)
+    for i, (agent, name) in enumerate(zip(loaded, agent_names(files, loaded), strict=True)):
         player = PolicyPlayer(agent, resign_threshold=None)  # requests are stateless: no resignation streak
-        slots.append(AgentSlot(f"a{i}", Path(f).name, player, agent.board_size, agent))
+        slots.append(AgentSlot(f"a{i}", name, player, agent.board_size, agent))
     return slots
+
+
+def agent_names(files: list[str | Path], agents: list) -> list[str]:
+    """Names that tell agents apart: ``RUN · MODEL · SIZE`` (``r1 · resnet 6x64 · 19x19``), where RUN is the
+    folder the file is in (every ``gotk train`` run writes ``agent.gotk``, so the file name says nothing), with
+    the file's stem added when it is not ``agent`` (``r1/best``). Where two names are still equal, more of the
+    path is shown, up to the whole path."""
+    def model(agent) -> str:
+        m = (getattr(agent, "meta", None) or {}).get("model") or {}
+        hp = m.get("hparams") or {}
+        shape = f" {hp['blocks']}x{hp['filters']}" if {"blocks", "filters"} <= set(hp) else ""
+        return f"{m.get('name', 'agent')}{shape}"
+
+    def run(path: Path, depth: int) -> str:
+        parts = list(path.resolve().parent.parts[1:])[-depth:] or ["."]
+        return "/".join(parts) + ("" if path.stem == "agent" else f"/{path.stem}")
+
+    paths = [Path(f) for f in files]
+    depth = [1] * len(paths)
+    while True:
+        names = [f"{run(p, d)} · {model(a)} · {a.board_size}x{a.board_size}"
+                 for p, d, a in zip(paths, depth, agents, strict=True)]
+        clash = [i for i, n in enumerate(names) if names.count(n) > 1 and depth[i] < len(paths[i].resolve().parts)]
+        if not clash:
+            return names
+        for i in clash:
+            depth[i] += 1
 
 
 _LOCK = threading.Lock()  # torch inference and the players' state are not shared across threads
@@ -235,5 +265,5 @@ def choose(slot: AgentSlot, state: GameState) -> int:
         return int(slot.player.choose(state))
 
 
-__all__ = ["AgentSlot", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point", "search",
-           "state_from_rows", "state_from_stones"]
+__all__ = ["AgentSlot", "agent_names", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point",
+           "search", "state_from_rows", "state_from_stones"]

@@ -8,8 +8,11 @@ an unexpected exception gives a 500 with a one-line message, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +31,7 @@ from gotk.serve.draw import PALETTE, Board, to_svg
 
 STATIC = Path(__file__).with_name("static")
 MAX_BODY = 1 << 20
+AGENT_THREADS = 2  # agents' work in process (policies, searches, moves); one runs the network at a time
 log = logging.getLogger("gotk.serve")
 
 
@@ -65,7 +69,9 @@ def dataset_ids(paths: list[Path]) -> list[str]:
 # --- request parsing --------------------------------------------------------------------------------
 
 
-def qint(request: Request, name: str, default: int, lo: int, hi: int | None = None) -> int:
+def qint(request: Request, name: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer query parameter (``default`` when absent or empty); 400 when it is not an integer or is
+    outside ``lo..hi`` (None: unbounded on that side), with the whole range in the message."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
@@ -75,9 +81,20 @@ def qint(request: Request, name: str, default: int, lo: int, hi: int | None = No
         value = int(raw)
     except ValueError:
         raise ServeError(400, f"{name} must be an integer, got {raw[:40]!r}") from None
-    if value < lo or (hi is not None and value > hi):
-        raise ServeError(400, f"{name} {value} is outside {lo}..{hi if hi is not None else ''}")
+    if lo is not None and value < lo or hi is not None and value > hi:
+        bound = f"{lo}..{hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+        raise ServeError(400, f"{name} must be {bound}, got {value}")
     return value
+
+
+def qbool(request: Request, name: str) -> bool:
+    """A yes/no query parameter: absent, empty, ``0``, ``false`` → False; ``1``, ``true`` → True; else 400."""
+    raw = request.query_params.get(name, "").lower()
+    if raw in ("", "0", "false"):
+        return False
+    if raw in ("1", "true"):
+        return True
+    raise ServeError(400, f"{name} must be 1, 0, true or false, got {raw[:40]!r}")
 
 
 async def body(request: Request) -> dict:
@@ -114,7 +131,8 @@ def search_visits(req: dict) -> int:
 
 
 def dataset_position(ds: DatasetView, game_id: str, k: int | None):
-    """``(meta, positions, k)`` with ``k`` checked against the game's length (404 with the range)."""
+    """``(meta, positions, k)`` with ``k`` checked against the game's length: a position the game does not have
+    (negative or past its end) is 404 with the range, whichever way it is asked for."""
     meta, gp = ds.positions(game_id)
     n = len(gp.label)
     if k is None:
@@ -138,14 +156,140 @@ def replayed_moves(state) -> list[tuple[int, int]]:
     return list(state.history)
 
 
+# --- agents' requests: off the event loop, and (in gotk serve) out of this process -----------------------
+
+AGENT_REQUESTS = {"analyse": "analyse_request", "play": "play_request"}
+WORKER_NICENESS = 10  # the worker's CPU priority below the server's: on a busy machine the pages come first
+_WORKER_REG: Registry | None = None  # in the worker process: its own datasets and agents
+
+
+def _worker_start(datasets: list[tuple[str, str]], agent_files: list[str], threads: int) -> None:
+    """The worker process's start: the same datasets (by path and id) and agents as the server."""
+    global _WORKER_REG
+    import os
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def orphaned() -> None:  # the server was killed without its shutdown: the worker goes too
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=orphaned, daemon=True, name="gotk-agents-parent").start()
+    with contextlib.suppress(OSError):  # searches yield the CPU to the pages (a table query is milliseconds)
+        os.nice(WORKER_NICENESS)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    _WORKER_REG = Registry([DatasetView(Path(p), i) for p, i in datasets], A.load_slots(agent_files))
+
+
+def _worker_call(name: str, req: dict) -> tuple[int, dict]:
+    """One agent request in the worker process → ``(HTTP status, JSON body)``: a :class:`ServeError` becomes
+    its status and message (exceptions are answered, not pickled across)."""
+    if _WORKER_REG is None:
+        return 500, {"error": "the agents' worker process did not start; see the server's log"}
+    try:
+        return 200, globals()[AGENT_REQUESTS[name]](_WORKER_REG, req)
+    except ServeError as e:
+        return e.status, {"error": e.message}
+    except Exception as e:  # noqa: BLE001 - answered with a one-line 500, logged in the worker
+        log.error("unexpected error in %s: %s: %s", name, type(e).__name__, e)
+        return 500, {"error": f"internal error ({type(e).__name__}); see the server's log"}
+
+
+class AgentRunner:
+    """Runs agents' requests away from the requests that must stay fast.
+
+    A search of 800 visits takes seconds of mostly Python work (the tree walks, replaying paths, the network
+    calls). In a thread of the server's process it holds the GIL most of that time, and every table or position
+    request then waits for it at each of its own Python steps: 50 clients saw table queries of a second. So
+    ``gotk serve`` runs agents in one **worker process** (spawned, with the same datasets and agent files; its
+    requests are queued there, one network at a time, as before): the server's process keeps its GIL for the
+    pages. Without a worker (the in-process tests) a pool of :data:`AGENT_THREADS` threads of its own keeps
+    agents off the event loop and out of the thread pool the other handlers use."""
+
+    def __init__(self, reg: Registry, datasets: list[DatasetView], worker: tuple[list[str], int] | None) -> None:
+        self.reg = reg
+        self.worker = worker
+        self.specs = [(str(d.path), d.ident) for d in datasets]
+        self.threads = ThreadPoolExecutor(max_workers=AGENT_THREADS, thread_name_prefix="gotk-agents")
+        self.process = None
+
+    def start(self) -> None:
+        """Start the worker process (when there is one) and load it at once, so the first request is quick."""
+        if self.worker is None or self.process is not None:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        files, threads = self.worker
+        self.process = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_worker_start, initargs=(self.specs, files, threads))
+        self._ready = self.process.submit(int)  # starts it and runs the initializer now
+
+    def ready(self, timeout: float) -> None:
+        """Start the worker and wait until it has loaded the agents (``gotk serve`` prints its URL after this,
+        so that the first request is not held by the worker's start-up). Raises when the worker cannot start."""
+        self.start()
+        if self.process is not None:
+            self._ready.result(timeout=timeout)
+
+    async def run(self, name: str, req: dict) -> dict:
+        loop = asyncio.get_running_loop()
+        if self.worker is None:
+            fn = globals()[AGENT_REQUESTS[name]]
+            return await loop.run_in_executor(self.threads, fn, self.reg, req)
+        if self.process is None:
+            self.start()
+        status, out = await loop.run_in_executor(self.process, _worker_call, name, req)
+        if status != 200:
+            raise ServeError(status, out["error"])
+        return out
+
+    def close(self) -> None:
+        """Stop at once: a search under way is abandoned (its client is gone with the server) and the worker
+        process ends with the server (it would otherwise hold the server's stderr open, or outlive it)."""
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        if self.process is not None:
+            procs = list((getattr(self.process, "_processes", None) or {}).values())
+            self.process.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.join(timeout=10)
+            self.process = None
+
+
 # --- handlers -------------------------------------------------------------------------------------------
 
 
-def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette:
+def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot],
+             worker: tuple[list[str], int] | None = None) -> Starlette:
+    """The app. Agents' requests (``/api/analyse``, ``/api/play``: network calls and searches of up to
+    :data:`gotk.serve.agents.MAX_VISITS` visits, seconds each) never run on the event loop nor in the thread
+    pool that answers the table, position and stats requests (see :class:`AgentRunner`). ``worker``:
+    ``(agent files, torch threads)`` to run them in a worker process of their own, as ``gotk serve`` does
+    (``slots`` must then be those files' :func:`~gotk.serve.agents.load_slots`); None: in a thread of this
+    process (tests)."""
     reg = Registry(datasets, slots)
+    agents = AgentRunner(reg, datasets, worker)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        agents.start()
+        yield
+        agents.close()
 
     async def index(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
+
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon",
+                            headers={"Cache-Control": "max-age=86400"})
 
     async def info(request: Request) -> Response:
         return JSONResponse({
@@ -176,13 +320,13 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         ds = reg.dataset(request.path_params["ds"])
         q = request.query_params
         text = {k: q.get(k, "")[:100] for k in ("player", "rank", "date_from", "date_to", "result", "split")}
-        out = ds.query_games(**text, sort=q.get("sort", "date"), desc=q.get("desc", "") in ("1", "true"),
+        out = ds.query_games(**text, sort=q.get("sort", "date"), desc=qbool(request, "desc"),
                              offset=qint(request, "offset", 0, 0), limit=qint(request, "limit", 50, 1, 500))
         return JSONResponse(out)
 
     def position(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
         ds = reg.dataset(request.path_params["ds"])
-        meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0, 0))
+        meta, gp, k = dataset_position(ds, request.path_params["game"], qint(request, "move", 0))
         names = ds.encoder["plane_names"]
         wanted = [p for p in request.query_params.get("planes", "").split(",") if p]
         try:
@@ -200,112 +344,11 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
             "stones_known": board.stones is not None, "svg": to_svg(board),
         })
 
-    def source_state(src: dict):
-        """``(state, features or None, encoder description or None)`` from a request's ``source``."""
-        if "dataset" in src:
-            ds = reg.dataset(src["dataset"])
-            meta, gp, k = dataset_position(ds, field(src, "game", str), field(src, "move", int, 0))
-            komi = meta.get("komi")
-            state, _history = A.state_from_rows(gp, k, ds.encoder, float(komi if komi is not None else 7.5))
-            return state, gp.planes[k], ds.encoder
-        state = A.build_state(field(src, "size", int, 19), field(src, "komi", float, 7.5),
-                              field(src, "handicap", int, 0), field(src, "moves", list, []))
-        return state, None, None
-
     async def analyse(request: Request) -> Response:
-        return await run_in_threadpool(_analyse, await body(request))
-
-    def _analyse(req: dict) -> Response:
-        src = field(req, "source", dict, {})
-        state, features, enc = source_state(src)
-        ids = field(req, "agents", list, list(reg.agents))
-        top = field(req, "top", int, 10)
-        if not 1 <= top <= 50:
-            raise ServeError(400, f"top must be 1..50, got {top}")
-        visits = search_visits(req)
-        seed = field(req, "seed", int, 0)
-        results = []
-        for ident in ids:
-            slot = reg.agent(ident)
-            if slot.size is not None and slot.size != state.size:
-                results.append({"agent": slot.ident, "name": slot.name,
-                                "error": f"plays {slot.size}x{slot.size}, the position is {state.size}x{state.size}"})
-                continue
-            res = A.analyse(slot, state, top, features, enc)
-            probs = res.pop("policy")
-            res["pass"] = round(float(probs[-1]), 6)
-            res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
-                                      last_move=state_last(state)))
-            if visits:
-                if slot.has_value:
-                    res["search"], shares = A.search(slot, state, visits, top, seed)
-                    res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
-                                                        top=min(top, 5), last_move=state_last(state)))
-                else:
-                    res["search"] = {"error": "no search: search needs a network with a value head"
-                                     + (" (this is the random player)" if slot.agent is None else "")}
-            results.append(res)
-        board, numbers = stones_of_moves(state)
-        recorded = None  # a dataset position: its recorded next move is ringed, as in the viewer
-        if "dataset" in src:
-            _m, gp, k = dataset_position(reg.dataset(src["dataset"]), src["game"], src.get("move", 0))
-            recorded = int(gp.label[k]) if gp.label[k] < state.size * state.size else None
-        return JSONResponse({"size": state.size, "to_play": "B" if state.to_play == 1 else "W",
-                             "svg": to_svg(Board(state.size, stones=board, numbers=numbers, next_move=recorded,
-                                                 last_move=state_last(state), clickable="dataset" not in src)),
-                             "results": results})
-
-    def game_reply(slot, state, agent_move=None) -> dict:
-        board, numbers = stones_of_moves(state)
-        over = state.passes >= 2
-        score = state.score_area() if over else None
-        return {"moves": [coords.to_gtp(p, state.size) for _c, p in replayed_moves(state)],
-                "to_play": "B" if state.to_play == 1 else "W", "agent_move": agent_move,
-                "captures": list(state.captures), "over": over,
-                "result": None if score is None else ("0" if score == 0 else
-                                                      f"{'B' if score > 0 else 'W'}+{abs(score):g}"),
-                "svg": to_svg(Board(state.size, stones=board, numbers=numbers, last_move=state_last(state),
-                                    clickable=not over))}
+        return JSONResponse(await agents.run("analyse", await body(request)))
 
     async def play(request: Request) -> Response:
-        return await run_in_threadpool(_play, await body(request))
-
-    def _play(req: dict) -> Response:
-        slot = reg.agent(field(req, "agent", str, "random"))
-        human = field(req, "human", str, "B")
-        if human not in ("B", "W"):
-            raise ServeError(400, f"human must be B or W, got {human[:10]!r}")
-        size = field(req, "size", int, slot.size or 19)
-        A.check_size(slot, size)
-        state = A.build_state(size, field(req, "komi", float, 7.5), field(req, "handicap", int, 0),
-                              field(req, "moves", list, []))
-        human_colour = 1 if human == "B" else 2
-        if "move" in req and req["move"] is not None:
-            if state.passes >= 2:
-                raise ServeError(409, "the game is over (two passes)")
-            if state.to_play != human_colour:
-                raise ServeError(409, "it is the agent's turn, not yours")
-            p = A.parse_point(req["move"], size)
-            try:
-                state.play(p)
-            except Exception as e:  # IllegalMoveError: occupied, suicide, ko
-                raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
-        visits = search_visits(req)
-        if visits and not slot.has_value:
-            raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a value head")
-        agent_move, searched = None, None
-        if state.to_play != human_colour and state.passes < 2:
-            if visits:  # the most visited move of a fresh search (requests are stateless: no tree is kept)
-                searched, _shares = A.search(slot, state, visits, top=5)
-                p = A.parse_point(searched["moves"][0]["move"], size)
-            else:
-                p = A.choose(slot, state)
-            state.play(p)
-            agent_move = coords.to_gtp(p, size)
-        reply = game_reply(slot, state, agent_move)
-        if searched is not None:
-            reply["search"] = searched
-        return JSONResponse(reply)
+        return JSONResponse(await agents.run("play", await body(request)))
 
     async def sgf(request: Request) -> Response:
         return await run_in_threadpool(_sgf, await body(request))
@@ -341,6 +384,7 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
 
     routes = [
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/api/info", info),
         Route("/api/datasets/{ds}", summary),
         Route("/api/datasets/{ds}/stats", stats),
@@ -352,8 +396,121 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot]) -> Starlette
         Route("/api/sgf", sgf, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={ServeError: on_serve_error, HTTPException: on_http,
-                                                        Exception: on_other})
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={ServeError: on_serve_error, HTTPException: on_http, Exception: on_other})
+    app.state.agents = agents
+    return app
+
+
+def source_state(reg: Registry, src: dict):
+    """``(state, features or None, encoder description or None)`` from a request's ``source``."""
+    if "dataset" in src:
+        ds = reg.dataset(src["dataset"])
+        meta, gp, k = dataset_position(ds, field(src, "game", str), field(src, "move", int, 0))
+        komi = meta.get("komi")
+        state, _history = A.state_from_rows(gp, k, ds.encoder, float(komi if komi is not None else 7.5))
+        return state, gp.planes[k], ds.encoder
+    state = A.build_state(field(src, "size", int, 19), field(src, "komi", float, 7.5),
+                          field(src, "handicap", int, 0), field(src, "moves", list, []))
+    return state, None, None
+
+def analyse_request(reg: Registry, req: dict) -> dict:
+    """``POST /api/analyse``: every requested agent's policy, value and (with ``visits``) search on the position."""
+    src = field(req, "source", dict, {})
+    state, features, enc = source_state(reg, src)
+    ids = field(req, "agents", list, list(reg.agents))
+    top = field(req, "top", int, 10)
+    if not 1 <= top <= 50:
+        raise ServeError(400, f"top must be 1..50, got {top}")
+    visits = search_visits(req)
+    seed = field(req, "seed", int, 0)
+    results = []
+    for ident in ids:
+        slot = reg.agent(ident)
+        if slot.size is not None and slot.size != state.size:
+            results.append({"agent": slot.ident, "name": slot.name,
+                            "error": f"plays {slot.size}x{slot.size}, the position is {state.size}x{state.size}"})
+            continue
+        res = A.analyse(slot, state, top, features, enc)
+        probs = res.pop("policy")
+        res["pass"] = round(float(probs[-1]), 6)
+        if slot.agent is None:  # the random player: a uniform choice, no policy worth a heat map or a top 10
+            n = int(np.count_nonzero(probs))
+            res.update(uniform=True, top=[], svg=None,
+                       note=f"no policy: the random player picks uniformly among the {n} sensible moves "
+                            f"({100 / max(n, 1):.2g}% each)")
+        else:
+            res["uniform"] = False
+            res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
+                                      last_move=state_last(state)))
+        if visits:
+            if slot.has_value:
+                res["search"], shares = A.search(slot, state, visits, top, seed)
+                res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
+                                                    top=min(top, 5), last_move=state_last(state)))
+            else:
+                res["search"] = {"error": "no search: search needs a network with a value head"
+                                 + (" (this is the random player)" if slot.agent is None else "")}
+        results.append(res)
+    board, numbers = stones_of_moves(state)
+    recorded = None  # a dataset position: its recorded next move is ringed, as in the viewer
+    if "dataset" in src:
+        _m, gp, k = dataset_position(reg.dataset(src["dataset"]), src["game"], src.get("move", 0))
+        recorded = int(gp.label[k]) if gp.label[k] < state.size * state.size else None
+    return {"size": state.size, "to_play": "B" if state.to_play == 1 else "W",
+                         "svg": to_svg(Board(state.size, stones=board, numbers=numbers, next_move=recorded,
+                                             last_move=state_last(state), clickable="dataset" not in src)),
+            "results": results}
+
+def game_reply(state, agent_move=None) -> dict:
+    board, numbers = stones_of_moves(state)
+    over = state.passes >= 2
+    score = state.score_area() if over else None
+    return {"moves": [coords.to_gtp(p, state.size) for _c, p in replayed_moves(state)],
+            "to_play": "B" if state.to_play == 1 else "W", "agent_move": agent_move,
+            "captures": list(state.captures), "over": over,
+            "result": None if score is None else ("0" if score == 0 else
+                                                  f"{'B' if score > 0 else 'W'}+{abs(score):g}"),
+            "svg": to_svg(Board(state.size, stones=board, numbers=numbers, last_move=state_last(state),
+                                clickable=not over))}
+
+def play_request(reg: Registry, req: dict) -> dict:
+    """``POST /api/play``: the human's move, then the agent's (stateless: the request carries the game)."""
+    slot = reg.agent(field(req, "agent", str, "random"))
+    human = field(req, "human", str, "B")
+    if human not in ("B", "W"):
+        raise ServeError(400, f"human must be B or W, got {human[:10]!r}")
+    size = field(req, "size", int, slot.size or 19)
+    A.check_size(slot, size)
+    state = A.build_state(size, field(req, "komi", float, 7.5), field(req, "handicap", int, 0),
+                          field(req, "moves", list, []))
+    human_colour = 1 if human == "B" else 2
+    if "move" in req and req["move"] is not None:
+        if state.passes >= 2:
+            raise ServeError(409, "the game is over (two passes)")
+        if state.to_play != human_colour:
+            raise ServeError(409, "it is the agent's turn, not yours")
+        p = A.parse_point(req["move"], size)
+        try:
+            state.play(p)
+        except Exception as e:  # IllegalMoveError: occupied, suicide, ko
+            raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
+    visits = search_visits(req)
+    if visits and not slot.has_value:
+        raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a value head")
+    agent_move, searched = None, None
+    if state.to_play != human_colour and state.passes < 2:
+        if visits:  # the most visited move of a fresh search (requests are stateless: no tree is kept)
+            searched, _shares = A.search(slot, state, visits, top=5)
+            p = A.parse_point(searched["moves"][0]["move"], size)
+        else:
+            p = A.choose(slot, state)
+        state.play(p)
+        agent_move = coords.to_gtp(p, size)
+    reply = game_reply(state, agent_move)
+    if searched is not None:
+        reply["search"] = searched
+    return reply
 
 
 def state_last(state) -> int | None:

@@ -9,6 +9,7 @@ in ``games.parquet``): nothing a request sends is ever used as a path.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ GAME_COLUMNS = ("game_id", "split", "date", "black", "black_rank", "white", "whi
 RAW_COLUMNS = {"black_rank": "black_rank_raw", "white_rank": "white_rank_raw"}
 SORTABLE = set(GAME_COLUMNS)
 MAX_PAGE = 500
+
+
+# a prefix of an ISO date (the table's dates are YYYY-MM-DD text): "2017", "2017-02", "2017-02-1" (days 10-19)
+_DATE_PREFIX = re.compile(r"[0-9]{4}(-([01]|0[1-9]|1[0-2])?(-([0-3]|0[1-9]|[12][0-9]|3[01])?)?)?")
 
 
 class ServeError(GotkError):
@@ -169,6 +174,12 @@ class DatasetView:
             raise ServeError(400, f"limit must be 1..{MAX_PAGE}, got {limit}")
         if offset < 0:
             raise ServeError(400, f"offset must be >= 0, got {offset}")
+        for name, value in (("date_from", date_from), ("date_to", date_to)):
+            if value and not _DATE_PREFIX.fullmatch(value):
+                raise ServeError(400, f"{name} must be a date or its start (YYYY, YYYY-MM, YYYY-MM-DD, 2017-02-1), "
+                                      f"got {value[:40]!r}")
+        if split and split not in self.manifest["splits"]:
+            raise ServeError(400, f"no split {split[:40]!r}; this dataset has: {', '.join(self.manifest['splits'])}")
         self.check()
         t = self.games()
         mask = None

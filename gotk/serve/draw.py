@@ -17,7 +17,10 @@ import numpy as np
 from gotk import coords
 
 CELL = 32
-MARGIN = 34
+MARGIN = 44  # room for the coordinate labels outside the edge stones (a stone reaches CELL / 2 past the edge)
+LABEL_INSET = 14  # the labels' centre, from the drawing's edge
+LEGEND_ROW = 22  # the height of one row of the overlay legend under the board
+NUMBER_SHIFT = 5.0  # on a numbered stone, the marks sit this far below the centre (the number above them)
 # colour-blind-friendly palette (Okabe-Ito), one colour per overlaid plane in toggle order
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
 BOARD_COLOUR = "#dcb35c"
@@ -27,7 +30,12 @@ BOARD_COLOUR = "#dcb35c"
 class Board:
     """What to draw. ``stones``: flat int array (0 empty, 1 black, 2 white); ``numbers``: move number
     shown on a stone; ``next_move``: the recorded next move (ringed); ``last_move``: a dot;
-    ``overlays``: ``(plane name, flat values)`` drawn as coloured squares where the value is not 0;
+    ``overlays``: ``(plane name, flat values)`` drawn as marks where the value is not 0: a square centred
+    on the point, one colour per plane (:data:`PALETTE`), with a black outline inside a white halo so that
+    it reads on a black stone, a white stone and the empty board alike; several planes share a point as a
+    small grid of such squares, each plane always in the same cell; on a stone with a move number the grid
+    is smaller and a little lower, and the number above it (both stay readable); a legend (colour → plane)
+    is drawn under the board;
     ``heat``: flat probabilities (``size*size`` or ``+1`` with pass) drawn as a red heat map with
     the ``top`` most probable moves labelled; ``clickable``: an invisible target per point."""
 
@@ -62,6 +70,39 @@ def star_points(size: int) -> list[int]:
     return sorted(pts)
 
 
+def canvas(b: Board) -> tuple[int, int]:
+    """Width and height of the drawing in pixels: the board, plus the legend's rows when planes are overlaid."""
+    side = (b.size - 1) * CELL + 2 * MARGIN
+    return side, side + LEGEND_ROW * len(_legend_rows(b, side)) + (6 if b.overlays else 0)
+
+
+def _legend_rows(b: Board, width: int) -> list[list[tuple[int, str]]]:
+    """The overlay legend's entries ``(plane index, name)`` in rows that fit ``width`` (text width estimated)."""
+    rows: list[list[tuple[int, str]]] = []
+    used = width
+    for i, (name, _values) in enumerate(b.overlays):
+        need = 26 + 7 * len(name)
+        if used + need > width - 8:
+            rows.append([])
+            used = 8
+        rows[-1].append((i, name))
+        used += need
+    return rows
+
+
+def _mark_cells(k: int) -> tuple[int, float]:
+    """For ``k`` overlaid planes: the grid's columns and the side of one mark (the grid stays inside a stone)."""
+    cols = 1 if k == 1 else 2 if k <= 4 else 3
+    return cols, {1: 14.0, 2: 10.0, 3: 7.0}[cols]
+
+
+def _mark(x: float, y: float, side: float, colour: str, attrs: dict) -> list[tuple]:
+    """A plane's mark centred on ``x, y``: a white halo, then the coloured square with a black outline."""
+    h = side / 2
+    return [("rect", x - h - 1.5, y - h - 1.5, side + 3, side + 3, "#fff", 1.0, {"class": "mark-halo"}),
+            ("rect", x - h, y - h, side, side, colour, 1.0, {**attrs, "stroke": "#000", "stroke-width": "1"})]
+
+
 def top_moves(probs: np.ndarray, size: int, n: int) -> list[tuple[int, float]]:
     """The ``n`` most probable moves with probability > 0 (stable order on ties: lower index first)."""
     order = np.argsort(-np.asarray(probs, dtype=np.float64), kind="stable")[:n]
@@ -75,7 +116,8 @@ def primitives(b: Board) -> list[tuple]:
     (text centred on ``x, y``)."""
     s = b.size
     span = (s - 1) * CELL
-    out: list[tuple] = [("rect", 0, 0, span + 2 * MARGIN, span + 2 * MARGIN, BOARD_COLOUR, 1.0, {})]
+    width, height = canvas(b)
+    out: list[tuple] = [("rect", 0, 0, width, height, BOARD_COLOUR, 1.0, {})]
     for i in range(s):
         out.append(("line", MARGIN, MARGIN + i * CELL, MARGIN + span, MARGIN + i * CELL, "#000", 1.0))
         out.append(("line", MARGIN + i * CELL, MARGIN, MARGIN + i * CELL, MARGIN + span, "#000", 1.0))
@@ -85,11 +127,12 @@ def primitives(b: Board) -> list[tuple]:
     for i in range(s):
         letter = coords.GTP_COLUMNS[i]
         x = MARGIN + i * CELL
-        out.append(("text", x, MARGIN / 2 - 2, letter, 12, "#333", {}))
-        out.append(("text", x, MARGIN + span + MARGIN / 2 + 2, letter, 12, "#333", {}))
+        far = span + 2 * MARGIN - LABEL_INSET
+        out.append(("text", x, LABEL_INSET, letter, 12, "#333", {"class": "coord"}))
+        out.append(("text", x, far, letter, 12, "#333", {"class": "coord"}))
         y = MARGIN + i * CELL
-        out.append(("text", MARGIN / 2 - 2, y, str(s - i), 12, "#333", {}))
-        out.append(("text", MARGIN + span + MARGIN / 2 + 2, y, str(s - i), 12, "#333", {}))
+        out.append(("text", LABEL_INSET, y, str(s - i), 12, "#333", {"class": "coord"}))
+        out.append(("text", far, y, str(s - i), 12, "#333", {"class": "coord"}))
     n = s * s
     if b.heat is not None:
         probs = np.asarray(b.heat, dtype=np.float64)[:n]
@@ -107,22 +150,51 @@ def primitives(b: Board) -> list[tuple]:
             out.append(("circle", x, y, CELL / 2 - 1, "#111" if black else "#f8f8f8", "#000", 1.0,
                         {"class": "stone", "data-point": coords.to_gtp(p, s), "data-color": "B" if black else "W"}))
     k = len(b.overlays)
-    for i, (name, values) in enumerate(b.overlays):
-        flat = np.asarray(values).reshape(-1)
-        colour = PALETTE[i % len(PALETTE)]
-        w = (CELL - 4) / k
-        for p in np.flatnonzero(flat != 0):
-            x, y = _xy(int(p), s)
-            out.append(("rect", x - CELL / 2 + 2 + i * w, y - CELL / 2 + 2, w, CELL - 4, colour, 0.55,
-                        {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
-                         "data-value": str(int(flat[p]))}))
+    marked: set[int] = set()  # numbered stones with a mark: their number moves up, the marks down and smaller
+    numbered = {p for p in b.numbers if b.stones is not None and b.stones[p] != 0}
+    if k:
+        cols, side = _mark_cells(k)
+        rows = -(-k // cols)
+        pitch = side + 4
+        for i, (name, values) in enumerate(b.overlays):
+            flat = np.asarray(values).reshape(-1)
+            colour = PALETTE[i % len(PALETTE)]
+            r, c = divmod(i, cols)
+            dx, dy = (c - (cols - 1) / 2) * pitch, (r - (rows - 1) / 2) * pitch
+            for p in np.flatnonzero(flat != 0):
+                x, y = _xy(int(p), s)
+                if int(p) in numbered:
+                    marked.add(int(p))
+                    out += _mark(x + 0.7 * dx, y + 0.7 * dy + NUMBER_SHIFT, 0.7 * side, colour,
+                                 {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
+                                  "data-value": str(int(flat[p]))})
+                    continue
+                out += _mark(x + dx, y + dy, side, colour,
+                             {"class": "overlay", "data-plane": name, "data-point": coords.to_gtp(int(p), s),
+                              "data-value": str(int(flat[p]))})
+        top = span + 2 * MARGIN + 4
+        for row, entries in enumerate(_legend_rows(b, width)):
+            x = 8.0
+            y = top + row * LEGEND_ROW + LEGEND_ROW / 2
+            for i, name in entries:
+                out += _mark(x + 7, y, 12, PALETTE[i % len(PALETTE)], {"class": "legend-mark", "data-plane": name})
+                out.append(("text", x + 18, y, name, 12, "#111", {"class": "legend", "data-plane": name,
+                                                                  "text-anchor": "start"}))
+                x += 26 + 7 * len(name)
     if b.stones is not None:  # numbers above the overlays, so both stay readable
         for p, num in sorted(b.numbers.items()):
             if b.stones[p] != 0:
                 x, y = _xy(p, s)
                 text = str(num)
-                out.append(("text", x, y, text, 13 if len(text) < 3 else 10, "#fff" if b.stones[p] == 1 else "#000",
-                            {"class": "number"}))
+                black = b.stones[p] == 1
+                colour = "#fff" if black else "#000"
+                if p in marked:  # above the marks, with a halo of the stone's colour
+                    out.append(("text", x, y - 1.6 * NUMBER_SHIFT, text, 9, colour,
+                                {"class": "number", "data-point": coords.to_gtp(p, s),
+                                 "halo": "#111" if black else "#f8f8f8"}))
+                else:
+                    out.append(("text", x, y, text, 13 if len(text) < 3 else 10, colour,
+                                {"class": "number", "data-point": coords.to_gtp(p, s)}))
     if b.last_move is not None and 0 <= b.last_move < n:
         x, y = _xy(b.last_move, s)
         if b.stones is not None and b.stones[b.last_move] != 0 and b.last_move in b.numbers:  # ring the stone
@@ -159,9 +231,9 @@ def _attrs(attrs: dict) -> str:
 
 def to_svg(b: Board) -> str:
     """The board as a standalone SVG document (no external references)."""
-    side = (b.size - 1) * CELL + 2 * MARGIN
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="board" viewBox="0 0 {side} {side}" '
-             f'width="{side}" height="{side}" data-size="{b.size}" font-family="sans-serif">']
+    width, height = canvas(b)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="board" viewBox="0 0 {width} {height}" '
+             f'width="{width}" height="{height}" data-size="{b.size}" font-family="sans-serif">']
     for prim in primitives(b):
         kind = prim[0]
         if kind == "rect":
@@ -180,8 +252,12 @@ def to_svg(b: Board) -> str:
                          + (f' fill-opacity="{op}"' if op != 1.0 else "") + _attrs(attrs) + "/>")
         else:
             _, x, y, text, px, fill, attrs = prim
-            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" fill="{fill}" text-anchor="middle" '
-                         f'dominant-baseline="central"{_attrs(attrs)}>{html.escape(text)}</text>')
+            attrs = dict(attrs)
+            anchor = attrs.pop("text-anchor", "middle")
+            halo = attrs.pop("halo", None)
+            stroke = f' stroke="{halo}" stroke-width="3" paint-order="stroke"' if halo else ""
+            parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{px}" fill="{fill}" text-anchor="{anchor}" '
+                         f'dominant-baseline="central"{stroke}{_attrs(attrs)}>{html.escape(text)}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -192,22 +268,25 @@ def to_png(b: Board, path, dpi: int = 100) -> None:
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib import patheffects
     from matplotlib.patches import Circle, Rectangle
 
-    side = (b.size - 1) * CELL + 2 * MARGIN
-    fig = plt.figure(figsize=(side / dpi, side / dpi), dpi=dpi)
+    width, height = canvas(b)
+    fig = plt.figure(figsize=(width / dpi, height / dpi), dpi=dpi)
     ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(0, side)
-    ax.set_ylim(side, 0)
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)
     ax.set_aspect("equal")
     ax.axis("off")
     pt = 72 / dpi  # pixels -> points
     for z, prim in enumerate(primitives(b)):
         kind = prim[0]
         if kind == "rect":
-            _, x, y, w, h, fill, op, _attrs_ = prim
+            _, x, y, w, h, fill, op, attrs = prim
             if op > 0:
-                ax.add_patch(Rectangle((x, y), w, h, facecolor=fill, alpha=op, edgecolor="none", zorder=z))
+                edge = attrs.get("stroke")
+                ax.add_patch(Rectangle((x, y), w, h, facecolor=fill, alpha=op, edgecolor=edge or "none",
+                                       linewidth=float(attrs.get("stroke-width", 1)) * pt if edge else 0, zorder=z))
         elif kind == "line":
             _, x1, y1, x2, y2, colour, width = prim
             ax.plot([x1, x2], [y1, y2], color=colour, linewidth=width * pt, zorder=z)
@@ -218,10 +297,12 @@ def to_png(b: Board, path, dpi: int = 100) -> None:
                                 edgecolor=stroke or "none", linewidth=sw if stroke else 0, zorder=z))
         else:
             _, x, y, text, px, fill, attrs = prim
-            ax.text(x, y, text, fontsize=px * pt, color=fill, ha="center", va="center", zorder=z,
-                    fontweight=attrs.get("font-weight", "normal"))
+            effects = [patheffects.withStroke(linewidth=3 * pt, foreground=attrs["halo"])] if "halo" in attrs else []
+            ax.text(x, y, text, fontsize=px * pt, color=fill, va="center", zorder=z,
+                    ha="left" if attrs.get("text-anchor") == "start" else "center",
+                    fontweight=attrs.get("font-weight", "normal"), path_effects=effects)
     fig.savefig(path, format="png", dpi=dpi)
     plt.close(fig)
 
 
-__all__ = ["Board", "PALETTE", "primitives", "star_points", "to_png", "to_svg", "top_moves"]
+__all__ = ["Board", "PALETTE", "canvas", "primitives", "star_points", "to_png", "to_svg", "top_moves"]

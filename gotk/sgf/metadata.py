@@ -106,9 +106,12 @@ def rank_label(value: float | None) -> str:
 
 
 #: Rank bands for reports (``gotk eval --by rank``, ``gotk stats``): (name, lowest, highest) on the rank scale.
-RANK_BANDS: tuple[tuple[str, int, int], ...] = (
-    ("30k-10k", -29, -9), ("9k-1k", -8, 0), ("1d-3d", 1, 3), ("4d-5d", 4, 5), ("6d", 6, 6), ("7d", 7, 7),
-    ("8d", 8, 8), ("9d", 9, 9), ("pro", RANK_PRO_BASE + 1, RANK_PRO_BASE + 9))
+#: One rule for every rank a report writes: a rank is its :func:`rank_label` (``3p``) and a band is named by
+#: the labels of its ends (``1p-9p``), so a chart of ranks and a table of bands say the same thing.
+RANK_BANDS: tuple[tuple[str, int, int], ...] = tuple(
+    (rank_label(lo) if lo == hi else f"{rank_label(lo)}-{rank_label(hi)}", lo, hi)
+    for lo, hi in ((-29, -9), (-8, 0), (1, 3), (4, 5), (6, 6), (7, 7), (8, 8), (9, 9),
+                   (RANK_PRO_BASE + 1, RANK_PRO_BASE + 9)))
 
 
 def rank_band(value: float | None) -> str:

@@ -198,19 +198,14 @@ async function analysePage(query) {
        size <input id="size" type="number" min="2" max="25" value="${setup.size}" style="width:4em">
        <button id="pass">pass</button> <button id="undo">undo</button> <button id="clear">clear</button></p>`}
     <p>search <input id="visits" type="number" min="0" max="5000" step="1" value="${setup.visits}" style="width:6em"> visits
-       per agent with a value head (0: the network alone) <button id="search">search</button></p>
-    <div class="viewer"><div class="board-wrap" id="board">…</div><div class="agents" id="agents"></div></div>`;
+       per agent with a value head (0: the network alone) <button id="search">search</button>
+       <span id="search-status" class="muted"></span></p>
+    <div class="analyse"><div class="board-wrap" id="board">…</div><div class="agents" id="agents"></div></div>`;
   const refresh = async () => {
     const src = fromData ? source : {size: setup.size, komi: setup.komi, handicap: 0, moves: setup.moves};
     const r = await api("/api/analyse", {source: src, top: 10, visits: setup.visits});
     $("#board").innerHTML = `<p class="status">${r.to_play === "B" ? "Black" : "White"} to play</p>` + r.svg;
-    $("#agents").innerHTML = r.results.map(a => a.error
-      ? `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3><p class="muted">${esc(a.error)}</p></div>`
-      : `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3>
-         <p>value (${r.to_play === "B" ? "Black" : "White"}'s view): <b class="value">${a.value === null ? "no value head" : a.value.toFixed(3)}</b> · pass ${(100 * a.pass).toFixed(1)}%</p>
-         ${a.svg}
-         <ol class="top-moves">${a.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol>
-         ${a.search ? searchBox(a.search, r.to_play) : ""}</div>`).join("");
+    $("#agents").innerHTML = r.results.map(a => agentCard(a, r.to_play)).join("");
     if (!fromData) {
       $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", async () => {
         setup.moves.push(t.dataset.point);
@@ -221,7 +216,13 @@ async function analysePage(query) {
   const runSearch = () => {
     const v = parseInt($("#visits").value, 10);
     setup.visits = Number.isFinite(v) ? v : 0;
-    refresh().then(() => showError("")).catch(e => showError(e.message));
+    $("#search").disabled = true;
+    $("#search-status").textContent = setup.visits ? `searching ${setup.visits} visits…` : "";
+    refresh().then(() => showError("")).catch(e => showError(e.message)).finally(() => {
+      if (!$("#search")) return;  // the page changed meanwhile
+      $("#search").disabled = false;
+      $("#search-status").textContent = "";
+    });
   };
   $("#search").onclick = runSearch;
   $("#visits").addEventListener("keydown", ev => { if (ev.key === "Enter") runSearch(); });
@@ -232,6 +233,19 @@ async function analysePage(query) {
     $("#size").onchange = ev => { setup.size = parseInt(ev.target.value, 10); setup.moves = []; refresh().catch(e => showError(e.message)); };
   }
   await refresh();
+}
+
+function agentCard(a, toPlay) {
+  // one agent: its policy (heat map and top moves) beside its search, so that a search's result shows
+  // without scrolling; the random player has no policy to draw, and says so
+  const head = `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3>`;
+  if (a.error) return head + `<p class="muted">${esc(a.error)}</p></div>`;
+  const search = a.search ? searchBox(a.search, toPlay) : "";
+  if (a.uniform) return head + `<p class="no-policy">${esc(a.note)}</p>${search}</div>`;
+  return head + `<p>value (${toPlay === "B" ? "Black" : "White"}'s view): <b class="value">${a.value === null ? "no value head" : a.value.toFixed(3)}</b> · pass ${(100 * a.pass).toFixed(1)}%</p>
+    <div class="card-body"><div class="policy"><h4>policy</h4>${a.svg}
+      <ol class="top-moves">${a.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol></div>
+    ${search}</div></div>`;
 }
 
 function searchBox(sr, toPlay) {
@@ -247,9 +261,14 @@ function searchBox(sr, toPlay) {
 
 // --- play against an agent --------------------------------------------------------------------------
 
-const game = {agent: "random", human: "B", size: 9, komi: 7.5, handicap: 0, visits: 0, moves: [], over: false, result: null};
+const game = {agent: null, human: "B", size: 9, komi: 7.5, handicap: 0, visits: 0, moves: [], over: false, result: null};
 
 async function playPage() {
+  if (game.agent === null) {  // the first agent file given to gotk serve, on its board size; else the random player
+    const first = INFO.agents.find(a => a.id !== "random") || INFO.agents[0];
+    game.agent = first.id;
+    game.size = first.board_size || game.size;
+  }
   const opts = INFO.agents.map(a => `<option value="${esc(a.id)}" ${a.id === game.agent ? "selected" : ""}>${esc(a.name)}</option>`).join("");
   main().innerHTML = `<h2>Play against an agent</h2>
     <form class="filters" id="newgame">
@@ -271,8 +290,9 @@ async function playPage() {
     $("#psize").disabled = !!a.board_size;
     if (a.board_size) $("#psize").value = a.board_size;
   };
-  $("#agent").addEventListener("change", fixSize);
   fixSize();
+  // choosing another agent starts a new game with it at once (the page never shows one agent and plays another)
+  $("#agent").addEventListener("change", () => { fixSize(); $("#newgame").requestSubmit(); });
   $("#newgame").addEventListener("submit", async ev => {
     ev.preventDefault();
     const agentSel = $("#agent").value;
@@ -315,13 +335,17 @@ async function playPage() {
   await send(null);
 }
 
+let playSeq = 0;  // only the latest request's answer is drawn (a new game may be asked for while one is pending)
+
 async function send(move) {
   if (move !== null && game.over) return;
+  const seq = ++playSeq;
   let r;
   try {
     r = await api("/api/play", {agent: game.agent, human: game.human, size: game.size, komi: game.komi,
                                handicap: game.handicap, moves: game.moves, move, visits: game.visits});
-  } catch (e) { showError(e.message); return; }
+  } catch (e) { if (seq === playSeq) showError(e.message); return; }
+  if (seq !== playSeq || !$("#board")) return;
   showError("");
   game.moves = r.moves; game.over = r.over; game.result = r.result;
   $("#psize").value = game.size;
