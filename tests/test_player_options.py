@@ -27,8 +27,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "seconds": (["--seconds"], None, "Search for this many seconds per move (with --visits: whichever comes "
                 "first)."),
     "batch": (["--batch"], 8, "Leaves evaluated per network call (virtual loss)."),
-    "c_puct": (["--c-puct"], 1.25, "PUCT exploration constant."),
-    "fpu": (["--fpu"], 0.25, "First-play-urgency reduction for unvisited moves."),
+    "c_puct": (["--c-puct"], 5.0, "PUCT exploration constant."),
+    "fpu": (["--fpu"], 0.0, "First-play-urgency reduction for unvisited moves."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
 }
 
@@ -74,3 +74,12 @@ def test_gtp_random_plays_with_the_shared_options():
     assert r.returncode == 0, r.stderr
     replies = [line for line in r.stdout.splitlines() if line]
     assert replies[0] == "=" and re.fullmatch(r"= ([A-HJ][1-9]|pass)", replies[1]), r.stdout
+
+
+def test_search_options_default_to_the_search_defaults():
+    """``gotk gtp`` / ``gotk match`` search with :class:`SearchConfig`'s tuned defaults unless told otherwise."""
+    from gotk.cli.player_options import PlayerOptions
+    from gotk.search.puct import SearchConfig
+
+    cfg = PlayerOptions().search_config(seed=None)
+    assert (cfg.c_puct, cfg.fpu) == (SearchConfig().c_puct, SearchConfig().fpu)

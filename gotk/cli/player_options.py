@@ -44,8 +44,9 @@ class PlayerOptions:
     seconds: float | None = _option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
                                     "whichever comes first).")
     batch: int = _option(8, "--batch", help="Leaves evaluated per network call (virtual loss).")
-    c_puct: float = _option(1.25, "--c-puct", help="PUCT exploration constant.")
-    fpu: float = _option(0.25, "--fpu", help="First-play-urgency reduction for unvisited moves.")
+    # the search's own defaults (gotk.search.puct.SearchConfig; tests/test_player_options.py holds them equal)
+    c_puct: float = _option(5.0, "--c-puct", help="PUCT exploration constant.")
+    fpu: float = _option(0.0, "--fpu", help="First-play-urgency reduction for unvisited moves.")
     resign_min_move: int = _option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
 
