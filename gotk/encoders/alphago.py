@@ -212,8 +212,7 @@ def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
 
     The pass over the points only notes the few legal points next to a string that ladders concern (an
     opponent string with two liberties, an own string in atari); a second pass collects their moves. Kept
-    in the first pass, that work made the hot loop spill registers: a third of the loop's time went to it
-    (BENCHMARKS.md)."""
+    in the first pass, that work made the hot loop spill registers."""
     board, head, nxt, libs, ssize, placed = e.board, e.head, e.nxt, e.libs, e.ssize, e.placed
     mark, meta, nbr, diag = e.mark, e.meta, e.nbr, e.diag
     n = board.shape[0]
@@ -407,7 +406,7 @@ class AlphaGoEncoder(FillEncoder):
     name = "alphago"
     version = 1
     dtype = "bit"
-    compile_ahead = True  # its own kernels are most of a first run's compile (BENCHMARKS.md)
+    compile_ahead = True  # its own kernels are most of a first run's compile
 
     def __init__(self, board_size: int = 19, player_plane: bool = False, ladders: bool = True, *,
                  cache_ladders: bool = True) -> None:

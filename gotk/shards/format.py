@@ -28,7 +28,7 @@ from gotk.atomic import temp_path
 from gotk.hashing import sha256_file
 from gotk.storage import Storage
 
-SCHEMA_VERSION = 2  # 2: games.parquet gained normalised metadata (issue 14); shard rows unchanged
+SCHEMA_VERSION = 2  # 2: games.parquet holds the normalised metadata columns; shard rows as in 1
 ROW_GROUP_ROWS = 8192
 ZSTD_LEVEL = 1
 METADATA_KEY = b"gotk"
