@@ -54,7 +54,8 @@ assert (_code("B"), _code("W"), _code("SZ"), _code("AB"), _code("AW"), _code("AE
 # Byte classes and move letters are looked up in tables (numba compiles them in as constants): the
 # kernel's branches are what numba's passes and LLVM spend a fresh install's first run on, and a
 # lookup replaces two to four chained comparisons (less compile time for the scan). The kernel stays one plain
-# function: a helper split out of it cost more to compile than it saved. It takes its outputs preallocated by the caller.
+# function: a helper split out of it cost more to compile than it saved. It takes its outputs preallocated by
+# the caller.
 # Space: the bytes of a bytes regex's \s (sgfmill skips these between tokens): \t \n \v \f \r and space.
 _SPACE, _UPPER, _LOWER, _DIGIT = 1, 2, 4, 8
 _LETTER = _UPPER | _LOWER
