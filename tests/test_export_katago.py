@@ -342,13 +342,13 @@ def test_superko_ban_kernel():
     history = np.sort(np.array([after.hash, 12345], dtype=np.uint64))
     out = np.zeros(361, dtype=np.uint8)
     keys = np.zeros(3, dtype=np.uint64)
-    KK.superko_banned(st.e, BLACK, False, False,
+    KK.superko_banned(st.engine_arrays, BLACK, False, False,
                       keys, history, out)
     assert set(np.flatnonzero(out)) == {P(3, 4)}
     keys = np.array([0, 11, 22], dtype=np.uint64)  # situational: the side to move is part of the position
     for to_move, banned in ((WHITE, {P(3, 4)}), (BLACK, set())):
         history = np.sort(np.array([after.hash ^ int(keys[to_move])], dtype=np.uint64))
-        KK.superko_banned(st.e, BLACK, False, True,
+        KK.superko_banned(st.engine_arrays, BLACK, False, True,
                           keys, history, out)
         assert set(np.flatnonzero(out)) == banned
 

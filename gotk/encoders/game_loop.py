@@ -30,7 +30,8 @@ from gotk.game.replay import BoardTrace, GameBatch, stop_error
 FILL_ARGS = "e, color"
 
 LOOP_TEMPLATE = """\
-def {name}(out, labels, move_numbers, to_play, e, colors, points, allow_suicide, include_passes, skip_first):
+def {name}(out, labels, move_numbers, to_play, t, colors, points, allow_suicide, include_passes, skip_first):
+    e = Engine(*t)
     n = e.board.shape[0]
     j = 0
     for i in range(points.shape[0]):
@@ -164,8 +165,9 @@ _LOOPS: dict[tuple[int, bool], tuple[Any, Any]] = {}
 def game_loop_for(fill, with_state: bool = False):
     """The compiled game loop calling ``fill`` (built once per fill, cached across processes).
 
-    Signature: ``loop(out, labels, move_numbers, to_play, e, colors, points, allow_suicide, include_passes,
-    skip_first)`` →
+    Signature: ``loop(out, labels, move_numbers, to_play, t, colors, points, allow_suicide, include_passes,
+    skip_first)`` (``t``: the position's Engine arrays as a plain tuple, which numba dispatches from Python several
+    times faster than the named tuple; the loop rebuilds the Engine) →
     ``(rows_written, moves_replayed, status)``. With ``with_state`` the loop takes one more argument,
     ``state``, passed on as the fill's last argument: what the fill keeps from one position of the
     game to the next (a cache).
@@ -267,7 +269,8 @@ def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_n
     points = np.ascontiguousarray(record.points, dtype=np.int32)
     colors = np.ascontiguousarray(record.colors, dtype=np.int64)
     loop = game_loop_for(fill, state_maker is not None)
-    args = (out, labels, move_numbers, to_play, state.e, colors, points, state.rules.suicide, bool(include_passes),
+    args = (out, labels, move_numbers, to_play, state.engine_arrays, colors, points, state.rules.suicide,
+            bool(include_passes),
             max(0, int(skip_first)))
     if state_maker is not None:
         args += (state_maker(record.size * record.size),)
@@ -338,7 +341,8 @@ def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include
         labels = np.empty(cap, dtype=np.int16)
         move_numbers = np.empty(cap, dtype=np.int32)
         to_play = np.empty(cap, dtype=np.int8)
-        rows, replayed, status = loop(out, labels, move_numbers, to_play, state.e, cols, pts, state.rules.suicide,
+        rows, replayed, status = loop(out, labels, move_numbers, to_play, state.engine_arrays, cols, pts,
+                                      state.rules.suicide,
                                       bool(include_passes), first, *extra)
         rows, replayed, status = int(rows), a + int(replayed), int(status)
         move_numbers[:rows] += a

@@ -202,7 +202,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
         point = int(points[t])
         board, head, libs = state.board, state.head, state.libs
 
-        KL.load(scr, state.e)
+        KL.load(scr, state.engine_arrays)
         KL.iter_ladders(scr, nbr, laddered, working)
         ladder_hist.append(laddered.copy())
 
@@ -229,7 +229,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
             else:
                 b[9 + k, pos19[points[j]]] = 1
         if kr.ko != "simple":
-            KK.superko_banned(state.e, pla, kr.suicide, kr.ko == "situational", _PLAYER_KEY,
+            KK.superko_banned(state.engine_arrays, pla, kr.suicide, kr.ko == "situational", _PLAYER_KEY,
                               np.sort(np.array(ko_history, dtype=np.uint64)), banned)
             b[6, pos19[banned == 1]] = 1
 
@@ -261,7 +261,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
 
         # play the move and follow KataGo's phase bookkeeping
         before = int(state.hashv[0])
-        st = K.play(state.e, point, pla, kr.suicide)
+        st = state.play_status(point, pla, kr.suicide)
         if st != K.OK:  # cannot happen after _check; kept so a disagreement never writes bad rows
             raise SGFError("illegal_move", f"move {t + 1} refused by the engine")
         boards.append(state.board.copy())

@@ -153,10 +153,11 @@ def calculate_area(board, head, nxt, nbr, suicide_legal, non_pass_alive_stones, 
 
 
 @compiled
-def superko_banned(e, pla, suicide_legal, situational, player_key, history, out):
+def superko_banned(t, pla, suicide_legal, situational, player_key, history, out):
     """``out[p] = 1`` where ``pla`` playing ``p`` is pseudo-legal (empty, not the simple-ko point, not an
     illegal suicide) but recreates a position in ``history`` (sorted ko hashes: the position hash,
     xor ``player_key[c]`` of the player to move when ``situational``)."""
+    e = K.Engine(*t)  # the position's arrays as a plain tuple: numba's fast dispatch from Python
     board, head, nxt, libs, meta, hashv, nbr, zob = e.board, e.head, e.nxt, e.libs, e.meta, e.hashv, e.nbr, e.zob
     n = board.shape[0]
     opp = 3 - pla

@@ -57,8 +57,9 @@ def make_scratch(n):
 
 
 @kernel
-def load(scr, e):
-    """Copy the position ``e`` into layer 0."""
+def load(scr, t):
+    """Copy the position whose Engine's arrays are the plain tuple ``t`` into layer 0."""
+    e = K.Engine(*t)
     sb, si, sm = scr.board, scr.ints, scr.meta
     board, head, nxt, libs, ssize, meta = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta
     for j in range(board.shape[0]):

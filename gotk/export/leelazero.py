@@ -46,9 +46,10 @@ _POLICY_ZEROS = np.frombuffer((" ".join(["0"] * (N + 1)) + "\n").encode(), dtype
 
 
 @compiled
-def _boards(e, colors, points, allow_suicide, out):
-    """``out[0]`` = the start position ``e``, ``out[i + 1]`` = the board after move ``i``. Returns
-    ``(moves_played, status)`` (status != 0: move ``moves_played`` is illegal)."""
+def _boards(t, colors, points, allow_suicide, out):
+    """``out[0]`` = the start position (its Engine's arrays as a plain tuple ``t``), ``out[i + 1]`` = the board after
+    move ``i``. Returns ``(moves_played, status)`` (status != 0: move ``moves_played`` is illegal)."""
+    e = K.Engine(*t)
     out[0] = e.board
     for i in range(points.shape[0]):
         st = K.play(e, points[i], colors[i], allow_suicide)
@@ -86,7 +87,7 @@ def game_boards(record: GameRecord) -> np.ndarray:
     state = initial_state(record)  # rules from RU (suicide under NZ / Tromp-Taylor); simple ko, as the scan
     n = record.size * record.size
     boards = np.empty((record.num_moves + 1, n), dtype=np.int8)
-    played, status = _boards(state.e, record.colors.astype(np.int64), record.points.astype(np.int32),
+    played, status = _boards(state.engine_arrays, record.colors.astype(np.int64), record.points.astype(np.int32),
                              state.rules.suicide, boards)
     error = stop_error(record, int(status), int(played), record.colors, record.points)
     if error is not None:

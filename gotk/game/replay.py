@@ -96,12 +96,7 @@ def replay(record: GameRecord, rules: Rules | None = None, min_moves: int = 1,
     points = record.points.astype(np.int32)
     colors = record.colors.astype(np.int64)
     hashes = np.zeros(len(points) + 1, dtype=np.uint64)
-    if state.rules.superko:
-        state._grow()  # a repetition is played recorded, then undone
-        played, status = K.replay_moves_superko(state.e, colors, points, state.rules.suicide, hashes)
-    else:
-        played, status = K.replay_moves(state.e, colors, points, state.rules.suicide, hashes)
-    played = int(played)
+    played, status = state.replay_moves(colors, points, hashes)
     if keep_history:
         state.history = list(zip(record.colors[:played].tolist(), record.points[:played].tolist(), strict=True))
         if state._seen is not None:

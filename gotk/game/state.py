@@ -89,6 +89,12 @@ def _empty_arrays(size: int) -> tuple[np.ndarray, ...]:
 
 
 _NO_LOG = np.empty((0, 3), dtype=np.int32)
+
+
+@cache
+def _log_room(size: int) -> int:
+    """Log entries a fresh copy starts with: one move's bound plus the few entries of a search path's moves."""
+    return K.move_log_bound(size * size) + 256
 _NO_MOVES = np.empty((0, K.MV_LEN), dtype=np.int64)
 
 
@@ -130,6 +136,26 @@ def _undo(t):
 @kernel
 def _legal_mask(t, color, allow_suicide, out):
     K.legal_mask(K.Engine(*t), color, allow_suicide, out)
+
+
+@kernel
+def _play(t, point, color, allow_suicide):
+    return K.play(K.Engine(*t), point, color, allow_suicide)
+
+
+@kernel
+def _setup_position(t, stack):
+    return K.setup_position(K.Engine(*t), stack)
+
+
+@kernel
+def _replay_moves(t, colors, points, allow_suicide, hashes):
+    return K.replay_moves(K.Engine(*t), colors, points, allow_suicide, hashes)
+
+
+@kernel
+def _replay_moves_superko(t, colors, points, allow_suicide, hashes):
+    return K.replay_moves_superko(K.Engine(*t), colors, points, allow_suicide, hashes)
 
 
 def _engine_property(name: str) -> property:
@@ -201,7 +227,7 @@ class GameState:
                 self.board[p] = color
                 self.placed[p] = -1
         self.meta[[K.M_DEPTH, K.M_TOP]] = 0
-        p = K.setup_position(self.e, np.empty(n, dtype=np.int32))
+        p = _setup_position(self._t, np.empty(n, dtype=np.int32))
         if p >= 0:
             raise IllegalMoveError("bad_setup", f"setup leaves a string without liberties at "
                                    f"{coords.to_gtp(int(p), self.size)}")
@@ -219,13 +245,18 @@ class GameState:
         return self
 
     def copy(self) -> GameState:
-        """An independent copy (arrays copied, tables shared; the copy's undo log starts empty)."""
+        """An independent copy (arrays copied, tables shared; the copy has nothing to undo yet)."""
         other = object.__new__(GameState)
         for name in ("size", "rules", "komi", "_setup"):
             setattr(other, name, getattr(self, name))
-        e = self.e
-        other.e = K.Engine(*(a.copy() for a in position_arrays(e)), _NO_LOG, _NO_MOVES, e.nbr, e.diag, e.zob)
-        other.e.meta[[K.M_DEPTH, K.M_TOP]] = 0
+        e = self._e
+        meta = e.meta.copy()
+        meta[K.M_DEPTH] = 0
+        meta[K.M_TOP] = 0
+        # a log with room for the first moves played on the copy (a search's path): no failed first move, no regrowth
+        other.e = K.Engine(e.board.copy(), e.head.copy(), e.nxt.copy(), e.libs.copy(), e.ssize.copy(), e.placed.copy(),
+                           e.mark.copy(), meta, e.hashv.copy(), np.empty((_log_room(self.size), 3), np.int32),
+                           np.empty((16, K.MV_LEN), np.int64), e.nbr, e.diag, e.zob)
         other.history = list(self.history)
         other._seen = set(self._seen) if self._seen is not None else None
         return other
@@ -311,6 +342,26 @@ class GameState:
             self._grow()
             st = _play_recorded(self._t, point, color, self.rules.suicide)
         return st
+
+    def play_status(self, point: int, color: int, allow_suicide: bool | None = None) -> int:
+        """The engine's move, unrecorded and outside the history (a tool replaying a known game, e.g. an exporter):
+        returns the engine status (``K.OK`` or why the move is illegal; the position is then unchanged). Moves
+        recorded before it can no longer be undone. ``allow_suicide``: default, the state's rules."""
+        suicide = self.rules.suicide if allow_suicide is None else allow_suicide
+        self.meta[K.M_DEPTH] = 0
+        self.meta[K.M_TOP] = 0
+        return int(_play(self._t, point, color, suicide))
+
+    def replay_moves(self, colors: np.ndarray, points: np.ndarray, hashes: np.ndarray) -> tuple[int, int]:
+        """:func:`gotk.game.kernels.replay_moves` (``replay_moves_superko`` under superko rules) of this position in
+        one compiled call: ``(moves played, engine status)``; ``hashes`` receives the position hashes. The moves
+        go on neither the history nor the undo log."""
+        if self.rules.superko:
+            self._grow()  # a repetition is played recorded, then undone
+            played, status = _replay_moves_superko(self._t, colors, points, self.rules.suicide, hashes)
+        else:
+            played, status = _replay_moves(self._t, colors, points, self.rules.suicide, hashes)
+        return int(played), int(status)
 
     def _grow(self) -> None:
         """Room in the undo log for at least one more recorded move."""
