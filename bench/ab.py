@@ -10,7 +10,7 @@ checkout (each imports its own ``gotk``; numba caches are per checkout), best of
 * ``encoders``: each encoder's ``encode_game`` on 300 games of 2017-03 (positions/s), alphago with and
   without ladders; the SHA-256 of every encoder's planes must agree between the sides;
 * ``search``: PUCT playouts/s of the default 6x64 network (untrained, both heads) at batch 8, one torch thread,
-  200 visits on each of 4 positions of the built-in sample.
+  200 visits on each of 4 positions of the built-in sample, ``c_puct`` 1.25 and ``fpu`` 0.25 on both sides.
 
 Usage::
 
@@ -135,7 +135,8 @@ states = positions(4, 23)
 def run():
     done = 0
     for state in states:
-        search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=200, batch=8))
+        # the same selection constants on both sides (their defaults may differ between checkouts)
+        search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=200, batch=8, c_puct=1.25, fpu=0.25))
         search.set_position(state)
         done += search.run(visits=200)
     return done

@@ -57,10 +57,9 @@ def tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(nbr, diag, zobrist)`` for a board size, built once and shared (never written).
 
     ``nbr`` and ``diag`` are flagged read-only. ``zobrist`` is not, although nothing writes it: numba
-    compiles one specialisation per argument type and a read-only array is a type of its own, so a
-    read-only table here would give the engine's ``play_move`` (and what it calls) a second compiled
-    copy beside the one the ladder reader and the exporters use with their own writable tables: one
-    more compile on a fresh install's first command.
+    compiles one specialisation per argument type and a read-only array is a type of its own, and every
+    :class:`~gotk.game.kernels.Engine` has tables of these types (the ladder reader's and the KataGo exporter's
+    scratch positions too), so that the engine's kernels compile once for all of them.
     """
     if not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
         raise ValueError(f"board size {size} is outside {coords.MIN_SIZE}..{coords.MAX_SIZE}")
