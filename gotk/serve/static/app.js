@@ -348,7 +348,6 @@ async function send(move) {
   if (seq !== playSeq || !$("#board")) return;
   showError("");
   game.moves = r.moves; game.over = r.over; game.result = r.result;
-  $("#psize").value = game.size;
   $("#board").innerHTML = r.svg;
   $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", () => send(t.dataset.point)));
   $("#status").textContent = r.over ? `game over: ${r.result}` :
