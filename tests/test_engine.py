@@ -11,6 +11,7 @@ import pytest
 
 from gotk import coords
 from gotk.errors import IllegalMoveError
+from gotk.game import batch as B
 from gotk.game import kernels as K
 from gotk.game.handicap import fixed_handicap_points, max_fixed_handicap
 from gotk.game.replay import initial_state, iter_positions, replay
@@ -636,12 +637,12 @@ def test_replay_batch_equals_replay_game_by_game():
     from gotk.game.replay import GameBatch, replay_batch, stop_error
 
     result = replay_batch(GameBatch.from_records(records))
-    assert result[:, 1].tolist().count(K.SETUP_FAILED) == 2
+    assert result[:, 1].tolist().count(B.SETUP_FAILED) == 2
     for r, (played, status) in zip(records, result.tolist(), strict=True):
         try:
             want = replay(r, min_moves=0, keep_history=False)
         except Exception as e:  # noqa: BLE001 - compared below
-            assert status == K.SETUP_FAILED and getattr(e, "reason", "") == "bad_setup"
+            assert status == B.SETUP_FAILED and getattr(e, "reason", "") == "bad_setup"
             continue
         error = stop_error(r, status, played, r.colors, r.points)
         assert played == want.moves_played and str(error) == str(want.error)
@@ -695,14 +696,14 @@ def test_replay_batch_trace_gives_every_board_the_engine_plays():
     result, trace = replay_batch(batch, trace=True)
     assert np.array_equal(result, replay_batch(batch)) and np.array_equal(trace.played, result[:, 0])
     statuses = result[:, 1].tolist()
-    assert statuses.count(K.SETUP_FAILED) == 1 and statuses.count(K.OCCUPIED) == 2 and statuses.count(K.KO) == 1
+    assert statuses.count(B.SETUP_FAILED) == 1 and statuses.count(K.OCCUPIED) == 2 and statuses.count(K.KO) == 1
     seen = {"capture": 0, "suicide": 0}
     for g, rec in enumerate(records):
-        if statuses[g] == K.SETUP_FAILED:
+        if statuses[g] == B.SETUP_FAILED:
             continue
         state = initial_state(rec)
         board = state.board.copy()
-        m0 = int(batch.games[g, K.G_M0])
+        m0 = int(batch.games[g, B.G_M0])
         for i in range(int(trace.played[g])):
             p, color = int(rec.points[i]), int(rec.colors[i])
             state.play(p, color)

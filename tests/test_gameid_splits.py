@@ -54,7 +54,7 @@ PINNED_ID = "a443ee818665a67430859923992401cf"
 def test_game_ids_of_a_batch_are_each_game_id():
     """``game_ids`` (many games at once, as the scan computes them) gives each record's ``game_id``: with setup
     stones in any order, empties, passes, games without moves and the pinned game."""
-    from gotk.game import kernels as K
+    from gotk.game import batch as B
     from gotk.game.replay import GameBatch
     from gotk.shards.gameid import game_ids
 
@@ -64,7 +64,7 @@ def test_game_ids_of_a_batch_are_each_game_id():
     b = GameBatch.from_records(recs)
     moves = np.append(b.games[:, 0], b.games[-1, 1])
     setup = [(pts, np.append(b.games[:, c], b.games[-1, c + 1]))
-             for pts, c in ((b.setup_b, K.G_B0), (b.setup_w, K.G_W0), (b.setup_e, K.G_E0))]
+             for pts, c in ((b.setup_b, B.G_B0), (b.setup_w, B.G_W0), (b.setup_e, B.G_E0))]
     assert game_ids(19, b.colors, b.points, moves, setup) == [game_id(r) for r in recs]
     assert game_ids(19, b.colors, b.points, moves, setup)[0] == PINNED_ID
 

@@ -17,6 +17,7 @@ from gotk import jit
 from gotk.encoders.alphago import AlphaGoEncoder, fill_noladders_lists, local_planes
 from gotk.encoders.game_loop import batch_loop_for, game_loop_for
 from gotk.encoders.registry import get_encoder
+from gotk.game import batch as B
 from gotk.game import kernels as K
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +28,7 @@ def test_hot_kernels_count_no_references():
     """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
     a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
     for fn in (K.play, K.play_recorded, K.undo, K.check_move, K.count_libs, K.legal_mask, K.replay_moves,
-               K.replay_games, local_planes, fill_noladders_lists):
+               B.replay_games, local_planes, fill_noladders_lists):
         assert jit.is_kernel(fn), fn.py_func.__name__
     for name in ("oneplane", "sevenplane", "simple"):
         enc = get_encoder(name)

@@ -24,6 +24,7 @@ import numpy as np
 
 from gotk import jit
 from gotk.encoders.base import EncodedGame, Encoder, kept_count
+from gotk.game import batch as B
 from gotk.game import kernels as K
 from gotk.game.replay import BoardTrace, GameBatch, stop_error
 
@@ -58,7 +59,7 @@ def {name}(out, labels, move_numbers, to_play, t, colors, points, allow_suicide,
 #: none), so a row written for an illegal move and dropped is clean again when the next game's row takes
 #: its place. Stops at a game whose setup is unusable (its index is returned beside the rows written; the
 #: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]``, ``[g, 8]``
-#: and ``[g, 9]`` are the ``K.G_M0``, ``K.G_M1``, ``K.G_SUICIDE`` and ``K.G_START`` columns.
+#: and ``[g, 9]`` are the ``B.G_M0``, ``B.G_M1``, ``B.G_SUICIDE`` and ``B.G_START`` columns.
 BATCH_TEMPLATE = """\
 def {name}(out, labels, move_numbers, to_play, result, games, colors, points, e, starts, include_passes, skip_first,
            zero_rows):
@@ -149,7 +150,7 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
-    env = {"play": K.play, "start_game": K.start_game, "Engine": K.Engine, "np": np, "__name__": module}
+    env = {"play": K.play, "start_game": B.start_game, "Engine": K.Engine, "np": np, "__name__": module}
     env.update(namespace)
     exec(compile(source, filename, "exec"), env)
     fn = env[name]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gotk.errors import GotkError, IllegalMoveError, SGFError
+from gotk.game import batch as B
 from gotk.game import kernels as K
 from gotk.game.state import BLACK, WHITE, GameState, Rules, new_engine, position_arrays
 
@@ -126,11 +127,11 @@ def stop_error(record: GameRecord, status: int, played: int, colors: np.ndarray,
 @dataclass
 class GameBatch:
     """Many games of one board size in flat arrays, for the compiled loops that take a whole batch in one call
-    (:func:`replay_batch`, the encoders' batch game loops): ``games`` ``(G, K.G_COLS)`` int64 (the
-    ``K.G_*`` columns: each game's ranges in the other arrays, and whether its rules allow suicide),
+    (:func:`replay_batch`, the encoders' batch game loops): ``games`` ``(G, B.G_COLS)`` int64 (the
+    ``B.G_*`` columns: each game's ranges in the other arrays, and whether its rules allow suicide),
     ``colors`` int64 and ``points`` int32 (every game's main line, end to end), ``setup_b``, ``setup_w``,
     ``setup_e`` int32 (AB, AW, AE points), ``starts`` the distinct first positions of the games
-    (:class:`~gotk.game.kernels.Positions`, one row each; ``K.G_START`` says a game's row). One Python call per
+    (:class:`~gotk.game.kernels.Positions`, one row each; ``B.G_START`` says a game's row). One Python call per
     batch instead of one per game."""
 
     size: int
@@ -160,13 +161,13 @@ class GameBatch:
         (AB, AW, AE) tuples, as ``setup`` holds them."""
         colors, points, offsets = moves
         g = len(offsets) - 1
-        games = np.empty((g, K.G_COLS), dtype=np.int64)
-        games[:, K.G_M0] = offsets[:-1]
-        games[:, K.G_M1] = offsets[1:]
-        for (_, off), c0 in zip(setup, (K.G_B0, K.G_W0, K.G_E0), strict=True):
+        games = np.empty((g, B.G_COLS), dtype=np.int64)
+        games[:, B.G_M0] = offsets[:-1]
+        games[:, B.G_M1] = offsets[1:]
+        for (_, off), c0 in zip(setup, (B.G_B0, B.G_W0, B.G_E0), strict=True):
             games[:, c0] = off[:-1]
             games[:, c0 + 1] = off[1:]
-        games[:, K.G_SUICIDE] = [Rules.from_sgf(r).suicide for r in rules]
+        games[:, B.G_SUICIDE] = [Rules.from_sgf(r).suicide for r in rules]
         # each game's first position: one row per distinct set of setup stones (most games have none)
         if setup_keys is None:
             lists = [(pts.tolist(), off.tolist()) for pts, off in setup]
@@ -182,7 +183,7 @@ class GameBatch:
                 if arrays is not None:
                     positions.append(arrays)
             start[i] = t
-        games[:, K.G_START] = start
+        games[:, B.G_START] = start
         if not positions:
             positions.append(_first_position(size, (), (), ()))
         starts = K.Positions(*(np.stack(kind) for kind in zip(*positions, strict=True)))
@@ -241,7 +242,7 @@ _NO_TRACE = (np.empty(0, np.int8), np.empty(0, np.int32), np.empty(0, np.int16))
 
 def replay_batch(batch: GameBatch, trace: bool = False) -> np.ndarray | tuple[np.ndarray, BoardTrace]:
     """:func:`replay` (default rules, no superko) of every game of ``batch`` in one compiled call:
-    ``(G, 2)`` int64 rows of (moves played, engine status); status ``K.SETUP_FAILED`` where
+    ``(G, 2)`` int64 rows of (moves played, engine status); status ``B.SETUP_FAILED`` where
     :func:`initial_state` would raise (redo that game with :func:`replay` for the error). With ``trace``:
     ``(rows, BoardTrace)``."""
     result = np.empty((len(batch), 2), dtype=np.int64)
@@ -250,7 +251,7 @@ def replay_batch(batch: GameBatch, trace: bool = False) -> np.ndarray | tuple[np
         n = batch.size * batch.size  # a stone leaves the board at most once per placement (a move or a setup stone)
         buffers = (np.empty(n, np.int8), np.empty(len(batch.points) + 1, np.int32),
                    np.empty(len(batch.points) + len(batch.setup_b) + len(batch.setup_w) + n, np.int16))
-    K.replay_games(batch.games, result, batch.colors, batch.points, batch.engine(), batch.starts, *buffers)
+    B.replay_games(batch.games, result, batch.colors, batch.points, batch.engine(), batch.starts, *buffers)
     if not trace:
         return result
     return result, BoardTrace(result[:, 0].copy(), buffers[1], buffers[2])

@@ -169,19 +169,7 @@ class GameState:
     :meth:`undo` is one compiled call; a :meth:`copy` starts with an empty log (undoing past it replays)."""
 
     __slots__ = ("size", "rules", "komi", "_e", "_t", "history", "_seen", "_setup")
-    # e's arrays by name: state.board, state.head, ... (set below, one property per Engine field)
-    board: np.ndarray
-    head: np.ndarray
-    nxt: np.ndarray
-    libs: np.ndarray
-    ssize: np.ndarray
-    placed: np.ndarray
-    mark: np.ndarray
-    meta: np.ndarray
-    hashv: np.ndarray
-    nbr: np.ndarray
-    diag: np.ndarray
-    zob: np.ndarray
+    # e's arrays by name (state.board, state.head, ...): one property per Engine field, set below the class
 
     def __init__(self, size: int = 19, rules: Rules | None = None, komi: float = 7.5) -> None:
         self.size = size

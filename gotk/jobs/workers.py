@@ -221,15 +221,15 @@ def _binary_column(data: np.ndarray, offsets: np.ndarray, keep: np.ndarray) -> p
 def _scan_arrays(batch: GameBatch, offsets: np.ndarray, kept: list[int]) -> dict[str, pa.Array]:
     """The scan file's record arrays (:data:`_SCAN_ARRAYS`) of the games ``kept`` of the replayed ``batch``
     (``offsets``: each game's main-line range): setup points and points as ``<u2``, colours as ``u1``."""
-    from gotk.game import kernels as K
+    from gotk.game import batch as B
 
     keep = np.asarray(kept, dtype=np.int64)
     moves = np.append(offsets[:, 0], offsets[-1, 1] if len(offsets) else 0)
     games = batch.games
     out = {"colors": _binary_column(batch.colors.astype("u1"), moves, keep),
            "points": _binary_column(batch.points.astype("<u2"), moves, keep)}
-    for name, c0, pts in (("setup_black", K.G_B0, batch.setup_b), ("setup_white", K.G_W0, batch.setup_w),
-                          ("setup_empty", K.G_E0, batch.setup_e)):
+    for name, c0, pts in (("setup_black", B.G_B0, batch.setup_b), ("setup_white", B.G_W0, batch.setup_w),
+                          ("setup_empty", B.G_E0, batch.setup_e)):
         off = np.append(games[:, c0], games[-1, c0 + 1] if len(games) else 0)
         out[name] = _binary_column(pts.astype("<u2"), off, keep)
     return out
@@ -359,7 +359,7 @@ class _UnitScan:
     def replay(self) -> None:
         """Pass 2: every game left replayed, and its rows counted, in one compiled call (its board trace kept
         when the options ask for it); the games' ids, unless a ``--where`` needed them earlier."""
-        from gotk.game import kernels as K
+        from gotk.game import batch as B
         from gotk.game.replay import GameBatch, replay_batch
 
         options = self.options
@@ -367,7 +367,7 @@ class _UnitScan:
         batch = GameBatch.from_records([g[2] for g in self.games])
         replayed, self.trace = replay_batch(batch, trace=True) if options.board_trace else (replay_batch(batch), None)
         self.batch = batch
-        self.offsets = batch.games[:, [K.G_M0, K.G_M1]]
+        self.offsets = batch.games[:, [B.G_M0, B.G_M1]]
         moves = np.append(self.offsets[:, 0], self.offsets[-1, 1] if len(self.offsets) else 0)
         self.rows_kept = kept_counts(batch.points, moves, replayed[:, 0], options.board_size, options.include_passes,
                                      options.skip_first).tolist()
@@ -375,7 +375,7 @@ class _UnitScan:
         self.tally.replay_s += time.perf_counter() - t
         if self.where is None:  # the ids of the whole batch at once
             setup = [(pts, np.append(batch.games[:, c], batch.games[-1, c + 1] if len(batch) else 0))
-                     for pts, c in ((batch.setup_b, K.G_B0), (batch.setup_w, K.G_W0), (batch.setup_e, K.G_E0))]
+                     for pts, c in ((batch.setup_b, B.G_B0), (batch.setup_w, B.G_W0), (batch.setup_e, B.G_E0))]
             ids = game_ids(options.board_size, batch.colors, batch.points, moves, setup)
             for (_, _, _, row), gid in zip(self.games, ids, strict=True):
                 row["game_id"] = gid
@@ -383,6 +383,7 @@ class _UnitScan:
     def settle(self) -> tuple[list[int], list[dict]]:
         """Pass 3: each game decided in source order. Returns the indices (in :attr:`games`) of the games kept
         and their rows of the scan table."""
+        from gotk.game import batch as B
         from gotk.game import kernels as K
         from gotk.game.replay import replay, stop_error
 
@@ -395,7 +396,7 @@ class _UnitScan:
                 continue
             place, path, rec, row = self.games[step]
             status = self.status[step]
-            if status == K.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
+            if status == B.SETUP_FAILED:  # replay raises the error (bad_setup) with its message
                 t = time.perf_counter()
                 try:
                     out = replay(rec, min_moves=0, keep_history=False)
@@ -536,12 +537,12 @@ class _UnitGames:
     def cap(self, include_passes: bool, skip_first: int) -> np.ndarray:
         """Each game's :func:`~gotk.encoders.base.kept_count` of its whole main line: the rows an encoder
         may touch (after :meth:`batch`)."""
-        from gotk.game import kernels as K
+        from gotk.game import batch as B
 
         key = (include_passes, skip_first)
         if key not in self.caps:
             b = self._batch
-            moves = np.append(b.games[:, K.G_M0], b.games[-1, K.G_M1] if len(b) else 0)
+            moves = np.append(b.games[:, B.G_M0], b.games[-1, B.G_M1] if len(b) else 0)
             self.caps[key] = kept_counts(b.points, moves, np.diff(moves), b.size, include_passes, skip_first)
         return self.caps[key]
 
