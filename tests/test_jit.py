@@ -97,6 +97,9 @@ def test_the_engines_compiled_code_counts_no_references():
     st.play(40)
     st.undo()
     K.play(st.e, 40, 1, False)
+    K.check_move(st.e, 41, 1, False)
+    K.play_recorded(st.e, 41, 2, False)  # GameState calls these from compiled entries: compile them from Python too
+    K.undo(st.e)
     for fn in (K.check_move, K.play, K.play_recorded, K.undo):
         assert fn.signatures, fn.py_func.__name__
         fresh = numba.njit(**{k: v for k, v in fn.targetoptions.items() if k != "nopython"})(fn.py_func)
