@@ -58,6 +58,11 @@ from gotk.cli import export as _export  # noqa: E402
 
 app.command("export", cls=HelpCommand)(_export.export_cmd)
 
+from gotk.cli import selfplay as _selfplay  # noqa: E402
+
+app.command("selfplay", cls=HelpCommand)(_selfplay.selfplay_cmd)
+app.command("zero", cls=HelpCommand)(_selfplay.zero_cmd)
+
 
 def main() -> None:
     app()

@@ -51,7 +51,7 @@ def match_cmd(
     player: PlayerOptions,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
-    from gotk.play.match import Match, MatchConfig, OpponentUnavailable
+    from gotk.play.match import Match, MatchConfig, OpponentUnavailable, match_report
     from gotk.play.results import summarize
 
     argv = shlex.split(opponent)
@@ -82,10 +82,7 @@ def match_cmd(
         _fail(str(e))
     s = summarize(results)
     if as_json:
-        out = s.as_dict()
-        out.update(agent=agent_player.name, opponent=match.opponent_name, size=size, komi=komi,
-                   per_game=[r.as_dict() for r in results])
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(json.dumps(match_report(match, results, agent=agent_player.name), indent=2))
     else:
         typer.echo(f"{agent_player.name} vs {match.opponent_name}: {s.wins} wins, {s.losses} losses"
                    + (f", {s.draws} draws" if s.draws else "") + (f", {s.void} void" if s.void else "")

@@ -198,4 +198,19 @@ class Match:
         return winner, text, "gotk", why
 
 
-__all__ = ["Match", "MatchConfig", "OpponentUnavailable"]
+
+
+def match_report(match: Match, results: list[GameResult], agent: str | None = None,
+                 opponent: str | None = None) -> dict:
+    """The ``gotk match --json`` report of a match (what :func:`gotk.play.elo.read_match_reports` reads): the
+    summary, the players' names (``agent`` / ``opponent`` override the player's and the engine's own) and every
+    game."""
+    from gotk.play.results import summarize
+
+    out = summarize(results).as_dict()
+    out.update(agent=agent or getattr(match.player, "name", "agent"), opponent=opponent or match.opponent_name,
+               size=match.cfg.size, komi=match.cfg.komi, per_game=[r.as_dict() for r in results])
+    return out
+
+
+__all__ = ["Match", "MatchConfig", "OpponentUnavailable", "match_report"]

@@ -14,12 +14,16 @@ def escape_text(value: str) -> str:
 
 
 def game_sgf(size: int, komi: float, black: str, white: str, result: str, moves: list[tuple[int, int]],
-             comment: str = "", date: str | None = None) -> str:
-    """An FF[4] SGF record (Chinese rules: area scoring, simple ko, no suicide)."""
+             comment: str = "", date: str | None = None, move_comments: list[str] | None = None) -> str:
+    """An FF[4] SGF record (Chinese rules: area scoring, simple ko, no suicide). ``move_comments[i]``, when
+    given and not empty, is the ``C`` property of move ``i``'s node."""
     date = date or _dt.date.today().isoformat()
     head = (f"(;FF[4]GM[1]CA[UTF-8]AP[gotk:{__version__}]SZ[{size}]KM[{komi:g}]RU[Chinese]DT[{date}]"
             f"PB[{escape_text(black)}]PW[{escape_text(white)}]RE[{escape_text(result)}]")
     if comment:
         head += f"C[{escape_text(comment)}]"
-    body = "".join(f"\n;{'B' if c == BLACK else 'W'}[{coords.to_sgf(p, size)}]" for c, p in moves)
+    notes = move_comments or []
+    body = "".join(f"\n;{'B' if c == BLACK else 'W'}[{coords.to_sgf(p, size)}]"
+                   + (f"C[{escape_text(notes[i])}]" if i < len(notes) and notes[i] else "")
+                   for i, (c, p) in enumerate(moves))
     return head + body + ")\n"

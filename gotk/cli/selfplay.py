@@ -1,0 +1,163 @@
+"""``gotk selfplay`` (games of an agent against itself, with search) and ``gotk zero`` (the AlphaGo Zero loop)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from gotk.cli.common import fail
+
+
+def selfplay_cmd(
+    out: Path = typer.Option(..., "--out", help="Output folder (a rerun of the same command resumes it)."),
+    games: int = typer.Option(..., "--games", help="Games to play."),
+    agent: Path = typer.Option(None, "--agent", help="Agent package with policy and value heads."),
+    init: str = typer.Option(None, "--init", help="'random': a new randomly initialised network (see --model) "
+                             "instead of --agent; it is saved as OUT/agent-init.gotk."),
+    size: int = typer.Option(9, "--size", help="Board size."),
+    komi: float = typer.Option(7.5, "--komi"),
+    visits: int = typer.Option(32, "--visits", help="Simulations of a full search (its positions are recorded)."),
+    fast_visits: int = typer.Option(8, "--fast-visits", help="Simulations of a fast search (not recorded)."),
+    full_fraction: float = typer.Option(0.25, "--full-fraction", help="Share of moves searched fully (KataGo's "
+                                        "playout-cap randomisation; 1: every move)."),
+    search: str = typer.Option("gumbel", "--search", help="gumbel (Gumbel AlphaZero, improved-policy targets) or "
+                               "puct (Dirichlet noise, visit-count targets)."),
+    considered: int = typer.Option(16, "--considered", help="Gumbel: moves sampled at the root."),
+    sample_moves: int = typer.Option(None, "--sample-moves", help="Moves sampled from the search's target at the "
+                                     "start of a game [size²/8]; later moves are the search's choice."),
+    resign_threshold: float = typer.Option(-0.9, "--resign-threshold", help="Resign below this root value..."),
+    resign_disabled: float = typer.Option(0.2, "--resign-disabled", help="...except in this share of the games, "
+                                          "which measure the false-resignation rate."),
+    no_resign: bool = typer.Option(False, "--no-resign", help="Never resign."),
+    max_moves: int = typer.Option(None, "--max-moves", help="Score a game after this many moves [2 × size²]."),
+    policy_only: bool = typer.Option(False, "--policy-only", help="No search: moves sampled from the policy, one "
+                                     "random move, one position recorded per game (AlphaGo's value data)."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Policy-only mode: sampling temperature."),
+    workers: int = typer.Option(1, "--workers", help="Processes (each plays --chunk-games games at once)."),
+    chunk_games: int = typer.Option(32, "--chunk-games", help="Games played together in a process: the network's "
+                                    "batch."),
+    executor: str = typer.Option("local", "--executor", help="local or dask (as gotk encode)."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://HOST:PORT)."),
+    threads: int = typer.Option(None, "--threads", help="torch threads per process [cores / workers]."),
+    seed: int = typer.Option(0, "--seed"),
+    model: str = typer.Option("zero", "--model", help="--init random: the network."),
+    blocks: int = typer.Option(None, "--blocks", help="--init random: residual blocks."),
+    filters: int = typer.Option(None, "--filters", help="--init random: filters."),
+    encoder: str = typer.Option("simple", "--encoder", help="--init random: the input planes."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Play games of an agent against itself with search; write SGF files and a gotk dataset of the positions
+    with the search's targets (policy, root value, ownership, score, weight). Exit code 2 on bad options."""
+    from gotk.errors import GotkError
+    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.selfplay.run import SelfPlayOptions, new_agent, selfplay
+
+    if (agent is None) == (init is None):
+        fail("give --agent FILE or --init random (one of them)")
+    if init is not None and init != "random":
+        fail(f"--init takes 'random', not {init!r}")
+    cfg = SelfPlayConfig(size=size, komi=komi, search=search, visits=visits, fast_visits=fast_visits,
+                         full_fraction=full_fraction, considered=considered, sample_moves=sample_moves,
+                         resign_threshold=None if no_resign else resign_threshold, resign_disabled=resign_disabled,
+                         max_moves=max_moves, policy_only=policy_only, temperature=temperature)
+    try:
+        cfg.validate()
+        if init is not None:
+            agent = new_agent(out / "agent-init.gotk", size, model, encoder, seed, blocks=blocks, filters=filters)
+        opts = SelfPlayOptions(agent=str(agent), out=str(out), games=games, config=cfg, chunk_games=chunk_games,
+                               workers=workers, executor=executor, scheduler=scheduler, seed=seed, threads=threads)
+
+        def progress(rec: dict) -> None:
+            typer.echo(f"chunk {rec['chunk']:>5}: {rec['count']} games, {rec['rows']} positions, "
+                       f"{rec['seconds']:.1f} s", err=True)
+
+        report = selfplay(opts, progress)
+    except GotkError as e:
+        fail(str(e))
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    typer.echo(f"games {report['games']:,}  positions {report['positions']:,}  moves {report['moves']:,}  "
+               f"({report['chunks_reused']} of {report['chunks']} chunks were done already)")
+    if report["positions_per_s"] is not None:
+        typer.echo(f"positions/s {report['positions_per_s']:,.1f}  moves/s {report['moves_per_s']:,.1f}  "
+                   f"evaluations/s {report['evaluations_per_s']:,.0f}  outside the network "
+                   f"{100 * report['outside_network_share']:.1f}%")
+    typer.echo(f"black wins {report['black_wins']}  white wins {report['white_wins']}  draws {report['draws']}  "
+               f"resigned {report['resigned']}  mean length {report['mean_length']}")
+    if report["resign_disabled_games"]:
+        rate = report["false_resignation_rate"]
+        typer.echo(f"resignation disabled in {report['resign_disabled_games']} games: {report['would_have_resigned']} "
+                   f"would have resigned, {report['false_resignations']} of them wrongly"
+                   + (f" (false-resignation rate {rate:.3f})" if rate is not None else ""))
+    typer.echo(f"dataset: {out}  (gotk inspect {out}; gotk train --data {out})")
+
+
+def zero_cmd(
+    out: Path = typer.Option(..., "--out", help="Run folder (a rerun of the same command resumes it)."),
+    size: int = typer.Option(9, "--size", help="Board size."),
+    hours: float = typer.Option(None, "--hours", help="Stop after this many hours in all (over resumed sessions)."),
+    generations: int = typer.Option(None, "--generations", help="Stop after this many generations in all."),
+    games: int = typer.Option(96, "--games", help="Self-play games per generation."),
+    visits: int = typer.Option(32, "--visits", help="Self-play: simulations of a full search."),
+    fast_visits: int = typer.Option(8, "--fast-visits", help="Self-play: simulations of a fast search."),
+    full_fraction: float = typer.Option(0.25, "--full-fraction", help="Self-play: share of full searches."),
+    search: str = typer.Option("gumbel", "--search", help="Self-play search: gumbel or puct."),
+    no_resign: bool = typer.Option(False, "--no-resign", help="Self-play games never resign."),
+    model: str = typer.Option("zero", "--model", help="The network (a new random one; see --init-agent)."),
+    blocks: int = typer.Option(6, "--blocks"),
+    filters: int = typer.Option(64, "--filters"),
+    encoder: str = typer.Option("simple", "--encoder", help="Input planes."),
+    init_agent: Path = typer.Option(None, "--init-agent", help="Start from this agent (policy + value heads) "
+                                    "instead of a random network, e.g. a supervised one."),
+    window: int = typer.Option(4, "--window", help="Generations of self-play games trained on."),
+    train_steps: int = typer.Option(300, "--train-steps", help="Training steps per generation."),
+    batch_size: int = typer.Option(128, "--batch-size"),
+    lr: float = typer.Option(None, "--lr", help="Learning rate [the model's default]."),
+    optimizer: str = typer.Option(None, "--optimizer", help="Optimizer [the model's default]."),
+    gating: bool = typer.Option(False, "--gating/--continuous", help="Gating: a new network replaces the best "
+                                "only when it wins --gate of --gating-games; continuous (default): always."),
+    gate: float = typer.Option(0.55, "--gate"),
+    gating_games: int = typer.Option(20, "--gating-games"),
+    eval_games: int = typer.Option(10, "--eval-games", help="Games against each anchor per generation (0: none)."),
+    eval_visits: int = typer.Option(32, "--eval-visits", help="Search visits of the networks in evaluation games."),
+    gnugo_levels: str = typer.Option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma "
+                                     "separated ('' for none; skipped when gnugo is not installed)."),
+    workers: int = typer.Option(1, "--workers", help="Self-play processes."),
+    chunk_games: int = typer.Option(48, "--chunk-games", help="Games played together in a process."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Run the AlphaGo Zero loop: self-play → train on a window of generations → evaluate → repeat; writes
+    RUN/report.json, RUN/report.png and every generation's games, data, networks and match reports."""
+    from gotk.errors import GotkError
+    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.zero.loop import ZeroOptions, zero
+
+    if hours is None and generations is None:
+        fail("give --hours H and/or --generations N (the run's budget)")
+    try:
+        levels = tuple(int(x) for x in gnugo_levels.split(",") if x.strip())
+    except ValueError:
+        fail(f"--gnugo-levels takes comma-separated integers, not {gnugo_levels!r}")
+    if any(not 1 <= lv <= 10 for lv in levels):
+        fail("GNU Go levels are 1..10")
+    cfg = SelfPlayConfig(size=size, search=search, visits=visits, fast_visits=fast_visits,
+                         full_fraction=full_fraction, resign_threshold=None if no_resign else -0.9)
+    opts = ZeroOptions(out=str(out), size=size, hours=hours, generations=generations, games=games, selfplay=cfg,
+                       model=model, blocks=blocks, filters=filters, encoder=encoder,
+                       init_agent=str(init_agent) if init_agent else None, window=window, train_steps=train_steps,
+                       batch_size=batch_size, lr=lr, optimizer=optimizer, gating=gating, gate=gate,
+                       gating_games=gating_games, eval_games=eval_games, eval_visits=eval_visits,
+                       gnugo_levels=levels, workers=workers, chunk_games=chunk_games, seed=seed)
+    try:
+        report = zero(opts, log=lambda line: typer.echo(line, err=True))
+    except GotkError as e:
+        fail(str(e))
+    except ValueError as e:  # the trainer's refusals (one line)
+        fail(str(e))
+    typer.echo(f"{len(report['generations'])} generations in {report['hours']:.2f} h; report: {out}/report.json, "
+               f"{out}/report.png")
+    for r in report["ratings"]:
+        typer.echo(f"  {r['name']:<12} Elo {r['elo']:>8.1f} ± {r['ci95']:.1f}  ({r['games']} games)")

@@ -1,0 +1,380 @@
+"""``gotk zero``: the AlphaGo Zero loop in generations, resumable after a kill at any point.
+
+A generation ``g`` (folder ``RUN/gen-NNN/``):
+
+1. **self-play**: ``games`` games by ``agent.gotk`` (generation 0: a random network, or ``--init-agent``) into
+   ``selfplay/`` (:mod:`gotk.selfplay.run`; a killed run redoes only its unfinished chunks);
+2. **train**: the next network, starting from this one's weights, on a *window* of the latest ``window``
+   generations' self-play: ``window/`` is a dataset whose manifest lists their shard files (nothing is copied),
+   trained by :func:`gotk.train.trainer.train` into ``train/`` (soft policy target, value, ownership, score);
+3. **evaluate** the new network: matches (``gotk match`` reports in ``eval/``) against the anchors (the random
+   player; GNU Go at each ``--gnugo-levels`` level when ``gnugo`` is installed) and, with ``--gating``, against
+   the current best, which it replaces only with ≥ ``gate`` of the games; without gating it always does
+   (AlphaZero's continuous update);
+4. ``RUN/zero.json`` records the generation. Every step writes its outputs atomically and is skipped on a
+   rerun when they are there, so a kill loses only the step in flight.
+
+Every network is rated on one Elo scale from all the run's match reports (:func:`gotk.play.elo.fit`, the
+random player held at 0). ``RUN/report.json`` and ``RUN/report.png`` chart Elo against hours, the losses,
+games per hour and positions per second; TensorBoard scalars go to ``RUN/tensorboard`` when it is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gotk.atomic import atomic_path
+from gotk.errors import GotkError
+from gotk.selfplay.games import SelfPlayConfig
+
+STATE_NAME = "zero.json"
+RANDOM_NAME = "random"
+
+
+class ZeroError(GotkError):
+    """The loop cannot start or go on (``bad_zero``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad_zero", message)
+
+
+@dataclass
+class ZeroOptions:
+    """Every setting of a run (stored in ``zero.json``; a resumed run must match, except the budget)."""
+
+    out: str
+    size: int = 9
+    hours: float | None = None  # total budget over every session of the run
+    generations: int | None = None
+    games: int = 96  # self-play games per generation
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    model: str = "zero"
+    blocks: int = 6
+    filters: int = 64
+    encoder: str = "simple"
+    init_agent: str | None = None
+    window: int = 4  # generations of self-play in the training window
+    train_steps: int = 300
+    batch_size: int = 128
+    lr: float | None = None
+    optimizer: str | None = None
+    gating: bool = False
+    gate: float = 0.55
+    gating_games: int = 20
+    eval_games: int = 10  # per anchor
+    eval_visits: int = 32
+    gnugo_levels: tuple[int, ...] = (1,)
+    gnugo: str = "gnugo"
+    workers: int = 1
+    chunk_games: int = 48
+    seed: int = 0
+
+    def validate(self) -> ZeroOptions:
+        if self.hours is not None and not self.hours > 0:
+            raise ZeroError(f"--hours must be > 0, not {self.hours}")
+        if self.generations is not None and self.generations < 1:
+            raise ZeroError(f"--generations must be >= 1, not {self.generations}")
+        if self.games < 1 or self.window < 1 or self.train_steps < 1 or self.batch_size < 1:
+            raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
+        if not 0.5 <= self.gate <= 1:
+            raise ZeroError(f"--gate must be in 0.5..1, not {self.gate}")
+        if self.eval_games < 0 or self.gating_games < 1 or self.eval_visits < 2:
+            raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2")
+        self.selfplay.size = self.size
+        self.selfplay.validate()
+        return self
+
+    def record(self) -> dict:
+        d = asdict(self)
+        d.pop("hours")
+        d.pop("generations")
+        d["gnugo_levels"] = list(self.gnugo_levels)
+        return d
+
+
+def _gen(g: int) -> str:
+    return f"gen-{g:03d}"
+
+
+def _net(k: int) -> str:
+    """The name of network ``k`` in the run's match reports and Elo table (0: the first, random or given)."""
+    return f"net-{k:03d}"
+
+
+class ZeroRun:
+    """A run folder and its state (see the module docstring)."""
+
+    def __init__(self, opts: ZeroOptions) -> None:
+        self.opts = opts.validate()
+        self.root = Path(opts.out)
+        self.state_path = self.root / STATE_NAME
+        self.state: dict = {}
+        self.t_session = time.time()
+
+    # --- state ------------------------------------------------------------------------------------
+
+    def _load_state(self) -> None:
+        rec = json.loads(json.dumps(self.opts.record()))
+        if self.state_path.is_file():
+            self.state = json.loads(self.state_path.read_text())
+            if self.state.get("options") != rec:
+                from gotk.shards.manifest import record_differences
+
+                diff = "; ".join(record_differences(self.state.get("options"), rec))
+                raise ZeroError(f"{self.root} holds a run with other settings ({diff}): use another --out")
+        elif self.root.exists() and any(self.root.iterdir()):
+            raise ZeroError(f"{self.root} exists and is not a gotk zero run: use an empty or new --out")
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.state = {"format": "gotk-zero", "options": rec, "elapsed_s": 0.0, "generations": [], "best": 0}
+            self._save()
+
+    def _save(self) -> None:
+        with atomic_path(self.state_path) as tmp:
+            Path(tmp).write_text(json.dumps(self.state, indent=2) + "\n")
+
+    def _tick(self) -> float:
+        """Add the session's time since the last tick to ``elapsed_s``; returns the total."""
+        now = time.time()
+        self.state["elapsed_s"] = round(self.state["elapsed_s"] + now - self.t_session, 3)
+        self.t_session = now
+        self._save()
+        return self.state["elapsed_s"]
+
+    def _out_of_budget(self) -> bool:
+        o = self.opts
+        if o.generations is not None and len(self.state["generations"]) >= o.generations:
+            return True
+        return o.hours is not None and self._tick() >= o.hours * 3600
+
+    # --- the loop -----------------------------------------------------------------------------------
+
+    def run(self, log=print) -> dict:
+        self._load_state()
+        self._first_agent()
+        while not self._out_of_budget():
+            g = len(self.state["generations"])
+            rec = self.generation(g, log)
+            self.state["generations"].append(rec)
+            if rec["promoted"]:
+                self.state["best"] = g + 1  # network g + 1
+            self._tick()
+            self.write_report()
+            log(f"generation {g}: {rec['selfplay']['games']} games, {rec['selfplay']['positions']} positions, "
+                f"train loss {rec['train'].get('loss')}, elo {rec.get('elo')}, "
+                f"{'promoted' if rec['promoted'] else 'kept the best'}; {self.state['elapsed_s'] / 3600:.2f} h")
+        return self.write_report()
+
+    def agent_path(self, g: int) -> Path:
+        return self.root / _gen(g) / "agent.gotk"
+
+    def _first_agent(self) -> None:
+        path = self.agent_path(0)
+        if path.is_file():
+            return
+        o = self.opts
+        if o.init_agent:
+            from gotk.nets.agent import AgentError, read_agent_files
+
+            try:
+                meta, _ = read_agent_files(o.init_agent)
+            except AgentError as e:
+                raise ZeroError(str(e)) from None
+            if meta["board_size"] != o.size or meta["model"]["head"] != "both":
+                raise ZeroError(f"{o.init_agent}: --init-agent must play {o.size}x{o.size} with policy and value "
+                                f"heads")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(path) as tmp:
+                shutil.copyfile(o.init_agent, tmp)
+            return
+        from gotk.selfplay.run import new_agent
+
+        new_agent(path, o.size, o.model, o.encoder, o.seed, blocks=o.blocks, filters=o.filters)
+
+    def candidate_path(self, g: int) -> Path:
+        """Network ``g + 1``: trained in generation ``g`` from network ``g``'s weights."""
+        return self.root / _gen(g) / "candidate.gotk"
+
+    def generation(self, g: int, log) -> dict:
+        """Self-play with network ``g``, train network ``g + 1``, evaluate it; each step skipped when done."""
+        o = self.opts
+        gdir = self.root / _gen(g)
+        t0 = time.time()
+        sp = self._selfplay(g, log)
+        t1 = time.time()
+        tr = self._train(g, log)
+        t2 = time.time()
+        ev = self._evaluate(g, log)
+        t3 = time.time()
+        promoted = ev.get("gating_win_rate") is None or ev["gating_win_rate"] >= o.gate
+        nxt = self.agent_path(g + 1)
+        if not nxt.is_file():  # the network of the next generation's games: the new one, or the best kept
+            nxt.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(nxt) as tmp:
+                shutil.copyfile(self.candidate_path(g) if promoted else self.agent_path(g), tmp)
+        rec = {"generation": g, "network": _net(g + 1), "selfplay": sp, "train": tr, "eval": ev,
+               "promoted": promoted,
+               "seconds": {"selfplay": round(t1 - t0, 1), "train": round(t2 - t1, 1), "eval": round(t3 - t2, 1)},
+               "hours_at_end": round((self.state["elapsed_s"] + time.time() - self.t_session) / 3600, 4)}
+        with atomic_path(gdir / "generation.json") as tmp:
+            Path(tmp).write_text(json.dumps(rec, indent=2) + "\n")
+        return rec
+
+    def _selfplay(self, g: int, log) -> dict:
+        from gotk.selfplay.run import REPORT_NAME, SelfPlayOptions, selfplay
+
+        out = self.root / _gen(g) / "selfplay"
+        done = out / REPORT_NAME
+        if done.is_file() and (out / "manifest.json").is_file():
+            return json.loads(done.read_text())
+        o = self.opts
+        log(f"generation {g}: self-play, {o.games} games")
+        return selfplay(SelfPlayOptions(agent=str(self.agent_path(g)), out=str(out), games=o.games,
+                                        config=o.selfplay, chunk_games=o.chunk_games, workers=o.workers,
+                                        seed=o.seed * 100_003 + g))
+
+    def window_dataset(self, g: int) -> Path:
+        """``gen-g/window``: a dataset over the self-play shards of generations ``g - window + 1 .. g``."""
+        from gotk.shards.manifest import assemble_dataset, load_manifest, read_games
+
+        out = self.root / _gen(g) / "window"
+        if (out / "manifest.json").is_file():
+            return out
+        files, games, encoder = [], [], None
+        for k in range(max(0, g - self.opts.window + 1), g + 1):
+            src = self.root / _gen(k) / "selfplay"
+            m = load_manifest(src)
+            encoder = m["encoder"]
+            for entry in m["splits"]["train"]["shards"]:
+                files.append(os.path.relpath(src / entry["file"], out))
+            games += [dict(r, split="train") for r in read_games(src).to_pylist()]
+        assemble_dataset(out, encoder, {"train": files}, games,
+                         options={"window": [max(0, g - self.opts.window + 1), g]},
+                         generator={"name": "gotk zero", "generation": g})
+        return out
+
+    def _train(self, g: int, log) -> dict:
+        from gotk.nets.agent import load_agent
+        from gotk.train.config import TrainConfig
+        from gotk.train.trainer import train
+
+        nxt = self.candidate_path(g)
+        summary_path = self.root / _gen(g) / "train.json"
+        if nxt.is_file() and summary_path.is_file():
+            return json.loads(summary_path.read_text())
+        o = self.opts
+        data = self.window_dataset(g)
+        prev = self.agent_path(g)
+        meta = load_agent(prev).meta
+        out = self.root / _gen(g) / "train"
+        if out.exists():
+            shutil.rmtree(out)  # a half-done training step starts again
+        log(f"generation {g}: training {o.train_steps} steps on {data}")
+        cfg = TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head="both",
+                          hparams=meta["model"]["hparams"], max_steps=o.train_steps, batch_size=o.batch_size,
+                          lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
+                          checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
+                          init_agent=str(prev), tensorboard=False, schedule="none")
+        result = train(cfg)
+        last = _last_step_record(out)
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last}
+        with atomic_path(nxt) as tmp:
+            shutil.copyfile(out / "agent.gotk", tmp)
+        with atomic_path(summary_path) as tmp:
+            Path(tmp).write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+    # --- evaluation -----------------------------------------------------------------------------------
+
+    def _evaluate(self, g: int, log) -> dict:
+        """Matches of generation ``g``'s new network against the anchors (and the best, with gating)."""
+        o = self.opts
+        edir = self.root / _gen(g) / "eval"
+        edir.mkdir(parents=True, exist_ok=True)
+        out: dict = {}
+        if o.eval_games:
+            rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", "random", "--seed", str(g)],
+                              RANDOM_NAME, o.eval_games, edir / "vs-random.json", log)
+            out["vs_random"] = rep["win_rate"]
+            gnugo = shutil.which(o.gnugo) or (o.gnugo if Path(o.gnugo).is_file() else None)
+            for level in o.gnugo_levels if gnugo else ():
+                rep = self._match(g, [gnugo, "--mode", "gtp", "--level", str(level), "--chinese-rules"],
+                                  f"gnugo-{level}", o.eval_games, edir / f"vs-gnugo-{level}.json", log)
+                out[f"vs_gnugo_{level}"] = rep["win_rate"]
+        if o.gating:
+            best = self.state["best"]
+            rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(g)),
+                                  "--visits", str(o.eval_visits), "--seed", str(g)],
+                              _net(best), o.gating_games, edir / "vs-best.json", log)
+            out["gating_win_rate"] = rep["win_rate"]
+            out["gating_against"] = best
+        return out
+
+    def _match(self, g: int, argv: list[str], opponent: str, games: int, path: Path, log) -> dict:
+        if path.is_file():
+            return json.loads(path.read_text())
+        from gotk.play.match import Match, MatchConfig, match_report
+        from gotk.search.factory import make_search_player
+        from gotk.search.puct import SearchConfig
+
+        o = self.opts
+        player = make_search_player(str(self.candidate_path(g)), SearchConfig(visits=o.eval_visits, seed=g),
+                                    warn=lambda _: None)
+        log(f"  {_net(g + 1)} vs {opponent}: {games} games")
+        match = Match(player, argv, MatchConfig(size=o.size, komi=7.0, games=games, timeout=120))
+        results = match.run()
+        report = match_report(match, results, agent=_net(g + 1), opponent=opponent)
+        with atomic_path(path) as tmp:
+            Path(tmp).write_text(json.dumps(report, indent=2) + "\n")
+        return report
+
+    # --- the report ---------------------------------------------------------------------------------
+
+    def ratings(self) -> dict[str, dict]:
+        """Elo of every player in the run's match reports, the random player at 0."""
+        from gotk.play.elo import EloError, fit, read_match_reports
+
+        reports = sorted(self.root.glob("gen-*/eval/*.json"))
+        try:
+            games = read_match_reports(reports)
+            if not games:
+                return {}
+            return {r.name: r.as_dict() for r in fit(games, RANDOM_NAME, 0.0)}
+        except EloError:
+            return {}
+
+    def write_report(self) -> dict:
+        from gotk.zero.report import write_report
+
+        return write_report(self.root, self.state, self.ratings())
+
+
+def _last_step_record(run: Path) -> dict:
+    """The losses of a training run's last logged step (``metrics.jsonl``)."""
+    path = run / "metrics.jsonl"
+    last: dict = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec.get("kind") == "step":
+                last = rec
+    keep = ("loss", "policy_loss", "policy_soft_ce", "value_mse", "ownership_loss", "score_loss", "top1",
+            "samples_per_s")
+    return {k: last[k] for k in keep if k in last}
+
+
+def zero(opts: ZeroOptions, log=print) -> dict:
+    """Run or resume ``gotk zero``; returns the report."""
+    return ZeroRun(opts).run(log)
+
+
+__all__ = ["ZeroError", "ZeroOptions", "ZeroRun", "zero"]
