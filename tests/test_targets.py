@@ -169,7 +169,8 @@ def test_assembled_window_over_two_generations(generations, tmp_path: Path) -> N
     check = verify_dataset(window)
     assert check["problems"] == [] and check["files"] == 7
     assert not (window / "README.md").exists()  # shards outside the folder: no Hub card claiming train/*.parquet
-    assert any("train" in line for line in summary_lines(m))
+    lines = summary_lines(m)
+    assert "targets   policy, root_value, ownership, score, weight" in lines and "made by   gotk selfplay" in lines
     games = read_games(window)
     assert games.num_rows == 18
     assert set(games.column("split").to_pylist()) == {"train", "val"}

@@ -159,6 +159,10 @@ def test_zero_learns_the_targets(zero_run: Path) -> None:
     assert last["ownership_loss"] < 0.85 * first["ownership_loss"], [r["ownership_loss"] for r in steps]
     assert last["score_loss"] < 0.8 * first["score_loss"], [r["score_loss"] for r in steps]
     assert last["loss"] < first["loss"]
+    epochs = [r for r in map(json.loads, (zero_run / "metrics.jsonl").read_text().splitlines()) if r["kind"] == "epoch"]
+    assert epochs and all(np.isfinite(epochs[-1][f"val_{k}"]) for k in ("policy_soft_ce", "ownership_loss",
+                                                                          "score_loss", "top1", "value_mse"))
+    assert epochs[-1]["val_ownership_loss"] < epochs[0]["val_ownership_loss"]
     # the defaults: KataGo's weights for this board size, the model's own optimizer
     conf = json.loads((zero_run / "config.json").read_text())["config"]
     assert conf["optimizer"] == "adam" and conf["lr"] == 3e-3

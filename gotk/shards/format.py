@@ -356,6 +356,10 @@ class ShardRowWriter:
     from :attr:`pos` on, then hands them to their games with :meth:`commit`. The column arrays are replaced when a
     batch is written out, so they are read after :meth:`reserve`, never kept across it.
 
+    A schema with the self-play target columns (:func:`shard_schema` with ``targets=True``) adds the arrays
+    :attr:`policy` (float32, ``(n, points+1)``), :attr:`root_value`, :attr:`ownership` (int8, ``(n, points)``),
+    :attr:`score` and :attr:`weight`, filled the same way (or given to :meth:`add` as ``targets``).
+
     ``expected_rows`` (the rows the file will hold, when known) keeps batches no larger than the rows to come."""
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, expected_rows: int | None = None,

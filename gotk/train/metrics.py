@@ -78,7 +78,7 @@ TENSORBOARD_MISSING = "the tensorboard package is not installed: pip install 'go
 STEP_SCALARS = ("loss", "policy_loss", "top1", "top5", "value_mse", "policy_soft_ce", "ownership_loss", "score_loss",
                 "samples_per_s", "lr")
 EPOCH_SCALARS = ("top1", "top5", "nll", "value_mse", "value_sign_accuracy", "komi_handicap_mse", "calibration_ece",
-                 "seconds")
+                 "policy_soft_ce", "ownership_loss", "score_loss", "seconds")
 
 
 def tensorboard_available() -> bool:

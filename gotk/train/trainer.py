@@ -145,6 +145,7 @@ class Trainer:
             self._init_from_agent(cfg.init_agent)
         self.model = self.model.to(self.device)
         self.targets = bool(self.train_ds.index.targets)  # the data has the self-play target columns
+        self.val_targets = self.val_ds is not None and bool(self.val_ds.index.targets)
         self.ownership_weight = cfg.ownership_weight if cfg.ownership_weight is not None else 1.5 / (h * h)
         self.score_weight = cfg.score_weight if cfg.score_weight is not None else 0.02
         self.baseline = self._fit_baseline() if self.model.has_value else None
@@ -387,11 +388,7 @@ class Trainer:
         if p is not None:
             p = p.float()
             if soft:  # the search's policy, each row weighted by its weight
-                pi = batch["policy"].to(dev, non_blocking=True).float()
-                w = batch["weight"].to(dev, non_blocking=True).float()
-                ce_rows = -(pi * torch.log_softmax(p, 1)).sum(1)
-                wce = (w * ce_rows).sum()
-                wsum = w.sum()
+                wce, wsum = self._soft_policy_sums(p, batch)
                 loss = loss + torch.where(wsum > 0, wce / wsum.clamp(min=1e-12), torch.zeros_like(wce))
                 if share is not None:
                     scaled = scaled + torch.where(share[2] > 0, wce * world / share[2].clamp(min=1e-12),
@@ -423,13 +420,7 @@ class Trainer:
         if aux and own is not None:
             if "ownership" in batch:
                 rows = y.shape[0]
-                # (1 + tanh(z)) / 2 = sigmoid(2z): the cross-entropy on the logits 2z, stable where tanh saturates
-                target = (1.0 + batch["ownership"].to(dev, non_blocking=True).float()) / 2.0
-                bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
-                hub = F.huber_loss(score.float(), batch["score"].to(dev, non_blocking=True).float(),
-                                   delta=float(self.board_size), reduction="none")
-                own_sum = self.ownership_weight * bce.sum()
-                score_sum = self.score_weight * hub.sum()
+                own_sum, score_sum = self._aux_sums(own, score, batch)
                 loss = loss + (own_sum + score_sum) / rows
                 if share is not None:
                     scaled = scaled + (own_sum + score_sum) * world / share[0].clamp(min=1.0)
@@ -444,6 +435,26 @@ class Trainer:
         if share is not None:
             return scaled, loss.detach(), stats
         return loss, stats
+
+    def _soft_policy_sums(self, p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(sum of weight * cross-entropy against the search's policy, sum of weights)`` over the rows of
+        ``p`` (policy logits, float32; ``batch`` may have more rows)."""
+        n = p.shape[0]
+        pi = batch["policy"][:n].to(self.device, non_blocking=True).float()
+        w = batch["weight"][:n].to(self.device, non_blocking=True).float()
+        ce_rows = -(pi * torch.log_softmax(p, 1)).sum(1)
+        return (w * ce_rows).sum(), w.sum()
+
+    def _aux_sums(self, own: torch.Tensor, score: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(ownership loss, score loss)`` summed over the rows of ``own`` (ownership logits, before the tanh)
+        and ``score``, each times its weight."""
+        n = own.shape[0]
+        # (1 + tanh(z)) / 2 = sigmoid(2z): the cross-entropy on the logits 2z, stable where tanh saturates
+        target = (1.0 + batch["ownership"][:n].to(self.device, non_blocking=True).float()) / 2.0
+        bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
+        hub = F.huber_loss(score.float(), batch["score"][:n].to(self.device, non_blocking=True).float(),
+                           delta=float(self.board_size), reduction="none")
+        return self.ownership_weight * bce.sum(), self.score_weight * hub.sum()
 
     def _out_of_time(self) -> bool:
         """Whether the training share of the ``--max-minutes`` budget is spent; updates :attr:`budget_used` (the
@@ -518,7 +529,9 @@ class Trainer:
 
     @torch.no_grad()
     def validate(self) -> dict | None:
-        """Metrics on the validation split (policy: top1/top5/nll; value: mse/sign accuracy)."""
+        """Metrics on the validation split (policy: top1/top5/nll; value: mse/sign accuracy; on data with
+        self-play targets also policy_soft_ce, and ownership_loss and score_loss for a model with those outputs,
+        as the training metrics define them)."""
         if self.val_ds is None:
             return None
         self.net.eval()
@@ -528,6 +541,8 @@ class Trainer:
             limit = self.val_cap if limit is None else min(limit, self.val_cap)
         deadline = self._val_deadline()
         cut = False
+        aux = self.model.has_aux
+        sums = torch.zeros(5, dtype=torch.float64, device=self.device)  # soft CE, weights, ownership, score, rows
         for b in self.val_ds:
             if deadline is not None and m.rows > 0 and time.perf_counter() >= deadline:
                 cut = True  # the budget's share is spent: the rows so far are this validation
@@ -540,7 +555,15 @@ class Trainer:
                 x = x[:room]
             n = x.shape[0]
             with self._autocast():
-                p, v = self.model(x.to(self.device))
+                if aux:
+                    p, v, own, score = self.model(x.to(self.device), aux="logits")
+                else:
+                    p, v = self.model(x.to(self.device))
+            if self.val_targets and p is not None:
+                sums[0:2] += torch.stack(self._soft_policy_sums(p.float(), b))
+            if self.val_targets and aux and own is not None:
+                sums[2:4] += torch.stack(self._aux_sums(own, score, b))
+                sums[4] += n
             logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
             base = (self.baseline.predict(b["game_index"][:n].numpy(), b["to_play"][:n].numpy())
                     if self.baseline is not None and v is not None else None)
@@ -553,6 +576,13 @@ class Trainer:
         s = m.summary()
         s.pop("baselines", None)
         s.pop("calibration", None)  # the table goes to gotk eval; the log keeps calibration_ece
+        if self.val_targets:
+            sums = self._all_reduce(sums).tolist()
+            if sums[1]:
+                s["policy_soft_ce"] = sums[0] / sums[1]
+            if sums[4]:
+                s["ownership_loss"] = sums[2] / sums[4]
+                s["score_loss"] = sums[3] / sums[4]
         return s
 
     def _val_quota(self) -> int | None:
