@@ -314,3 +314,19 @@ def test_shard_dataset_in_workers_carries_targets(generations) -> None:
     rest = list(ds)
     assert len(rest) == len(inproc) - 2
     assert all(torch.equal(a["policy"], b["policy"]) for a, b in zip(inproc[2:], rest, strict=True))
+
+
+def test_inspect_and_show_read_the_window(generations) -> None:
+    """``gotk inspect --verify`` and ``gotk show`` on the assembled folder, whose shards lie in sibling folders."""
+    from typer.testing import CliRunner
+
+    from gotk.cli.main import app
+
+    window, _ = generations
+    runner = CliRunner()
+    res = runner.invoke(app, ["inspect", str(window), "--verify"])
+    assert res.exit_code == 0, res.output
+    assert "targets   policy" in res.output
+    res = runner.invoke(app, ["show", str(window), "--split", "train", "--row", "5"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("train row 5: game ")
