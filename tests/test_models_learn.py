@@ -21,7 +21,8 @@ from gotk.train.trainer import train
 
 UNIFORM = math.log(362)
 # reduced widths where the model takes them (the learning problem is the same; the test stays cheap)
-HPARAMS = {"alphago": {"filters": 32}, "alphago_value": {"filters": 32}, "resnet": {"blocks": 1, "filters": 16}}
+HPARAMS = {"alphago": {"filters": 32}, "alphago_value": {"filters": 32}, "resnet": {"blocks": 1, "filters": 16},
+           "zero": {"blocks": 3, "filters": 16}}
 STEPS = 80  # of BATCH positions: about 2 epochs of the 664 positions
 BATCH = 16
 MARGIN = 0.15  # "clearly below": the window means (160 positions) scatter by ~0.05

@@ -20,7 +20,7 @@ def train_cmd(
     out: Path = typer.Option(..., "--out", help="Run folder: config.json, metrics.jsonl, curves.png, "
                              "checkpoint.pt, agent.gotk."),
     model: str = typer.Option(None, "--model", help="small | medium | large | alphago | alphago_value | resnet "
-                              "(default: resnet)."),
+                              "| zero (default: resnet)."),
     head: str = typer.Option(None, "--head", help="policy | value | both (default: the model's default)."),
     epochs: int = typer.Option(None, help="Passes over the train split (default: 1, or as many as --max-steps "
                                "or --max-minutes allow when one of them is given)."),
@@ -51,14 +51,22 @@ def train_cmd(
     threads: int = typer.Option(None, help="torch CPU threads (default: torch's default); 1 is often fastest on a busy "
                                 "machine."),
     seed: int = typer.Option(None, help="Seed of initialisation, shuffling and symmetries (default: 0)."),
-    filters: int = typer.Option(None, help="Conv filters (alphago, alphago_value, resnet)."),
-    blocks: int = typer.Option(None, help="Residual blocks (resnet)."),
+    filters: int = typer.Option(None, help="Conv filters (alphago, alphago_value, resnet, zero)."),
+    blocks: int = typer.Option(None, help="Residual blocks (resnet, zero)."),
     symmetries: str = typer.Option(None, help="random | none: random board symmetry per position (default: random)."),
     positions_per_game: int = typer.Option(None, "--positions-per-game",
                                            help="Positions drawn per game per epoch (default: 8 with a value head, "
                                            "else all)."),
     value_weight: float = typer.Option(None, "--value-weight", help="Weight of the value loss with --head both "
                                        "(default: 1.0)."),
+    ownership_weight: float = typer.Option(None, "--ownership-weight", help="Weight of the ownership loss (its "
+                                           "sum over the points) of a model with ownership outputs (zero) on data "
+                                           "with self-play targets (default: 1.5 / size²)."),
+    score_weight: float = typer.Option(None, "--score-weight", help="Weight of the score loss (Huber, in points) "
+                                       "of a model with a score output (zero) on data with self-play targets "
+                                       "(default: 0.02)."),
+    init_agent: str = typer.Option(None, "--init-agent", help="Start from this agent file's weights (the same "
+                                   "--model, head, hyper-parameters, encoder and board size)."),
     patience: int = typer.Option(None, help="Stop after this many epochs without a better validation score."),
     log_every: int = typer.Option(None, "--log-every", help="Log training metrics every N steps (default: 50)."),
     checkpoint_every: int = typer.Option(None, "--checkpoint-every", help="Checkpoint every N steps (default: 1000)."),
@@ -91,7 +99,8 @@ def train_cmd(
         warmup_steps=warmup_steps, amp=amp, channels_last=channels_last, compile=compile, device=device,
         workers=workers, threads=threads, seed=seed,
         symmetries=symmetries,
-        positions_per_game=positions_per_game, value_weight=value_weight, patience=patience, log_every=log_every,
+        positions_per_game=positions_per_game, value_weight=value_weight, ownership_weight=ownership_weight,
+        score_weight=score_weight, init_agent=init_agent, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
         storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
         tensorboard=tensorboard,

@@ -122,7 +122,9 @@ def _split_files(path: str | os.PathLike, split: str, st: Storage) -> list[Path 
 
 
 class SplitIndex:
-    """The row groups of one split (reads only Parquet footers) and its encoder description.
+    """The row groups of one split (reads only Parquet footers), its encoder description and its target columns
+    (:attr:`targets`). Shard paths listed by the manifest are relative to the dataset folder and may lead out
+    of it (``../gen-0003/train/part-00000.parquet``: a folder assembled over other folders' shards).
 
     ``path``: a dataset folder, one shard file, or an fsspec URL of either (``s3://bucket/data``;
     ``storage_options`` go to fsspec, e.g. ``{"endpoint_url": ...}``)."""
@@ -135,11 +137,19 @@ class SplitIndex:
         groups: list[RowGroup] = []
         start = 0
         encoder = None
+        targets: tuple[str, ...] | None = None
         for i in range(len(self.files)):
             meta = self.read_metadata(i)
+            schema = meta.schema.to_arrow_schema()
             if encoder is None:
-                obj = S.schema_metadata(meta.schema.to_arrow_schema(), self.files[i], required=False)
+                obj = S.schema_metadata(schema, self.files[i], required=False)
                 encoder = obj["encoder"] if obj is not None else None
+            t = S.schema_targets(schema)
+            if targets is None:
+                targets = t
+            elif t != targets:
+                raise ValueError(f"{self.files[i]} has target columns {list(t) or 'none'}, the split's first shard "
+                                 f"{list(targets) or 'none'}: a split's shards all have the targets or none")
             for g in range(meta.num_row_groups):
                 n = meta.row_group(g).num_rows
                 if n:
@@ -152,6 +162,8 @@ class SplitIndex:
         if encoder is None:
             raise ValueError(f"no encoder description for split {split!r} of {self.path} (no gotk metadata)")
         self.encoder: dict = encoder
+        #: the self-play target columns of the split's shards (``gotk.shards.format.TARGETS``), or ``()``
+        self.targets: tuple[str, ...] = targets or ()
         self.row_groups = groups
         self.num_rows = start
         c, h, w = (int(x) for x in encoder["shape"])

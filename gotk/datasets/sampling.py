@@ -47,6 +47,11 @@ at read time, without re-encoding; it also reads the ``game_id`` column once, an
 Batches are dicts: ``features`` (B, C, H, W) uint8 0/1 (int8 for ``int8`` encoders such as ``oneplane``),
 ``label`` int64 (flat move index, pass = size*size), ``value`` float32 (+1 the player to move won,
 -1 lost, 0 unknown), ``move_number`` int32, ``to_play`` int8, ``game_index`` int64 — see :func:`game_index`.
+When the split's shards carry the self-play targets (``SplitIndex.targets``, docs/shards.md), batches also
+have ``policy`` float32 (B, size*size+1), ``root_value`` float32 (B,), ``ownership`` float32 (B, size, size)
+(-1/0/+1), ``score`` float32 (B,) and ``weight`` float32 (B,); under a symmetry the policy is permuted exactly
+like ``label`` and the ownership transformed exactly like a plane. They are kept packed (float16, int8) in the
+shuffle buffer and follow the rows through every selection (game cap, ``where``, resume).
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ import pyarrow.parquet as pq
 
 from gotk.coords import transform_planes
 from gotk.datasets.index import RowGroup, SplitIndex, _game_codes, selected_games
-from gotk.datasets.symmetry import NUM_SYMMETRIES, transform_labels
+from gotk.datasets.symmetry import NUM_SYMMETRIES, label_permutations, transform_labels
 from gotk.shards.format import unpack_features
 
 __all__ = ["iter_numpy_batches", "worker_batch_offsets"]
@@ -183,7 +188,9 @@ def _row_filter(index: SplitIndex, max_positions_per_game: int | None, where: st
 # --- reading, shuffling, batching --------------------------------------------------------------------
 
 
-_Cols = dict[str, np.ndarray]  # packed (N, row_bytes) uint8, label, value, move_number, to_play, game_index
+# packed (N, row_bytes) uint8, label, value, move_number, to_play, game_index; with targets also policy (N, moves)
+# float16, root_value, ownership (N, points) int8, score, weight
+_Cols = dict[str, np.ndarray]
 
 
 def _take(cols: _Cols, idx) -> _Cols:
@@ -211,7 +218,7 @@ class _RowGroupReader:
         f = self._files.get(rg.file)
         if f is None:
             f = self._files[rg.file] = self.index.open_file(rg.file)
-        table = f.read_row_group(rg.index, columns=_COLUMNS)
+        table = f.read_row_group(rg.index, columns=_COLUMNS + list(self.index.targets))
         n = table.num_rows
         feats = table.column("features")
         feats = feats.combine_chunks() if feats.num_chunks != 1 else feats.chunk(0)
@@ -229,6 +236,15 @@ class _RowGroupReader:
             "to_play": table.column("to_play").to_numpy(),
             "game_index": games[codes],
         }
+        if self.index.targets:
+            for name in ("policy", "ownership"):
+                col = table.column(name)
+                col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+                w = col.type.byte_width
+                raw = np.frombuffer(col.buffers()[1], dtype=np.uint8, count=(col.offset + n) * w)[col.offset * w:]
+                cols[name] = raw.reshape(n, w).view("<f2" if name == "policy" else np.int8)
+            for name in ("root_value", "score", "weight"):
+                cols[name] = table.column(name).to_numpy()
         if self.cap is not None:
             keep = self.cap.keep(self._pos[(rg.file, rg.index)], codes, self.seed, self.epoch)
             cols = _take(cols, np.flatnonzero(keep))
@@ -341,6 +357,28 @@ def _decode_into(out: np.ndarray, packed: np.ndarray, syms: np.ndarray | None, i
             out[sel] = transform_planes(_decode(packed[sel], index), s)
 
 
+def _targets_into(out: dict[str, np.ndarray], part: _Cols, syms: np.ndarray | None, size: int) -> None:
+    """The target columns of a batch into ``out``, sample ``i`` under symmetry ``syms[i]``: the policy permuted
+    like the move labels (``label_permutations``: the probability of move ``p`` moves to where ``p`` goes), the
+    ownership transformed like a plane (``transform_planes``); the scalars as they are."""
+    m = len(part["label"])
+    policy = part["policy"].astype(np.float32)
+    owner = part["ownership"].reshape(m, size, size)
+    if syms is None:
+        out["policy"][...] = policy
+        out["ownership"][...] = owner
+    else:
+        out["policy"][np.arange(m)[:, None], label_permutations(size)[syms]] = policy
+        for s in range(NUM_SYMMETRIES):
+            sel = np.flatnonzero(syms == s)
+            if sel.size == m:
+                out["ownership"][...] = transform_planes(owner, s)
+            elif sel.size:
+                out["ownership"][sel] = transform_planes(owner[sel], s)
+    for key in ("root_value", "score", "weight"):
+        out[key][...] = part[key]
+
+
 def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tuple[int, ...], int]]:
     """``(key, dtype, shape, byte offset)`` of every array of a batch of ``rows`` rows laid out in one
     buffer (offsets 8-byte aligned), and last the total size as ``("", uint8, (nbytes,), 0)``."""
@@ -348,6 +386,11 @@ def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tupl
     specs = [("features", fdtype, (rows, *index.shape)), ("label", np.dtype(np.int64), (rows,)),
              ("game_index", np.dtype(np.int64), (rows,)), ("value", np.dtype(np.float32), (rows,)),
              ("move_number", np.dtype(np.int32), (rows,)), ("to_play", np.dtype(np.int8), (rows,))]
+    if index.targets:  # float32 targets after the others (every offset stays 8-byte aligned)
+        h, w = index.shape[1], index.shape[2]
+        f32 = np.dtype(np.float32)
+        specs += [("policy", f32, (rows, h * w + 1)), ("root_value", f32, (rows,)), ("ownership", f32, (rows, h, w)),
+                  ("score", f32, (rows,)), ("weight", f32, (rows,))]
     out = []
     offset = 0
     for key, dtype, shape in specs:
@@ -392,6 +435,8 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int
             out["label"][...] = part["label"] if syms is None else transform_labels(part["label"], syms, size)
             for key in ("value", "move_number", "to_play", "game_index"):
                 out[key][...] = part[key]
+            if index.targets:
+                _targets_into(out, part, syms, size)
             yield out
 
     def rest(block: _Cols) -> _Cols | None:

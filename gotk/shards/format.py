@@ -1,7 +1,9 @@
 """The shard format (schema version 2): one Parquet row per position, see ``docs/shards.md``.
 
 Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features``
-fixed_size_binary, ``label`` int16, ``value`` int8. Bit encoders store ``np.packbits`` of the
+fixed_size_binary, ``label`` int16, ``value`` int8; self-play shards add the optional target columns
+:data:`TARGETS` (``policy``, ``root_value``, ``ownership``, ``score``, ``weight``) after them, listed in the
+metadata's ``targets`` (:func:`schema_targets`). Bit encoders store ``np.packbits`` of the
 C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded
 once: :func:`pack_features`, :func:`unpack_features`). The schema
 metadata key ``gotk`` holds ``{"schema_version", "encoder" (Encoder.describe()), "features"}`` as
@@ -33,6 +35,11 @@ ROW_GROUP_ROWS = 8192
 ZSTD_LEVEL = 1
 METADATA_KEY = b"gotk"
 SMALL_COLUMNS = ["game_id", "move_number", "to_play", "label", "value"]
+#: The optional self-play target columns, in their order after the six position columns (docs/shards.md,
+#: "Self-play target columns"): a shard has all of them or none.
+TARGETS = ("policy", "root_value", "ownership", "score", "weight")
+#: Target columns small enough for Parquet statistics (min/max per row group), beside :data:`SMALL_COLUMNS`.
+TARGET_STAT_COLUMNS = ["root_value", "score", "weight"]
 
 
 def features_nbytes(encoder_desc: dict) -> int:
@@ -42,9 +49,10 @@ def features_nbytes(encoder_desc: dict) -> int:
     return n if encoder_desc["dtype"] == "int8" else (n + 7) // 8
 
 
-def shard_metadata(encoder_desc: dict) -> dict:
-    """The JSON object stored under the ``gotk`` schema metadata key."""
-    return {
+def shard_metadata(encoder_desc: dict, targets: bool = False) -> dict:
+    """The JSON object stored under the ``gotk`` schema metadata key (``targets``: the shard has the
+    self-play target columns, listed under ``"targets"``; without them the object is unchanged)."""
+    meta = {
         "schema_version": SCHEMA_VERSION,
         "encoder": encoder_desc,
         "features": {
@@ -53,22 +61,136 @@ def shard_metadata(encoder_desc: dict) -> dict:
             "order": "C (plane, row, col)",
         },
     }
+    if targets:
+        meta["targets"] = list(TARGETS)
+    return meta
 
 
-def shard_schema(encoder_desc: dict) -> pa.Schema:
-    """The Arrow schema of a shard, with its ``gotk`` metadata."""
-    meta = json.dumps(shard_metadata(encoder_desc), sort_keys=True, separators=(",", ":"))
-    return pa.schema(
-        [
-            pa.field("game_id", pa.string(), nullable=False),
-            pa.field("move_number", pa.int32(), nullable=False),
-            pa.field("to_play", pa.int8(), nullable=False),
-            pa.field("features", pa.binary(features_nbytes(encoder_desc)), nullable=False),
-            pa.field("label", pa.int16(), nullable=False),
-            pa.field("value", pa.int8(), nullable=False),
-        ],
-        metadata={METADATA_KEY: meta.encode()},
-    )
+def board_points(encoder_desc: dict) -> int:
+    """Points of the board (``H * W`` of the encoder's planes): a policy target has this many + 1 (pass) moves."""
+    _, h, w = encoder_desc["shape"]
+    return int(h) * int(w)
+
+
+def shard_schema(encoder_desc: dict, targets: bool = False) -> pa.Schema:
+    """The Arrow schema of a shard, with its ``gotk`` metadata; ``targets`` adds the self-play target columns
+    (:data:`TARGETS`) after the six position columns."""
+    meta = json.dumps(shard_metadata(encoder_desc, targets), sort_keys=True, separators=(",", ":"))
+    fields = [
+        pa.field("game_id", pa.string(), nullable=False),
+        pa.field("move_number", pa.int32(), nullable=False),
+        pa.field("to_play", pa.int8(), nullable=False),
+        pa.field("features", pa.binary(features_nbytes(encoder_desc)), nullable=False),
+        pa.field("label", pa.int16(), nullable=False),
+        pa.field("value", pa.int8(), nullable=False),
+    ]
+    if targets:
+        points = board_points(encoder_desc)
+        fields += [
+            pa.field("policy", pa.binary((points + 1) * 2), nullable=False),  # float16 LE per move, pass last
+            pa.field("root_value", pa.float32(), nullable=False),
+            pa.field("ownership", pa.binary(points), nullable=False),  # int8 per point, row-major
+            pa.field("score", pa.float32(), nullable=False),
+            pa.field("weight", pa.float32(), nullable=False),
+        ]
+    return pa.schema(fields, metadata={METADATA_KEY: meta.encode()})
+
+
+def schema_targets(source: pa.Schema | dict | None) -> tuple[str, ...]:
+    """The self-play target columns a shard has (:data:`TARGETS`, or ``()`` for a plain shard), from its Arrow
+    schema, its ``gotk`` metadata object or a manifest (their ``"targets"`` list); ValueError when the list names
+    other columns, or when a schema's columns disagree with its metadata."""
+    if source is None:
+        return ()
+    if isinstance(source, pa.Schema):
+        raw = (source.metadata or {}).get(METADATA_KEY)
+        listed = tuple(json.loads(raw).get("targets") or ()) if raw is not None else ()
+        present = tuple(n for n in TARGETS if n in source.names)
+        if listed and present != listed:
+            raise ValueError(f"the shard's metadata lists targets {list(listed)} but it has columns {list(present)}")
+    else:
+        listed = tuple(source.get("targets") or ())
+    if listed and listed != TARGETS:
+        raise ValueError(f"unknown target columns {list(listed)}; this gotk reads {list(TARGETS)}")
+    return listed
+
+
+def _target_bytes(name: str, values: np.ndarray, width: int) -> pa.FixedSizeBinaryArray:
+    n = values.shape[0]
+    raw = np.ascontiguousarray(values).view(np.uint8).reshape(n, -1)
+    if raw.shape[1] != width:
+        raise ValueError(f"targets[{name!r}] is {raw.shape[1]} bytes per row, the schema says {width}")
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(raw)])
+
+
+def target_columns(schema: pa.Schema, targets: dict[str, np.ndarray], n: int) -> list[pa.Array]:
+    """The Arrow arrays of the target columns for ``n`` rows, checked (ValueError with the column's name):
+    ``policy`` ``(n, points+1)`` probabilities (finite, >= 0; stored as float16 little-endian), ``root_value``,
+    ``score``, ``weight`` ``(n,)`` finite (``weight`` >= 0), ``ownership`` ``(n, size, size)`` or
+    ``(n, points)`` in {-1, 0, +1} (stored as int8)."""
+    missing = [k for k in TARGETS if k not in targets]
+    extra = sorted(set(targets) - set(TARGETS))
+    if missing or extra:
+        raise ValueError(f"targets need exactly {list(TARGETS)}: missing {missing}, unknown {extra}")
+    points = schema.field("ownership").type.byte_width
+    out: list[pa.Array] = []
+    for name in TARGETS:
+        v = np.asarray(targets[name])
+        if v.shape[:1] != (n,):
+            raise ValueError(f"targets[{name!r}] has {v.shape[0] if v.ndim else 0} rows, the table {n}")
+        if name == "policy":
+            if v.ndim != 2 or v.shape[1] != points + 1:
+                raise ValueError(f"targets['policy'] must be (n, {points + 1}), got {v.shape}")
+            if not np.isfinite(v).all() or (v < 0).any():
+                raise ValueError("targets['policy'] holds negative or non-finite probabilities")
+            out.append(_target_bytes(name, v.astype("<f2"), (points + 1) * 2))
+        elif name == "ownership":
+            if int(np.prod(v.shape[1:])) != points:
+                raise ValueError(f"targets['ownership'] must be (n, size, size) with {points} points, got {v.shape}")
+            if v.size and (v.min() < -1 or v.max() > 1):
+                raise ValueError("targets['ownership'] holds values outside -1, 0, +1")
+            out.append(_target_bytes(name, v.astype(np.int8), points))
+        else:
+            if v.ndim != 1:
+                raise ValueError(f"targets[{name!r}] must be (n,), got {v.shape}")
+            f = v.astype(np.float32)
+            if not np.isfinite(f).all():
+                raise ValueError(f"targets[{name!r}] holds non-finite values")
+            if name == "weight" and (f < 0).any():
+                raise ValueError("targets['weight'] holds negative weights")
+            out.append(pa.array(f))
+    return out
+
+
+def unpack_policy(raw: np.ndarray) -> np.ndarray:
+    """``(N, (points+1)*2)`` uint8 ``policy`` bytes → ``(N, points+1)`` float32 probabilities."""
+    return np.ascontiguousarray(raw).view("<f2").astype(np.float32)
+
+
+def decode_targets(batch: pa.Table | pa.RecordBatch) -> dict[str, np.ndarray]:
+    """The target columns of shard rows as arrays: ``policy`` float32 ``(N, points+1)``, ``root_value``,
+    ``score``, ``weight`` float32 ``(N,)``, ``ownership`` int8 ``(N, size, size)`` (tensor order); ``{}`` for
+    rows without targets."""
+    if not schema_targets(batch.schema):
+        return {}
+    n = batch.num_rows
+    out: dict[str, np.ndarray] = {}
+    for name in TARGETS:
+        col = batch.column(name)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if name in ("policy", "ownership"):
+            width = col.type.byte_width
+            raw = np.frombuffer(col.buffers()[1], np.uint8, count=(col.offset + n) * width)[col.offset * width:]
+            raw = raw.reshape(n, width)
+            if name == "policy":
+                out[name] = unpack_policy(raw)
+            else:
+                side = int(round(width ** 0.5))
+                out[name] = raw.view(np.int8).reshape(n, side, side) if side * side == width else raw.view(np.int8)
+        else:
+            out[name] = col.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return out
 
 
 def pack_features(planes: np.ndarray, dtype: str) -> np.ndarray:
@@ -99,26 +221,33 @@ def unpack_features(packed: np.ndarray, shape: tuple[int, int, int], dtype: str)
 
 
 def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: np.ndarray,
-               to_play: np.ndarray, packed: np.ndarray, labels: np.ndarray, values: np.ndarray) -> pa.Table:
+               to_play: np.ndarray, packed: np.ndarray, labels: np.ndarray, values: np.ndarray,
+               targets: dict[str, np.ndarray] | None = None) -> pa.Table:
     """One Arrow table of shard rows from column arrays (``packed`` is (N, bytes_per_row) uint8;
-    ``game_ids`` a list of strings or a pyarrow string array)."""
+    ``game_ids`` a list of strings or a pyarrow string array). ``targets`` gives the self-play target columns
+    (see :func:`target_columns`): required exactly when ``schema`` has them (ValueError otherwise)."""
     n = int(packed.shape[0])
     width = schema.field("features").type.byte_width
     if packed.shape[1] != width:
         raise ValueError(f"features are {packed.shape[1]} bytes per row, the schema says {width}")
+    has_targets = bool(schema_targets(schema))
+    if has_targets and targets is None:
+        raise ValueError(f"the schema has the target columns {list(TARGETS)}: rows_table needs targets=")
+    if not has_targets and targets is not None:
+        raise ValueError("targets given, but the schema has no target columns (shard_schema(..., targets=True))")
     feats = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(width), n, [None, pa.py_buffer(np.ascontiguousarray(packed, dtype=np.uint8))])
-    return pa.Table.from_arrays(
-        [
-            game_ids if isinstance(game_ids, pa.Array) else pa.array(game_ids, type=pa.string()),
-            pa.array(np.asarray(move_numbers, dtype=np.int32)),
-            pa.array(np.asarray(to_play, dtype=np.int8)),
-            feats,
-            pa.array(np.asarray(labels, dtype=np.int16)),
-            pa.array(np.asarray(values, dtype=np.int8)),
-        ],
-        schema=schema,
-    )
+    columns = [
+        game_ids if isinstance(game_ids, pa.Array) else pa.array(game_ids, type=pa.string()),
+        pa.array(np.asarray(move_numbers, dtype=np.int32)),
+        pa.array(np.asarray(to_play, dtype=np.int8)),
+        feats,
+        pa.array(np.asarray(labels, dtype=np.int16)),
+        pa.array(np.asarray(values, dtype=np.int8)),
+    ]
+    if targets is not None:
+        columns += target_columns(schema, targets, n)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 #: Keyword arguments of every Parquet read of a shard or games table: each page's CRC-32 (written by
@@ -153,7 +282,8 @@ class ShardWriter:
                 self.tmp if self._remote is None else self._remote.sink, schema, compression="zstd",
                 compression_level=zstd_level,
                 use_dictionary=["game_id"] if dictionary is None else dictionary,
-                write_statistics=SMALL_COLUMNS if statistics is None else statistics,
+                write_statistics=([c for c in SMALL_COLUMNS + TARGET_STAT_COLUMNS if c in schema.names]
+                                  if statistics is None else statistics),
                 write_page_checksum=True,  # a CRC-32 per page, verified on read (PAGE_CHECKS): bit rot is an error
             )
         except BaseException:
@@ -226,6 +356,10 @@ class ShardRowWriter:
     from :attr:`pos` on, then hands them to their games with :meth:`commit`. The column arrays are replaced when a
     batch is written out, so they are read after :meth:`reserve`, never kept across it.
 
+    A schema with the self-play target columns (:func:`shard_schema` with ``targets=True``) adds the arrays
+    :attr:`policy` (float32, ``(n, points+1)``), :attr:`root_value`, :attr:`ownership` (int8, ``(n, points)``),
+    :attr:`score` and :attr:`weight`, filled the same way (or given to :meth:`add` as ``targets``).
+
     ``expected_rows`` (the rows the file will hold, when known) keeps batches no larger than the rows to come."""
 
     def __init__(self, path: str | os.PathLike, schema: pa.Schema, expected_rows: int | None = None,
@@ -233,6 +367,7 @@ class ShardRowWriter:
                  storage: Storage | None = None, batch_bytes: int = BATCH_BYTES) -> None:
         self.schema = schema
         self.width = schema.field("features").type.byte_width
+        self.targets = schema_targets(schema)  # the self-play target columns, or ()
         self.batch_rows = max(row_group_rows, batch_bytes // self.width)
         self.remaining = expected_rows  # rows still to come, when known
         self.write_s = 0.0  # seconds spent writing batches out (Arrow tables, Parquet, zstd, the final rename)
@@ -249,6 +384,13 @@ class ShardRowWriter:
         self.to_play = np.empty(n, np.int8)
         self.label = np.empty(n, np.int16)
         self.value = np.empty(n, np.int8)
+        if self.targets:
+            points = self.schema.field("ownership").type.byte_width
+            self.policy = np.empty((n, points + 1), np.float32)
+            self.root_value = np.empty(n, np.float32)
+            self.ownership = np.empty((n, points), np.int8)
+            self.score = np.empty(n, np.float32)
+            self.weight = np.empty(n, np.float32)
         self._game_index = np.empty(n, np.int32)
         self._game_ids.clear()
         self.pos = 0
@@ -286,9 +428,12 @@ class ShardRowWriter:
             self.remaining -= rows
 
     def add(self, game_id: str, features: np.ndarray, move_number: np.ndarray, to_play: np.ndarray,
-            label: np.ndarray, value: np.ndarray) -> None:
+            label: np.ndarray, value: np.ndarray, targets: dict[str, np.ndarray] | None = None) -> None:
         """Rows of one game, copied: ``features`` packed (``(k, bytes_per_row)`` uint8, :func:`pack_features`),
-        the other columns ``k`` values each."""
+        the other columns ``k`` values each; ``targets`` (the self-play target columns, as :func:`rows_table`
+        takes them) exactly when the schema has them."""
+        if bool(self.targets) != (targets is not None):
+            raise ValueError("targets= is required exactly when the shard schema has the target columns")
         k = len(label)
         sl = self.reserve(k)
         self.features[sl] = features
@@ -296,6 +441,10 @@ class ShardRowWriter:
         self.to_play[sl] = to_play
         self.label[sl] = label
         self.value[sl] = value
+        if targets is not None:
+            for name in TARGETS:
+                col = getattr(self, name)
+                col[sl] = np.asarray(targets[name]).reshape(k, *col.shape[1:])
         self.commit([game_id], [k])
 
     def _write_batch(self) -> None:
@@ -303,8 +452,9 @@ class ShardRowWriter:
         n = self.pos
         if n:
             ids = pa.array(self._game_ids, pa.string()).take(pa.array(self._game_index[:n]))
+            targets = {name: getattr(self, name)[:n] for name in TARGETS} if self.targets else None
             self._writer.write(rows_table(self.schema, ids, self.move_number[:n], self.to_play[:n],
-                                          self.features[:n], self.label[:n], self.value[:n]))
+                                          self.features[:n], self.label[:n], self.value[:n], targets))
         self.write_s += time.perf_counter() - t
 
     def finish(self) -> dict:

@@ -191,6 +191,8 @@ def summary_lines(m: dict) -> list[str]:
                                                   if m.get("sources_skipped") else ""),
         f"games     read {g['read']:,}  kept {g['kept']:,}  partial {g['partial']:,}  "
         f"skipped {sum(g['skipped'].values()):,}",
+        *([f"targets   {', '.join(m['targets'])}"] if m.get("targets") else []),
+        *([f"made by   {m['generator'].get('name', '?')}"] if isinstance(m.get("generator"), dict) else []),
         "",
         f"{'split':<10} {'games':>9} {'rows':>12} {'shards':>7} {'bytes':>14} {'bytes/pos':>10}",
     ]

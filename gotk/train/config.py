@@ -60,6 +60,11 @@ class TrainConfig:
     shuffle_buffer: int = 16384
     positions_per_game: int | None = None  # None: 8 when the value head is trained, else all
     value_weight: float = 1.0
+    # the auxiliary losses of a model with ownership and score outputs (``zero``) on data with self-play targets;
+    # None: KataGo's weights, 1.5 / size² for the ownership (its sum over the points) and 0.02 for the score
+    ownership_weight: float | None = None
+    score_weight: float | None = None
+    init_agent: str | None = None  # an agent file whose weights the new model starts from (same model and shape)
     log_every: int = 50
     checkpoint_every: int = 1000
     patience: int | None = None
@@ -107,6 +112,10 @@ class TrainConfig:
             raise ValueError(f"--max-minutes must be a positive number of minutes, not {c.max_minutes}")
         if c.compile in ("", "none"):
             c.compile = None
+        for name in ("value_weight", "ownership_weight", "score_weight"):
+            v = getattr(c, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"--{name.replace('_', '-')} must be a number >= 0, not {v}")
         if c.workers < 0:
             raise ValueError("--workers must be >= 0")
         if c.dist_timeout <= 0:

@@ -13,18 +13,30 @@ from gotk.atomic import write_text_atomic
 
 METRICS = "metrics.jsonl"
 # order of the per-step stats a training step returns and the window/epoch sums accumulate
-STAT_FIELDS = ("rows", "policy_loss_sum", "top1", "top5", "value_se", "value_rows", "loss", "steps")
+# (the last six: the losses of the self-play targets, zero on data without them)
+STAT_FIELDS = ("rows", "policy_loss_sum", "top1", "top5", "value_se", "value_rows", "loss", "steps",
+               "policy_soft_ce_sum", "policy_weight", "ownership_loss_sum", "ownership_rows", "score_loss_sum",
+               "score_rows")
 
 
 def summarise(s: list[float], seconds: float | None) -> dict:
-    """Window/epoch sums (:data:`STAT_FIELDS`) → means: positions, loss, policy_loss, top1, top5, value_mse,
-    samples_per_s."""
-    rows, ploss, top1, top5, vse, vrows, loss_sum, steps = s
+    """Window/epoch sums (:data:`STAT_FIELDS`; the first eight alone are accepted too) → means: positions, loss,
+    policy_loss (cross-entropy against the move played), top1, top5, value_mse, samples_per_s; on data with
+    self-play targets also policy_soft_ce (the cross-entropy against the search's policy, weighted by the rows'
+    ``weight``), ownership_loss and score_loss (per row, times their weights: the terms added to the loss)."""
+    rows, ploss, top1, top5, vse, vrows, loss_sum, steps = s[:8]
+    soft, wsum, own, own_rows, score, score_rows = (list(s[8:14]) + [0.0] * 6)[:6]
     out: dict = {"positions": int(rows), "loss": loss_sum / steps if steps else None}
     if rows and (ploss or top1 or top5):
         out.update(policy_loss=ploss / rows, top1=top1 / rows, top5=top5 / rows)
     if vrows:
         out["value_mse"] = vse / vrows
+    if wsum:
+        out["policy_soft_ce"] = soft / wsum
+    if own_rows:
+        out["ownership_loss"] = own / own_rows
+    if score_rows:
+        out["score_loss"] = score / score_rows
     if seconds:
         out["samples_per_s"] = rows / seconds
     return out
@@ -63,9 +75,10 @@ def read_records(run_dir: str | os.PathLike) -> list[dict]:
 
 TENSORBOARD_MISSING = "the tensorboard package is not installed: pip install 'gotk[tensorboard]'"
 # metrics.jsonl keys written as TensorBoard scalars: a step record's under train/, an epoch record's val_* under val/
-STEP_SCALARS = ("loss", "policy_loss", "top1", "top5", "value_mse", "samples_per_s", "lr")
+STEP_SCALARS = ("loss", "policy_loss", "top1", "top5", "value_mse", "policy_soft_ce", "ownership_loss", "score_loss",
+                "samples_per_s", "lr")
 EPOCH_SCALARS = ("top1", "top5", "nll", "value_mse", "value_sign_accuracy", "komi_handicap_mse", "calibration_ece",
-                 "seconds")
+                 "policy_soft_ce", "ownership_loss", "score_loss", "seconds")
 
 
 def tensorboard_available() -> bool:

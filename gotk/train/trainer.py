@@ -10,6 +10,15 @@ are drawn per epoch, so long games do not dominate and the value net does not me
 policy-only runs use every position. Rows with value 0 (draw, void or unknown result) are left out of
 the value loss.
 
+On data with self-play targets (``docs/shards.md``, "Self-play target columns") the policy learns the search's
+policy instead of the move played: the cross-entropy ``-sum(pi * log_softmax(logits))`` per row, averaged with
+the rows' ``weight`` (rows of weight 0 add no policy loss); top-1/top-5 still count the move played. A model with
+ownership and score outputs (``has_aux``: ``zero``) also learns them there: ``ownership_weight`` (default
+1.5 / size²) times the sum over the points of the binary cross-entropy between ``(1 + predicted) / 2`` and
+``(1 + target) / 2``, and ``score_weight`` (default 0.02) times the Huber loss (delta = the board size) of the
+score, both averaged over rows. ``init_agent`` starts the model from an agent file's weights (each self-play
+generation continues from the previous network).
+
 Distributed (``torchrun --nproc_per_node N -m gotk train ...``, see ``docs/scaling.md``): the process
 group is set up from torchrun's environment (:mod:`gotk.distributed`), the model is wrapped in DDP and each
 rank reads its share of the row groups. Every rank takes the same number of steps per epoch, the largest
@@ -46,6 +55,7 @@ from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, m
 from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
 from gotk.train.metrics import (
+    STAT_FIELDS,
     TENSORBOARD_MISSING,
     EventLog,
     append_record,
@@ -130,7 +140,14 @@ class Trainer:
         if h != w:
             raise ValueError(f"square boards only, the data is {h}x{w}")
         self.board_size = h
-        self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams).to(self.device)
+        self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams)
+        if cfg.init_agent and not resume:  # a resumed run's weights come from its checkpoint
+            self._init_from_agent(cfg.init_agent)
+        self.model = self.model.to(self.device)
+        self.targets = bool(self.train_ds.index.targets)  # the data has the self-play target columns
+        self.val_targets = self.val_ds is not None and bool(self.val_ds.index.targets)
+        self.ownership_weight = cfg.ownership_weight if cfg.ownership_weight is not None else 1.5 / (h * h)
+        self.score_weight = cfg.score_weight if cfg.score_weight is not None else 0.02
         self.baseline = self._fit_baseline() if self.model.has_value else None
         self.channels_last = cfg.channels_last if cfg.channels_last is not None else self.device.type == "cuda"
         if self.channels_last:
@@ -165,8 +182,8 @@ class Trainer:
         self.last_val: dict | None = None
         # running sums (see _summarise) of the current logging window and epoch; checkpointed so that a
         # resumed run logs exactly what an uninterrupted one does
-        self.window = torch.zeros(8, dtype=torch.float64, device=self.device)
-        self.epoch_sums = torch.zeros(8, dtype=torch.float64, device=self.device)
+        self.window = torch.zeros(len(STAT_FIELDS), dtype=torch.float64, device=self.device)
+        self.epoch_sums = torch.zeros(len(STAT_FIELDS), dtype=torch.float64, device=self.device)
         if resume:
             self._load_checkpoint(ckpt_path)
         self.events: EventLog | None = None
@@ -176,6 +193,30 @@ class Trainer:
             trim_after(self.out, self.step)
             if self.tensorboard:
                 self.events = EventLog(self.out, self.step if resume else None)
+
+    def _init_from_agent(self, path: str) -> None:
+        """Load the weights of agent file ``path`` into the freshly built model: the agent must be of the same
+        model, head, hyper-parameters, planes, board size and encoder (ValueError saying which differs)."""
+        from gotk.nets.agent import AgentError, read_agent_files
+
+        try:
+            meta, tensors = read_agent_files(path)
+        except AgentError as e:
+            raise ValueError(f"--init-agent: {e}") from e
+        m = meta["model"]
+        mine = {"model": self.cfg.model, "head": self.cfg.head, "hparams": self.cfg.hparams,
+                "num_planes": self.model.num_planes, "board_size": self.model.board_size,
+                "encoder": {k: self.encoder.get(k) for k in ("name", "version", "options")}}
+        theirs = {"model": m["name"], "head": m["head"], "hparams": m["hparams"], "num_planes": meta["num_planes"],
+                  "board_size": meta["board_size"],
+                  "encoder": {k: meta["encoder"].get(k) for k in ("name", "version", "options")}}
+        for key in mine:
+            if mine[key] != theirs[key]:
+                raise ValueError(f"--init-agent {path}: its {key} is {theirs[key]!r}, this run's {mine[key]!r}")
+        try:
+            self.model.load_state_dict(tensors, strict=True)
+        except RuntimeError as e:
+            raise ValueError(f"--init-agent {path}: its weights do not fit the model: {e}") from e
 
     def _check_data(self) -> None:
         """Refuse what would train a useless model, say what is missing (ValueError)."""
@@ -309,8 +350,9 @@ class Trainer:
                     "epoch_sums": sum((r["epoch_sums"] for r in ranks), zero) if self.main else zero}
         set_rng_state(mine["rng"])
         self.loader_state = mine["loader"]
-        self.window = mine["window"].to(self.device)
-        self.epoch_sums = mine["epoch_sums"].to(self.device)
+        n = len(STAT_FIELDS)  # a checkpoint from before the target losses holds the first 8 sums
+        self.window = F.pad(mine["window"].to(self.device), (0, n - len(mine["window"])))
+        self.epoch_sums = F.pad(mine["epoch_sums"].to(self.device), (0, n - len(mine["epoch_sums"])))
 
     # --- steps ----------------------------------------------------------------------------------
 
@@ -320,27 +362,46 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
     def _losses(self, batch: dict, share: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Total loss and the per-batch stats tensor [rows, policy loss sum, top1, top5, value se, value rows].
+        """Total loss and the per-batch stats tensor [rows, policy loss sum, top1, top5, value se, value rows,
+        soft policy CE sum (weighted), policy weight, ownership loss sum, ownership rows, score loss sum, score
+        rows] (the last six zero without self-play targets).
 
-        ``share`` (DDP): ``[rows, value rows]`` of this step summed over ranks; the loss that is
+        ``share`` (DDP): ``[rows, value rows, policy weight]`` of this step summed over ranks; the loss that is
         back-propagated is then scaled so that DDP's gradient average is the mean over all those rows."""
         dev = self.device
         x = batch["features"].to(dev, non_blocking=True)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         y = batch["label"].to(dev, non_blocking=True).long()
+        aux = self.model.has_aux
         with self._autocast():
-            p, v = self.net(x)
-        stats = torch.zeros(6, device=dev)
+            if aux:
+                p, v, own, score = self.net(x, aux="logits")
+            else:
+                p, v = self.net(x)
+        stats = torch.zeros(12, device=dev)
         stats[0] = y.shape[0]
         loss = torch.zeros((), device=dev)
         scaled = torch.zeros((), device=dev)
+        world = self.world
+        soft = "policy" in batch
         if p is not None:
             p = p.float()
-            ce = F.cross_entropy(p, y)
-            loss = loss + ce
-            if share is not None:
-                scaled = scaled + ce * (self.world * y.shape[0] / share[0].clamp(min=1.0))
+            if soft:  # the search's policy, each row weighted by its weight
+                wce, wsum = self._soft_policy_sums(p, batch)
+                loss = loss + torch.where(wsum > 0, wce / wsum.clamp(min=1e-12), torch.zeros_like(wce))
+                if share is not None:
+                    scaled = scaled + torch.where(share[2] > 0, wce * world / share[2].clamp(min=1e-12),
+                                                  torch.zeros_like(wce))
+                with torch.no_grad():
+                    ce = F.cross_entropy(p, y)
+                stats[6] = wce.detach()
+                stats[7] = wsum
+            else:
+                ce = F.cross_entropy(p, y)
+                loss = loss + ce
+                if share is not None:
+                    scaled = scaled + ce * (world * y.shape[0] / share[0].clamp(min=1.0))
             with torch.no_grad():
                 top5 = p.topk(min(5, p.shape[1]), dim=1).indices
                 stats[1] = ce.detach() * y.shape[0]
@@ -353,12 +414,47 @@ class Trainer:
             nk = known.sum()
             loss = loss + self.cfg.value_weight * se.sum() / nk.clamp(min=1.0)
             if share is not None:
-                scaled = scaled + self.cfg.value_weight * self.world * se.sum() / share[1].clamp(min=1.0)
+                scaled = scaled + self.cfg.value_weight * world * se.sum() / share[1].clamp(min=1.0)
             stats[4] = se.sum().detach()
             stats[5] = nk
+        if aux and own is not None:
+            if "ownership" in batch:
+                rows = y.shape[0]
+                own_sum, score_sum = self._aux_sums(own, score, batch)
+                loss = loss + (own_sum + score_sum) / rows
+                if share is not None:
+                    scaled = scaled + (own_sum + score_sum) * world / share[0].clamp(min=1.0)
+                stats[8] = own_sum.detach()
+                stats[9] = rows
+                stats[10] = score_sum.detach()
+                stats[11] = rows
+            else:  # no targets: the outputs join the graph with zero weight (DDP expects every parameter used)
+                zero = 0.0 * (own.float().sum() + score.float().sum())
+                loss = loss + zero
+                scaled = scaled + zero
         if share is not None:
             return scaled, loss.detach(), stats
         return loss, stats
+
+    def _soft_policy_sums(self, p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(sum of weight * cross-entropy against the search's policy, sum of weights)`` over the rows of
+        ``p`` (policy logits, float32; ``batch`` may have more rows)."""
+        n = p.shape[0]
+        pi = batch["policy"][:n].to(self.device, non_blocking=True).float()
+        w = batch["weight"][:n].to(self.device, non_blocking=True).float()
+        ce_rows = -(pi * torch.log_softmax(p, 1)).sum(1)
+        return (w * ce_rows).sum(), w.sum()
+
+    def _aux_sums(self, own: torch.Tensor, score: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(ownership loss, score loss)`` summed over the rows of ``own`` (ownership logits, before the tanh)
+        and ``score``, each times its weight."""
+        n = own.shape[0]
+        # (1 + tanh(z)) / 2 = sigmoid(2z): the cross-entropy on the logits 2z, stable where tanh saturates
+        target = (1.0 + batch["ownership"][:n].to(self.device, non_blocking=True).float()) / 2.0
+        bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
+        hub = F.huber_loss(score.float(), batch["score"][:n].to(self.device, non_blocking=True).float(),
+                           delta=float(self.board_size), reduction="none")
+        return self.ownership_weight * bce.sum(), self.score_weight * hub.sum()
 
     def _out_of_time(self) -> bool:
         """Whether the training share of the ``--max-minutes`` budget is spent; updates :attr:`budget_used` (the
@@ -386,13 +482,17 @@ class Trainer:
         """One all-zero row, for the empty steps of a rank whose share of the epoch is used up."""
         c, h, w = (int(x) for x in self.encoder["shape"])
         dtype = torch.int8 if self.encoder.get("dtype") == "int8" else torch.uint8
-        return {"features": torch.zeros(1, c, h, w, dtype=dtype), "label": torch.zeros(1, dtype=torch.int64),
-                "value": torch.zeros(1, dtype=torch.float32)}
+        batch = {"features": torch.zeros(1, c, h, w, dtype=dtype), "label": torch.zeros(1, dtype=torch.int64),
+                 "value": torch.zeros(1, dtype=torch.float32)}
+        if self.targets:  # the same graph as the other ranks' steps
+            batch.update(policy=torch.zeros(1, h * w + 1), root_value=torch.zeros(1), ownership=torch.zeros(1, h, w),
+                         score=torch.zeros(1), weight=torch.zeros(1))
+        return batch
 
     def train_step(self, batch: dict | None) -> torch.Tensor:
-        """One optimizer step on ``batch``; the stats ``[rows, policy loss sum, top1, top5, value se, value rows,
-        loss, 1]``. Under DDP ``batch=None`` is an empty step: this rank joins the step with zero weight
-        (eval mode, so batch-norm statistics are not touched) and its stats are all zero."""
+        """One optimizer step on ``batch``; the stats in the order of :data:`~gotk.train.metrics.STAT_FIELDS`.
+        Under DDP ``batch=None`` is an empty step: this rank joins the step with zero weight (eval mode, so
+        batch-norm statistics are not touched) and its stats are all zero."""
         cfg = self.cfg
         if self.budget_s is not None and not (cfg.schedule_steps or cfg.max_steps) and self.step >= cfg.warmup_steps:
             lr = cfg.lr * lr_factor_at(cfg.schedule, self.budget_used)  # the schedule spans the time budget
@@ -409,10 +509,11 @@ class Trainer:
             self.net.train(not empty)
             if empty:
                 batch = self._empty_batch()
-            share = torch.zeros(2, dtype=torch.float64, device=self.device)
+            share = torch.zeros(3, dtype=torch.float64, device=self.device)
             if not empty:
                 share[0] = batch["label"].shape[0]
                 share[1] = (batch["value"] != 0).sum() if self.model.has_value else 0
+                share[2] = batch["weight"].sum() if "weight" in batch else 0
             torch.distributed.all_reduce(share)
             loss, report, stats = self._losses(batch, share.float())
             if empty:
@@ -423,12 +524,14 @@ class Trainer:
         self.scaler.update()
         self.step += 1
         if empty:
-            return torch.zeros(8, device=self.device)
-        return torch.cat([stats, report.reshape(1), torch.ones(1, device=self.device)])
+            return torch.zeros(len(STAT_FIELDS), device=self.device)
+        return torch.cat([stats[:6], report.reshape(1), torch.ones(1, device=self.device), stats[6:]])
 
     @torch.no_grad()
     def validate(self) -> dict | None:
-        """Metrics on the validation split (policy: top1/top5/nll; value: mse/sign accuracy)."""
+        """Metrics on the validation split (policy: top1/top5/nll; value: mse/sign accuracy; on data with
+        self-play targets also policy_soft_ce, and ownership_loss and score_loss for a model with those outputs,
+        as the training metrics define them)."""
         if self.val_ds is None:
             return None
         self.net.eval()
@@ -438,6 +541,8 @@ class Trainer:
             limit = self.val_cap if limit is None else min(limit, self.val_cap)
         deadline = self._val_deadline()
         cut = False
+        aux = self.model.has_aux
+        sums = torch.zeros(5, dtype=torch.float64, device=self.device)  # soft CE, weights, ownership, score, rows
         for b in self.val_ds:
             if deadline is not None and m.rows > 0 and time.perf_counter() >= deadline:
                 cut = True  # the budget's share is spent: the rows so far are this validation
@@ -450,7 +555,15 @@ class Trainer:
                 x = x[:room]
             n = x.shape[0]
             with self._autocast():
-                p, v = self.model(x.to(self.device))
+                if aux:
+                    p, v, own, score = self.model(x.to(self.device), aux="logits")
+                else:
+                    p, v = self.model(x.to(self.device))
+            if self.val_targets and p is not None:
+                sums[0:2] += torch.stack(self._soft_policy_sums(p.float(), b))
+            if self.val_targets and aux and own is not None:
+                sums[2:4] += torch.stack(self._aux_sums(own, score, b))
+                sums[4] += n
             logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
             base = (self.baseline.predict(b["game_index"][:n].numpy(), b["to_play"][:n].numpy())
                     if self.baseline is not None and v is not None else None)
@@ -463,6 +576,13 @@ class Trainer:
         s = m.summary()
         s.pop("baselines", None)
         s.pop("calibration", None)  # the table goes to gotk eval; the log keeps calibration_ece
+        if self.val_targets:
+            sums = self._all_reduce(sums).tolist()
+            if sums[1]:
+                s["policy_soft_ce"] = sums[0] / sums[1]
+            if sums[4]:
+                s["ownership_loss"] = sums[2] / sums[4]
+                s["score_loss"] = sums[3] / sums[4]
         return s
 
     def _val_quota(self) -> int | None:
