@@ -52,7 +52,7 @@ def selfplay_cmd(
     with the search's targets (policy, root value, ownership, score, weight). Exit code 2 on bad options."""
     from gotk.errors import GotkError
     from gotk.selfplay.games import SelfPlayConfig
-    from gotk.selfplay.run import SelfPlayOptions, new_agent, selfplay
+    from gotk.selfplay.run import INIT_NAME, SelfPlayOptions, new_agent, selfplay
 
     if (agent is None) == (init is None):
         fail("give --agent FILE or --init random (one of them)")
@@ -65,7 +65,7 @@ def selfplay_cmd(
     try:
         cfg.validate()
         if init is not None:
-            agent = new_agent(out / "agent-init.gotk", size, model, encoder, seed, blocks=blocks, filters=filters)
+            agent = new_agent(out / INIT_NAME, size, model, encoder, seed, blocks=blocks, filters=filters)
         opts = SelfPlayOptions(agent=str(agent), out=str(out), games=games, config=cfg, chunk_games=chunk_games,
                                workers=workers, executor=executor, scheduler=scheduler, seed=seed, threads=threads)
 
@@ -123,6 +123,9 @@ def zero_cmd(
     gating_games: int = typer.Option(20, "--gating-games"),
     eval_games: int = typer.Option(10, "--eval-games", help="Games against each anchor per generation (0: none)."),
     eval_visits: int = typer.Option(32, "--eval-visits", help="Search visits of the networks in evaluation games."),
+    eval_every: int = typer.Option(1, "--eval-every", help="Play the anchors every this many generations."),
+    no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
+    threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [cores]."),
     gnugo_levels: str = typer.Option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma "
                                      "separated ('' for none; skipped when gnugo is not installed)."),
     workers: int = typer.Option(1, "--workers", help="Self-play processes."),
@@ -150,7 +153,8 @@ def zero_cmd(
                        init_agent=str(init_agent) if init_agent else None, window=window, train_steps=train_steps,
                        batch_size=batch_size, lr=lr, optimizer=optimizer, gating=gating, gate=gate,
                        gating_games=gating_games, eval_games=eval_games, eval_visits=eval_visits,
-                       gnugo_levels=levels, workers=workers, chunk_games=chunk_games, seed=seed)
+                       eval_every=eval_every, aux_targets=not no_aux, threads=threads, gnugo_levels=levels,
+                       workers=workers, chunk_games=chunk_games, seed=seed)
     try:
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:

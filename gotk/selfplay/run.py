@@ -34,6 +34,7 @@ from gotk.selfplay.games import FinishedGame, SelfPlayBatch, SelfPlayConfig, Sel
 RECORD_NAME = "selfplay.json"
 REPORT_NAME = "report.json"
 GENERATOR = "gotk selfplay"
+INIT_NAME = "agent-init.gotk"  # the random network of ``--init random``, kept in the output folder
 
 
 @dataclass
@@ -218,7 +219,7 @@ class SelfPlayRun:
 
                 diff = "; ".join(record_differences(theirs, mine))
                 raise SelfPlayError(f"{self.out} holds another self-play run ({diff}): use another --out")
-        elif self.out.exists() and any(self.out.iterdir()):
+        elif self.out.exists() and any(p.name != INIT_NAME for p in self.out.iterdir()):
             raise SelfPlayError(f"{self.out} exists and is not a self-play folder: use an empty or new --out")
         self.out.mkdir(parents=True, exist_ok=True)
         (self.out / "chunks").mkdir(exist_ok=True)
@@ -282,7 +283,7 @@ class SelfPlayRun:
         return report
 
     def _assemble(self, records: list[dict]) -> None:
-        from gotk.shards.manifest import assemble_dataset
+        from gotk.shards.assemble import assemble_dataset
 
         files = [f"chunks/{_chunk_name(r['chunk'])}.parquet" for r in records if r["rows"] > 0]
         games = []

@@ -35,6 +35,7 @@ from gotk.selfplay.games import SelfPlayConfig
 
 STATE_NAME = "zero.json"
 RANDOM_NAME = "random"
+NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
 
 
 class ZeroError(GotkError):
@@ -68,9 +69,12 @@ class ZeroOptions:
     gate: float = 0.55
     gating_games: int = 20
     eval_games: int = 10  # per anchor
+    eval_every: int = 1  # evaluate against the anchors every this many generations (and the last one)
+    aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
+    threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
     eval_visits: int = 32
     gnugo_levels: tuple[int, ...] = (1,)
-    gnugo: str = "gnugo"
+    gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
     workers: int = 1
     chunk_games: int = 48
     seed: int = 0
@@ -84,8 +88,8 @@ class ZeroOptions:
             raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
         if not 0.5 <= self.gate <= 1:
             raise ZeroError(f"--gate must be in 0.5..1, not {self.gate}")
-        if self.eval_games < 0 or self.gating_games < 1 or self.eval_visits < 2:
-            raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2")
+        if self.eval_games < 0 or self.gating_games < 1 or self.eval_visits < 2 or self.eval_every < 1:
+            raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
         return self
@@ -94,6 +98,7 @@ class ZeroOptions:
         d = asdict(self)
         d.pop("hours")
         d.pop("generations")
+        d.pop("threads")
         d["gnugo_levels"] = list(self.gnugo_levels)
         return d
 
@@ -165,10 +170,13 @@ class ZeroRun:
             if rec["promoted"]:
                 self.state["best"] = g + 1  # network g + 1
             self._tick()
-            self.write_report()
+            report = self.write_report()
+            elo = report["generations"][-1].get("elo")
+            wins = ", ".join(f"{k} {v:.2f}" for k, v in rec["eval"].items() if isinstance(v, float))
             log(f"generation {g}: {rec['selfplay']['games']} games, {rec['selfplay']['positions']} positions, "
-                f"train loss {rec['train'].get('loss')}, elo {rec.get('elo')}, "
-                f"{'promoted' if rec['promoted'] else 'kept the best'}; {self.state['elapsed_s'] / 3600:.2f} h")
+                f"train loss {rec['train'].get('loss')}, {_net(g + 1)} Elo {elo}"
+                + (f" ({wins})" if wins else "") + f", {'promoted' if rec['promoted'] else 'the best kept'}; "
+                f"{self.state['elapsed_s'] / 3600:.2f} h")
         return self.write_report()
 
     def agent_path(self, g: int) -> Path:
@@ -237,24 +245,33 @@ class ZeroRun:
         log(f"generation {g}: self-play, {o.games} games")
         return selfplay(SelfPlayOptions(agent=str(self.agent_path(g)), out=str(out), games=o.games,
                                         config=o.selfplay, chunk_games=o.chunk_games, workers=o.workers,
-                                        seed=o.seed * 100_003 + g))
+                                        seed=o.seed * 100_003 + g, threads=o.threads))
 
     def window_dataset(self, g: int) -> Path:
         """``gen-g/window``: a dataset over the self-play shards of generations ``g - window + 1 .. g``."""
-        from gotk.shards.manifest import assemble_dataset, load_manifest, read_games
+        from gotk.shards.assemble import assemble_dataset
+        from gotk.shards.manifest import load_manifest, read_games
 
         out = self.root / _gen(g) / "window"
         if (out / "manifest.json").is_file():
             return out
-        files, games, encoder = [], [], None
+        files, val, games, encoder = [], [], [], None
         for k in range(max(0, g - self.opts.window + 1), g + 1):
             src = self.root / _gen(k) / "selfplay"
             m = load_manifest(src)
             encoder = m["encoder"]
-            for entry in m["splits"]["train"]["shards"]:
-                files.append(os.path.relpath(src / entry["file"], out))
-            games += [dict(r, split="train") for r in read_games(src).to_pylist()]
-        assemble_dataset(out, encoder, {"train": files}, games,
+            shards = m["splits"]["train"]["shards"]
+            held = shards[-1]["file"] if k == g and len(shards) > 1 else None  # the newest games: validation
+            for entry in shards:
+                (val if entry["file"] == held else files).append(os.path.relpath(src / entry["file"], out))
+            held_ids = set()
+            if held is not None:
+                import pyarrow.parquet as pq
+
+                held_ids = set(pq.read_table(src / held, columns=["game_id"]).column("game_id").to_pylist())
+            games += [dict(r, split="val" if r["game_id"] in held_ids else "train")
+                      for r in read_games(src).to_pylist()]
+        assemble_dataset(out, encoder, {"train": files, **({"val": val} if val else {})}, games,
                          options={"window": [max(0, g - self.opts.window + 1), g]},
                          generator={"name": "gotk zero", "generation": g})
         return out
@@ -280,10 +297,13 @@ class ZeroRun:
                           hparams=meta["model"]["hparams"], max_steps=o.train_steps, batch_size=o.batch_size,
                           lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
                           checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
-                          init_agent=str(prev), tensorboard=False, schedule="none")
+                          init_agent=str(prev), tensorboard=False, schedule="none", max_val_positions=4096,
+                          threads=o.threads, **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
-        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last}
+        val = {f"val_{k}": v for k, v in (result.get("val") or {}).items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last, **val}
         with atomic_path(nxt) as tmp:
             shutil.copyfile(out / "agent.gotk", tmp)
         with atomic_path(summary_path) as tmp:
@@ -298,11 +318,12 @@ class ZeroRun:
         edir = self.root / _gen(g) / "eval"
         edir.mkdir(parents=True, exist_ok=True)
         out: dict = {}
-        if o.eval_games:
+        last = o.generations is not None and g + 1 >= o.generations
+        if o.eval_games and (g % o.eval_every == o.eval_every - 1 or last):
             rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", "random", "--seed", str(g)],
                               RANDOM_NAME, o.eval_games, edir / "vs-random.json", log)
             out["vs_random"] = rep["win_rate"]
-            gnugo = shutil.which(o.gnugo) or (o.gnugo if Path(o.gnugo).is_file() else None)
+            gnugo = find_gnugo(o.gnugo)
             for level in o.gnugo_levels if gnugo else ():
                 rep = self._match(g, [gnugo, "--mode", "gtp", "--level", str(level), "--chinese-rules"],
                                   f"gnugo-{level}", o.eval_games, edir / f"vs-gnugo-{level}.json", log)
@@ -353,6 +374,16 @@ class ZeroRun:
         from gotk.zero.report import write_report
 
         return write_report(self.root, self.state, self.ratings())
+
+
+def find_gnugo(given: str | None = None) -> str | None:
+    """The GNU Go binary: ``given`` (a path or a name on PATH), else ``gnugo`` on PATH, else Debian's
+    ``/usr/games/gnugo``; None when there is none."""
+    for cand in ([given] if given else ["gnugo", "/usr/games/gnugo"]):
+        found = shutil.which(cand) or (cand if Path(cand).is_file() and os.access(cand, os.X_OK) else None)
+        if found:
+            return found
+    return None
 
 
 def _last_step_record(run: Path) -> dict:
