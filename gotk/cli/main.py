@@ -58,6 +58,10 @@ from gotk.cli import export as _export  # noqa: E402
 
 app.command("export", cls=HelpCommand)(_export.export_cmd)
 
+from gotk.cli import agent as _agent  # noqa: E402
+
+app.add_typer(_agent.app, name="agent")
+
 
 def main() -> None:
     app()

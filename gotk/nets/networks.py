@@ -26,6 +26,8 @@ Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
   1×1 conv gives one logit per point, a linear layer over the average-pooled trunk the pass logit:
   it learns far faster than AlphaGo Zero's dense policy head on small budgets); value head 1×1 conv
   (1 filter) → BN → ReLU → linear 256 → ReLU → linear 1 → tanh.
+* ``leelaz``: Leela Zero's network exactly (:class:`LeelaZeroNet`), both heads by default: ``gotk agent export
+  --format leela-zero`` writes it as a Leela Zero weights file (``docs/leelazero.md``).
 
 Inputs may be uint8/int8; models cast to the dtype of their weights.
 """
@@ -216,6 +218,37 @@ class ResNet(GoNet):
         return p, v
 
 
+class LeelaZeroNet(GoNet):
+    """Leela Zero's network (``src/Network.cpp``, ``training/tf/tfprocess.py``): a 3×3 conv + BN + ReLU, ``blocks``
+    residual blocks (:class:`ResBlock`), a policy head 1×1 conv (2 filters) + BN + ReLU + linear ``2N → N+1``, a value
+    head 1×1 conv (1 filter) + BN + ReLU + linear ``N → 256`` + ReLU + linear ``256 → 1`` + tanh. With the
+    ``leelazero`` encoder on 19×19, ``gotk agent export --format leela-zero`` writes it as a Leela Zero weights file
+    (:mod:`gotk.export.leelaz_weights`). Convs have no bias (batch norm follows each)."""
+
+    def __init__(self, num_planes: int, board_size: int, head: str = "both", blocks: int = 6,
+                 filters: int = 64) -> None:
+        super().__init__(num_planes, board_size, head)
+        self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(filters), nn.ReLU(inplace=True))
+        self.blocks = nn.Sequential(*(ResBlock(filters) for _ in range(blocks)))
+        if self.has_policy:
+            self.policy_head = nn.Sequential(
+                nn.Conv2d(filters, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(inplace=True), nn.Flatten(),
+                nn.Linear(2 * self.num_points, self.num_moves),
+            )
+        if self.has_value:
+            self.value_head = nn.Sequential(
+                nn.Conv2d(filters, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(inplace=True), nn.Flatten(),
+                nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
+            )
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        h = self.blocks(self.stem(self._prep(x)))
+        p = self.policy_head(h) if self.has_policy else None
+        v = torch.tanh(self.value_head(h)).squeeze(-1) if self.has_value else None
+        return p, v
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A registered model: its builder, default head and tunable hyper-parameters with defaults."""
@@ -243,6 +276,7 @@ MODELS: dict[str, ModelSpec] = {
     "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)",
                                train_defaults={"optimizer": "adam", "lr": 1e-3}),
     "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm"),
+    "leelaz": ModelSpec(LeelaZeroNet, "both", {"blocks": 6, "filters": 64}, "Leela Zero's network (exports to leelaz)"),
 }
 
 
