@@ -10,7 +10,8 @@ import torch
 from gotk.nets.networks import MODELS, AlphaGoNet, build_model, count_parameters, model_hparams
 from gotk.train.config import lr_factor
 
-SMALL = {"alphago": {"filters": 8}, "alphago_value": {"filters": 8}, "resnet": {"filters": 8, "blocks": 1}}
+SMALL = {"alphago": {"filters": 8}, "alphago_value": {"filters": 8}, "resnet": {"filters": 8, "blocks": 1},
+         "leelaz": {"filters": 8, "blocks": 1}}
 
 
 @pytest.fixture(autouse=True, scope="module")

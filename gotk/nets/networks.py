@@ -241,6 +241,11 @@ class LeelaZeroNet(GoNet):
                 nn.Conv2d(filters, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(inplace=True), nn.Flatten(),
                 nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
+        # outputs start neutral (uniform policy, value 0), as AlphaGoNet's
+        for head in (self.policy_head if self.has_policy else None, self.value_head if self.has_value else None):
+            if head is not None:
+                nn.init.zeros_(head[-1].weight)
+                nn.init.zeros_(head[-1].bias)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         h = self.blocks(self.stem(self._prep(x)))
@@ -276,7 +281,8 @@ MODELS: dict[str, ModelSpec] = {
     "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)",
                                train_defaults={"optimizer": "adam", "lr": 1e-3}),
     "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm"),
-    "leelaz": ModelSpec(LeelaZeroNet, "both", {"blocks": 6, "filters": 64}, "Leela Zero's network (exports to leelaz)"),
+    "leelaz": ModelSpec(LeelaZeroNet, "both", {"blocks": 6, "filters": 64}, "Leela Zero's network (exports to leelaz)",
+                        train_defaults={"optimizer": "adam", "lr": 1e-3}),
 }
 
 
