@@ -40,7 +40,7 @@ from bench._common import machine_info, write_json  # noqa: E402
 def random_agent(path: Path, spec: str, records, seed: int = 0) -> Path:
     """A ``leelaz`` agent (``BLOCKSxFILTERS``) with random weights that still gives distinctive outputs: PyTorch's
     initialisation, random batch-norm scales and shifts, running statistics measured on positions of ``records``
-    (so that activations stay in range through the tower), and output layers scaled up (policies far from
+    (so that activations stay in range through the tower), and large random output layers (policies far from
     uniform, values far from 0)."""
     import numpy as np
     import torch
@@ -65,8 +65,8 @@ def random_agent(path: Path, spec: str, records, seed: int = 0) -> Path:
         for k in range(0, len(x), 256):
             model(x[k:k + 256])
         model.eval()
-        model.policy_head[-1].weight.mul_(12.0)
-        model.value_head[-1].weight.mul_(4.0)
+        model.policy_head[-1].weight.normal_(0.0, 0.25)  # the model starts them at zero
+        model.value_head[-1].weight.normal_(0.0, 0.15)
     return save_agent(path, model, "leelaz", {"blocks": blocks, "filters": filters}, enc.describe())
 
 
