@@ -176,3 +176,9 @@ def leelazero_order(size: int = 19) -> np.ndarray:
     """``order[i]`` = the gotk flat index of Leela Zero vertex ``i`` (so ``plane[order]`` turns a
     flat gotk plane into Leela Zero's order); length ``size*size``, no pass."""
     return np.arange(size * size).reshape(size, size)[::-1].ravel().copy()
+
+
+def leelazero_kernel(weights: np.ndarray) -> np.ndarray:
+    """Convolution weights ``(..., kh, kw)`` for gotk's planes (row 0 at the top) → the same convolution over Leela
+    Zero's planes (row 0 at the bottom): the kernel's rows reversed. A copy."""
+    return np.ascontiguousarray(np.asarray(weights)[..., ::-1, :])

@@ -1,9 +1,10 @@
-"""``sevenplane``, ``simple`` and ``oneplane`` against an independent computation on every position of 200
-real KGS games.
+"""``sevenplane``, ``simple``, ``oneplane`` and ``leelazero`` against an independent computation on every position
+of 200 real KGS games.
 
 The reference side plays the moves on sgfmill's board (``sgfmill.boards.Board``), finds strings and
 their liberties with its own flood fill, and tracks simple ko from sgfmill's ``play`` result (a
-single stone captured by a single stone left with one liberty).
+single stone captured by a single stone left with one liberty); ``leelazero``'s history planes are sgfmill's boards
+of the last eight positions (the setup position the first).
 """
 
 from __future__ import annotations
@@ -102,8 +103,18 @@ def real_records():
                 break
 
 
+def expected_leelazero(history: list[np.ndarray], color: int) -> np.ndarray:
+    """Leela Zero's 18 planes from the boards of the positions so far (``history[-1]`` the current one)."""
+    out = np.zeros((18, len(history[-1])), dtype=np.uint8)
+    for h, cells in enumerate(history[::-1][:8]):
+        out[h] = cells == color
+        out[8 + h] = cells == 3 - color
+    out[16 if color == BLACK else 17] = 1
+    return out
+
+
 def test_planes_match_sgfmill_reference_on_real_games():
-    encoders = {name: get_encoder(name) for name in ("oneplane", "sevenplane", "simple")}
+    encoders = {name: get_encoder(name) for name in ("oneplane", "sevenplane", "simple", "leelazero")}
     games = positions = kos = handicap = 0
     nbrs = _neighbours(19)
     for rec in real_records():
@@ -117,11 +128,13 @@ def test_planes_match_sgfmill_reference_on_real_games():
                           [coords.to_sgfmill(p, 19) for p in rec.setup_empty])
         handicap += bool(rec.setup_black)
         ko_point, ko_for = None, 0
-        seven, simple, one = (encoded[k] for k in ("sevenplane", "simple", "oneplane"))
+        seven, simple, one, lz = (encoded[k] for k in ("sevenplane", "simple", "oneplane", "leelazero"))
+        history: list[np.ndarray] = []  # sgfmill's boards of the positions so far, the newest last
         assert seven.move_numbers.tolist() == list(range(rows))
         for i in range(rows):
             color, point = int(rec.colors[i]), int(rec.points[i])
             cells, libs = reference_liberties(board, nbrs)
+            history.append(cells)
             ko = ko_point if ko_for == color else None
             kos += ko is not None
             where = f"{rec.member} move {i}"
@@ -129,6 +142,7 @@ def test_planes_match_sgfmill_reference_on_real_games():
             assert np.array_equal(simple.features[i].reshape(11, -1), expected_simple(cells, libs, ko, color)), where
             sign = np.where(cells == color, 1, np.where(cells == 0, 0, -1))
             assert np.array_equal(one.features[i, 0].ravel(), sign), where
+            assert np.array_equal(lz.features[i].reshape(18, -1), expected_leelazero(history, color)), where
             assert seven.labels[i] == point and seven.to_play[i] == (1 if color == BLACK else -1)
             ko_point, ko_for = None, 0
             if point != 19 * 19:

@@ -15,7 +15,8 @@ from gotk.data import sample_archives
 def encode_cmd(
     sources: list[Path] = typer.Argument(None, help="Archives (zip, tar.gz, tar.bz2), folders, .sgf files or a "
                                          "download folder (default: the built-in sample)."),
-    encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder name (oneplane, sevenplane, simple, alphago)."),
+    encoder: str = typer.Option(..., "--encoder", "-e", help="Encoder name (oneplane, sevenplane, simple, alphago, "
+                                "leelazero)."),
     out: str = typer.Option(..., "--out", "-o", help="Output folder (must be empty unless --resume): a path or an "
                             "fsspec URL, e.g. s3://bucket/prefix (pip install 'gotk[s3]'; see docs/dask.md)."),
     workers: int = typer.Option(0, "--workers", "-j", help="Worker processes (0: all cores)."),

@@ -63,6 +63,10 @@ from gotk.cli import selfplay as _selfplay  # noqa: E402
 app.command("selfplay", cls=HelpCommand)(_selfplay.selfplay_cmd)
 app.command("zero", cls=HelpCommand)(_selfplay.zero_cmd)
 
+from gotk.cli import agent as _agent  # noqa: E402
+
+app.add_typer(_agent.app, name="agent")
+
 
 def main() -> None:
     app()

@@ -1,7 +1,7 @@
 """Board encoders: registries of named plane functions over the engine's arrays.
 
 ``get_encoder(name, board_size=19, **options)`` gives an :class:`Encoder`; ``list_encoders()`` names
-those available (``oneplane``, ``sevenplane``, ``simple``, ``alphago``).
+those available (``oneplane``, ``sevenplane``, ``simple``, ``alphago``, ``leelazero``).
 """
 
 from gotk.encoders.base import EncodedGame, Encoder

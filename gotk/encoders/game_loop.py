@@ -160,10 +160,10 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     return (jit.kernel if all(jit.is_kernel(v) for v in callees) else jit.compiled)(fn)
 
 
-_LOOPS: dict[tuple[int, bool], tuple[Any, Any]] = {}
+_LOOPS: dict[tuple[int, bool, int], tuple[Any, ...]] = {}
 
 
-def game_loop_for(fill, with_state: bool = False):
+def game_loop_for(fill, with_state: bool = False, track=None):
     """The compiled game loop calling ``fill`` (built once per fill, cached across processes).
 
     Signature: ``loop(out, labels, move_numbers, to_play, t, colors, points, allow_suicide, include_passes,
@@ -171,18 +171,32 @@ def game_loop_for(fill, with_state: bool = False):
     times faster than the named tuple; the loop rebuilds the Engine) →
     ``(rows_written, moves_replayed, status)``. With ``with_state`` the loop takes one more argument,
     ``state``, passed on as the fill's last argument: what the fill keeps from one position of the
-    game to the next (a cache).
+    game to the next (a cache). With ``track`` (a kernel ``track(e, color, state)``, only with ``with_state``) the
+    loop calls it before every main-line move, kept as a row or not, before the fill: a state that must see every
+    position of the game (the boards of a history, :mod:`gotk.encoders.leelazero`), which the fill alone does not
+    (it runs only for kept moves).
     """
-    entry = _LOOPS.get((id(fill), with_state))
+    if track is not None and not with_state:
+        raise ValueError("a track function needs a per-game state (with_state=True)")
+    key = (id(fill), with_state, id(track) if track is not None else 0)
+    entry = _LOOPS.get(key)
     if entry is None:
         py = fill.py_func
         name = f"_game_loop_{py.__name__}" + ("_state" if with_state else "")
+        if track is not None:
+            name += f"_{track.py_func.__name__}"
         source = LOOP_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        namespace = {"fill": fill}
         if with_state:
             source = source.replace("skip_first):", "skip_first, state):", 1).replace(
                 f"{FILL_ARGS})", f"{FILL_ARGS}, state)", 1)
-        entry = (jit_generated(name, source, {"fill": fill}, py.__module__), fill)  # fill kept alive: ids stay unique
-        _LOOPS[(id(fill), with_state)] = entry
+        if track is not None:
+            source = source.replace("        color = colors[i]\n",
+                                    "        color = colors[i]\n        track(e, color, state)\n", 1)
+            namespace["track"] = track
+        # fill (and track) kept alive: ids stay unique
+        entry = (jit_generated(name, source, namespace, py.__module__), fill, track)
+        _LOOPS[key] = entry
     return entry[0]
 
 
@@ -236,11 +250,11 @@ def encode_state(fill, num_planes: int, dtype: np.dtype, state, color: int | Non
 
 
 def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
-                  skip_first: int = 0, state_maker=None) -> EncodedGame:
+                  skip_first: int = 0, state_maker=None, track=None) -> EncodedGame:
     """Replay ``record`` and encode the position before every kept main-line move, in one compiled loop.
 
     With ``state_maker`` (``state_maker(n)`` → a fresh per-game state), ``fill`` takes that state as
-    its last argument (see :func:`game_loop_for`).
+    its last argument (see :func:`game_loop_for`, also for ``track``).
 
     Raises :class:`~gotk.errors.SGFError` (``bad_setup``) when the setup stones are unusable; an
     illegal move ends the game there (``moves_replayed``, ``error``), the rows before it are kept.
@@ -252,13 +266,14 @@ def encode_record(fill, num_planes: int, dtype: np.dtype, record, include_passes
     move_numbers = np.empty(cap, dtype=np.int32)
     to_play = np.empty(cap, dtype=np.int8)
     rows, replayed, error = encode_record_into(fill, record, out, labels, move_numbers, to_play, include_passes,
-                                               skip_first, state_maker)
+                                               skip_first, state_maker, track)
     return EncodedGame(out[:rows].reshape(rows, num_planes, size, size), labels[:rows], move_numbers[:rows],
                        to_play[:rows], replayed, error)
 
 
 def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
-                       to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0, state_maker=None):
+                       to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0, state_maker=None,
+                       track=None):
     """:func:`encode_record` into arrays the caller owns (e.g. views of a shard's row batch), so the rows are
     written once, where they are kept: ``out`` ``(cap, C, N)`` zeroed, C-contiguous, of the encoder's dtype;
     ``labels`` int16, ``move_numbers`` int32, ``to_play`` int8, each of length ``cap`` ≥
@@ -269,7 +284,7 @@ def encode_record_into(fill, record, out: np.ndarray, labels: np.ndarray, move_n
     state = initial_state(record)
     points = np.ascontiguousarray(record.points, dtype=np.int32)
     colors = np.ascontiguousarray(record.colors, dtype=np.int64)
-    loop = game_loop_for(fill, state_maker is not None)
+    loop = game_loop_for(fill, state_maker is not None, track)
     args = (out, labels, move_numbers, to_play, state.engine_arrays, colors, points, state.rules.suicide,
             bool(include_passes),
             max(0, int(skip_first)))
@@ -313,7 +328,7 @@ def encode_traced_batch_into(fill, batch: GameBatch, trace: BoardTrace, out: np.
 
 
 def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include_passes: bool = False,
-                         skip_first: int = 0, chunk_moves: int = 4096, state_maker=None):
+                         skip_first: int = 0, chunk_moves: int = 4096, state_maker=None, track=None):
     """:func:`encode_record` in pieces of at most ``chunk_moves`` main-line moves: yields
     :class:`EncodedGame` pieces whose rows, concatenated, are exactly ``encode_record``'s (``move_numbers``
     absolute; the last piece carries ``moves_replayed`` and ``error``). The compiled loop keeps all of the
@@ -329,7 +344,7 @@ def encode_record_chunks(fill, num_planes: int, dtype: np.dtype, record, include
     colors = np.ascontiguousarray(record.colors, dtype=np.int64)
     skip_first = max(0, int(skip_first))
     chunk_moves = max(1, int(chunk_moves))
-    loop = game_loop_for(fill, state_maker is not None)
+    loop = game_loop_for(fill, state_maker is not None, track)
     extra = (state_maker(n),) if state_maker is not None else ()
     total = len(points)
     a = 0
@@ -360,7 +375,8 @@ class FillEncoder(Encoder):
     """An encoder defined by a compiled fill function (``fill``, a ``staticmethod`` or an instance
     attribute) and its plane names; both paths run that fill, unless ``game_fill`` is set: then
     ``encode_game`` runs ``game_fill``, which takes a per-game state made by ``state_maker(n)``
-    (a cache carried from one position to the next; it must give the same planes as ``fill``)."""
+    (a cache carried from one position to the next; it must give the same planes as ``fill``), and ``game_track``
+    when that state must see every position of the game, not only the kept ones (see :func:`game_loop_for`)."""
 
     fill: Any = None
     dense: bool = False  # the fill writes every element of its output (zero or not): rows need no zeroing first
@@ -368,6 +384,7 @@ class FillEncoder(Encoder):
     game_fill: Any = None
     compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.jobs.precompile)
     state_maker: Any = None
+    game_track: Any = None
     names: tuple[str, ...] = ()
 
     @property
@@ -379,7 +396,7 @@ class FillEncoder(Encoder):
         """The compiled loop ``gotk encode``'s shard step runs (the top of this encoder's compiled tree): the batch
         loop where :attr:`batchable`, else the game loop."""
         if self.game_fill is not None:
-            return game_loop_for(self.game_fill, True)
+            return game_loop_for(self.game_fill, True, self.game_track)
         return batch_loop_for(self.fill)
 
     def encode(self, state, color: int | None = None) -> np.ndarray:
@@ -395,7 +412,7 @@ class FillEncoder(Encoder):
                              f"the game is {record.size}x{record.size}")
         if self.game_fill is not None:
             return encode_record(self.game_fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
-                                 self.state_maker)
+                                 self.state_maker, self.game_track)
         return encode_record(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first)
 
     def encode_game_into(self, record, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
@@ -407,7 +424,7 @@ class FillEncoder(Encoder):
                              f"the game is {record.size}x{record.size}")
         if self.game_fill is not None:
             return encode_record_into(self.game_fill, record, out, labels, move_numbers, to_play, include_passes,
-                                      skip_first, self.state_maker)
+                                      skip_first, self.state_maker, self.game_track)
         return encode_record_into(self.fill, record, out, labels, move_numbers, to_play, include_passes, skip_first)
 
     @property
@@ -449,6 +466,6 @@ class FillEncoder(Encoder):
                              f"the game is {record.size}x{record.size}")
         if self.game_fill is not None:
             return encode_record_chunks(self.game_fill, self.num_planes, self.np_dtype, record, include_passes,
-                                        skip_first, chunk_moves, self.state_maker)
+                                        skip_first, chunk_moves, self.state_maker, self.game_track)
         return encode_record_chunks(self.fill, self.num_planes, self.np_dtype, record, include_passes, skip_first,
                                     chunk_moves)

@@ -12,6 +12,7 @@ _BUILTIN: dict[str, str] = {
     "sevenplane": "gotk.encoders.sevenplane:SevenPlaneEncoder",
     "simple": "gotk.encoders.simple:SimpleEncoder",
     "alphago": "gotk.encoders.alphago:AlphaGoEncoder",
+    "leelazero": "gotk.encoders.leelazero:LeelaZeroEncoder",
 }
 _REGISTERED: dict[str, type[Encoder]] = {}
 

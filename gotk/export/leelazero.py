@@ -25,6 +25,7 @@ import gzip
 import numpy as np
 
 from gotk import coords
+from gotk.encoders.leelazero import HISTORY, NUM_PLANES, history_planes
 from gotk.errors import GotkError
 from gotk.game import kernels as K
 from gotk.jit import compiled
@@ -32,7 +33,6 @@ from gotk.sgf.record import BLACK, GameRecord, value_targets
 
 SIZE = 19
 N = SIZE * SIZE
-HISTORY = 8  # T … T-7
 PLANE_LINE = 92  # 90 hex digits, the last bit, newline
 STM_LINE = 2
 POLICY_LINE = 2 * (N + 1)  # 362 one-character values, 361 spaces, newline
@@ -96,29 +96,26 @@ def game_boards(record: GameRecord) -> np.ndarray:
 
 
 @compiled
-def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros, out):
+def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros, planes, out):
     """Write the text of every move's record into ``out`` (uint8, large enough); return its length.
     ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices;
-    ``values``: +1/-1, the game's result for the player of each move."""
+    ``values``: +1/-1, the game's result for the player of each move; ``planes``: (18, 361) uint8 scratch, where
+    the encoder's :func:`~gotk.encoders.leelazero.history_planes` (the one owner of the history) writes each
+    position's planes before they are written as text."""
     m = colors.shape[0]
     n = lz_boards.shape[1]
     pos = 0
     for k in range(m):
         c = colors[k]
-        for half in range(2):
-            target = c if half == 0 else 3 - c
-            for h in range(HISTORY):
-                idx = k - h
-                for d in range((n - 1) // 4):
-                    v = 0
-                    if idx >= 0:
-                        for b in range(4):
-                            v = 2 * v + (1 if lz_boards[idx, 4 * d + b] == target else 0)
-                    out[pos] = hexdigits[v]
-                    pos += 1
-                out[pos] = 49 if idx >= 0 and lz_boards[idx, n - 1] == target else 48  # '1' / '0'
-                out[pos + 1] = 10
-                pos += 2
+        history_planes(planes, lz_boards, k, k + 1, c)
+        for plane in range(2 * HISTORY):
+            row = planes[plane]
+            for d in range((n - 1) // 4):
+                out[pos] = hexdigits[8 * row[4 * d] + 4 * row[4 * d + 1] + 2 * row[4 * d + 2] + row[4 * d + 3]]
+                pos += 1
+            out[pos] = 49 if row[n - 1] else 48  # '1' / '0'
+            out[pos + 1] = 10
+            pos += 2
         out[pos] = 48 if c == 1 else 49
         out[pos + 1] = 10
         pos += 2
@@ -148,7 +145,7 @@ def game_text(record: GameRecord, time_wins: bool = False) -> bytes:
     values = value_targets(record.result.winner, np.where(colors == BLACK, 1, -1))  # ±1: check_game wants a winner
     out = np.empty(colors.shape[0] * (FIXED + 3), dtype=np.uint8)
     used = _write_records(np.ascontiguousarray(boards[:, _LZ_ORDER]), colors, lz_moves, values, _HEX,
-                          _POLICY_ZEROS, out)
+                          _POLICY_ZEROS, np.empty((NUM_PLANES, N), dtype=np.uint8), out)
     return out[:used].tobytes()
 
 

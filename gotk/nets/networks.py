@@ -30,6 +30,8 @@ Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
   bias in every third block, fully convolutional on any board size, and beside the policy and value two
   auxiliary outputs (``has_aux``): the final ownership of every point and the final score, which
   :meth:`ZeroNet.forward_aux` returns and the trainer learns from self-play shards' target columns.
+* ``leelaz``: Leela Zero's network exactly (:class:`LeelaZeroNet`), both heads by default: ``gotk agent export
+  --format leela-zero`` writes it as a Leela Zero weights file (``docs/leelazero.md``).
 
 Inputs may be uint8/int8; models cast to the dtype of their weights. ``forward(x)`` always returns the pair;
 models with ``has_aux`` also give ``forward_aux(x)`` → ``(policy_logits, value, ownership (B, H, W) in [-1, 1],
@@ -344,6 +346,42 @@ class ZeroNet(GoNet):
         return self.forward(x, aux=True)
 
 
+class LeelaZeroNet(GoNet):
+    """Leela Zero's network (``src/Network.cpp``, ``training/tf/tfprocess.py``): a 3×3 conv + BN + ReLU, ``blocks``
+    residual blocks (:class:`ResBlock`), a policy head 1×1 conv (2 filters) + BN + ReLU + linear ``2N → N+1``, a value
+    head 1×1 conv (1 filter) + BN + ReLU + linear ``N → 256`` + ReLU + linear ``256 → 1`` + tanh. With the
+    ``leelazero`` encoder on 19×19, ``gotk agent export --format leela-zero`` writes it as a Leela Zero weights file
+    (:mod:`gotk.export.leelaz_weights`). Convs have no bias (batch norm follows each)."""
+
+    def __init__(self, num_planes: int, board_size: int, head: str = "both", blocks: int = 6,
+                 filters: int = 64) -> None:
+        super().__init__(num_planes, board_size, head)
+        self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(filters), nn.ReLU(inplace=True))
+        self.blocks = nn.Sequential(*(ResBlock(filters) for _ in range(blocks)))
+        if self.has_policy:
+            self.policy_head = nn.Sequential(
+                nn.Conv2d(filters, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(inplace=True), nn.Flatten(),
+                nn.Linear(2 * self.num_points, self.num_moves),
+            )
+        if self.has_value:
+            self.value_head = nn.Sequential(
+                nn.Conv2d(filters, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(inplace=True), nn.Flatten(),
+                nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
+            )
+        # outputs start neutral (uniform policy, value 0), as AlphaGoNet's
+        for head in (self.policy_head if self.has_policy else None, self.value_head if self.has_value else None):
+            if head is not None:
+                nn.init.zeros_(head[-1].weight)
+                nn.init.zeros_(head[-1].bias)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        h = self.blocks(self.stem(self._prep(x)))
+        p = self.policy_head(h) if self.has_policy else None
+        v = torch.tanh(self.value_head(h)).squeeze(-1) if self.has_value else None
+        return p, v
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A registered model: its builder, default head and tunable hyper-parameters with defaults."""
@@ -378,6 +416,8 @@ MODELS: dict[str, ModelSpec] = {
     "zero": ModelSpec(ZeroNet, "both", {"blocks": 6, "filters": 64},
                       "KataGo-style residual net: global pooling, policy, value, score, ownership",
                       train_defaults={"optimizer": "adam", "lr": 3e-3}),
+    "leelaz": ModelSpec(LeelaZeroNet, "both", {"blocks": 6, "filters": 64}, "Leela Zero's network (exports to leelaz)",
+                        train_defaults={"optimizer": "adam", "lr": 1e-3}),
 }
 
 
