@@ -241,6 +241,23 @@ def test_own_eyes_match_the_alphago_definition() -> None:
                 assert mine.tolist() == ref
 
 
+def test_sensible_moves_compiled_path_matches_the_definition() -> None:
+    """The compiled path (simple ko) equals legal moves minus own eyes, on positions from random play."""
+    rng = np.random.default_rng(1)
+    for size in (5, 9):
+        s = GameState(size)
+        for _ in range(120):
+            for color in (BLACK, WHITE):
+                legal = s.legal_moves(color)
+                legal = legal[legal != s.pass_point]
+                want = legal[~own_eye_mask(s, color)[legal]]
+                assert sensible_moves(s, color).tolist() == want.tolist()
+            moves = sensible_moves(s)
+            s.play(int(rng.choice(moves)) if moves.size else s.pass_point)
+            if s.passes >= 2:
+                break
+
+
 def test_players_never_fill_own_eyes_and_pass_when_only_eyes_are_left() -> None:
     s = _position_with_eyes()
     s.to_play = BLACK

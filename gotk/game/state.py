@@ -312,6 +312,14 @@ class GameState:
             return not repeats
         return True
 
+    def legal_mask(self, color: int | None = None) -> np.ndarray:
+        """int8 over the ``size*size + 1`` moves (pass last): 1 where ``color``'s move is legal under simple ko and
+        the suicide rule; positional superko is not applied (:meth:`legal_moves` applies it)."""
+        color = self.to_play if color is None else color
+        mask = np.empty(self.size * self.size + 1, dtype=np.int8)
+        _legal_mask(self._t, color, self.rules.suicide, mask)
+        return mask
+
     def legal_moves(self, color: int | None = None) -> np.ndarray:
         """Sorted flat indices of legal moves for ``color`` (pass included, last)."""
         color = self.to_play if color is None else color

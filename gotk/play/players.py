@@ -25,7 +25,9 @@ from typing import Protocol
 
 import numpy as np
 
+from gotk.encoders.alphago import _is_own_eye
 from gotk.game.state import EMPTY, GameState
+from gotk.jit import kernel
 
 RESIGN = -1  # what ``choose`` returns to resign
 
@@ -53,9 +55,22 @@ def own_eye_mask(state: GameState, color: int) -> np.ndarray:
     return (board == EMPTY) & all_own & ok_diag
 
 
+@kernel
+def _clear_own_eyes(board, nbr, diag, color, mask):
+    """Zero ``mask[p]`` at every empty point ``p`` that is one of ``color``'s own eyes (the alphago encoder's rule)."""
+    for p in range(board.shape[0]):
+        if mask[p] != 0 and board[p] == 0 and _is_own_eye(board, nbr, diag, p, color):
+            mask[p] = 0
+
+
 def sensible_moves(state: GameState, color: int | None = None) -> np.ndarray:
     """Legal board moves (no pass) of ``color`` (default: the player to move) that fill no own eye."""
     color = state.to_play if color is None else color
+    if not state.rules.superko:  # the legal mask and the eye rule in two compiled calls (search and self-play)
+        mask = state.legal_mask(color)
+        mask[-1] = 0
+        _clear_own_eyes(state.board, state.nbr, state.diag, color, mask)
+        return np.flatnonzero(mask)
     legal = state.legal_moves(color)
     legal = legal[legal != state.pass_point]
     if legal.size == 0:
