@@ -97,3 +97,35 @@ def test_short_9x9_loop_learns_to_beat_random(tmp_path):
     report = json.loads((out / "report.json").read_text())
     last = report["generations"][-1]
     assert last["vs_random"] >= 0.75, report["generations"]
+
+
+@pytest.mark.slow
+def test_13x13_from_scratch_and_19x19_from_a_supervised_agent(tmp_path, sample_archive):
+    from conftest import archive_slice
+
+    small = ["--games", "2", "--chunk-games", "2", "--visits", "2", "--fast-visits", "2", "--blocks", "1",
+             "--filters", "8", "--train-steps", "2", "--batch-size", "16", "--eval-games", "0", "--threads", "1",
+             "--generations", "1"]
+    run = [sys.executable, "-m", "gotk", "zero"]
+    r = subprocess.run([*run, "--out", str(tmp_path / "z13"), "--size", "13", *small], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "z13" / "gen-000" / "selfplay" / "report.json").read_text())["games"] == 2
+    # a supervised agent (human games, policy and value heads) as network 0 of a 19x19 run
+    src = archive_slice(sample_archive, tmp_path, 12)
+    gotk = [sys.executable, "-m", "gotk"]
+    for cmd in (["encode", str(src), "-e", "simple", "-o", str(tmp_path / "ds"), "--no-progress"],
+                ["train", "--data", str(tmp_path / "ds"), "--out", str(tmp_path / "sl"), "--model", "zero",
+                 "--blocks", "1", "--filters", "8", "--max-steps", "3", "--batch-size", "32", "--no-progress"]):
+        r = subprocess.run([*gotk, *cmd], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run([*run, "--out", str(tmp_path / "z19"), "--size", "19", "--init-agent",
+                        str(tmp_path / "sl" / "agent.gotk"), *small], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    w0, w_sl = _weights(tmp_path / "z19" / "gen-000" / "agent.gotk"), _weights(tmp_path / "sl" / "agent.gotk")
+    assert all(np.array_equal(w0[k], w_sl[k]) for k in w_sl)
+    assert (tmp_path / "z19" / "gen-000" / "candidate.gotk").is_file()
+    # a 9x9 run cannot start from it
+    r = subprocess.run([*run, "--out", str(tmp_path / "z9"), "--size", "9", "--init-agent",
+                        str(tmp_path / "sl" / "agent.gotk"), *small], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "must play 9x9" in r.stderr and "Traceback" not in r.stderr
