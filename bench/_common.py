@@ -18,8 +18,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gotk.sources.archives import archive_stem
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # --- locating the shared data ------------------------------------------------------------------
@@ -45,6 +43,8 @@ def default_kgs_archives(folder: Path | None = None) -> list[Path]:
     """Every archive in ``folder`` (default :func:`kgs_dir`), one per game set: where the same
     archive is published as ``.tar.gz``, ``.tar.bz2`` and ``.zip`` (the 2017 months) only the
     first of those in :data:`gotk.sources.archives.ARCHIVE_SUFFIXES` order is kept. Sorted by name."""
+    from gotk.sources.archives import archive_stem  # here: it imports the SGF reader (sgfmill)
+
     folder = folder or kgs_dir()
     best: dict[str, tuple[int, Path]] = {}
     for p in sorted(folder.iterdir()):

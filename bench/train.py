@@ -45,6 +45,8 @@ if __package__ in (None, ""):  # run as a script: make ``bench`` importable
 from bench._common import REPO_ROOT, default_kgs_archives, kgs_dir, machine_info, write_json  # noqa: E402
 
 TEST_GLOB = "*2017_03*"
+ENCODER = "alphago"  # the encoder of recipes (a) and (b)
+SPLIT = "train=0.98,val=0.02"
 LEFT_OUT = "2017_02"  # the suggested validation month: not used for training nor for the reported test
 
 
@@ -60,8 +62,10 @@ def gotk(*args: str, capture: bool = False) -> subprocess.CompletedProcess:
     return res
 
 
-def sources(smoke: bool) -> list[Path]:
-    folder = kgs_dir()
+def sources(smoke: bool, folder: Path | None = None) -> list[Path]:
+    """The archives of ``folder`` (default :func:`kgs_dir`) the recipes encode: all but 2017-02 (``--smoke``:
+    2017-01 and 2017-03 only)."""
+    folder = kgs_dir() if folder is None else folder
     if not folder.is_dir():
         sys.exit(f"error: the KGS sample is missing: {folder} (set GOTK_KGS)")
     archives = [p for p in default_kgs_archives(folder) if LEFT_OUT not in p.name]
@@ -74,7 +78,7 @@ def encode(args, data: Path) -> dict:
     if not (data / "manifest.json").is_file():
         t0 = time.perf_counter()
         gotk("encode", *map(str, sources(args.smoke)), "--encoder", args.encoder, "--out", str(data),
-             "--split", "train=0.98,val=0.02", "--test-from", TEST_GLOB, "--workers", str(args.encode_workers),
+             "--split", SPLIT, "--test-from", TEST_GLOB, "--workers", str(args.encode_workers),
              "--resume")
         print(f"encoded in {time.perf_counter() - t0:.0f} s", flush=True)
     return json.loads((data / "manifest.json").read_text())
@@ -151,7 +155,7 @@ def throughput(run: Path, device: str) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget-minutes", type=float, default=30.0, help="Wall-clock training budget.")
-    ap.add_argument("--encoder", default="alphago")
+    ap.add_argument("--encoder", default=ENCODER)
     ap.add_argument("--model", default="resnet")
     ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--filters", type=int, default=48)

@@ -1,0 +1,83 @@
+"""``bench/gpu_check.py --tiny --device cpu``: the GPU check's every step (encode, train recipe (b), evaluate on
+the held-out month, throughput, self-play) on a few real games, so that the one GPU command cannot rot."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bench import gpu_check
+
+
+@pytest.fixture(scope="module")
+def tiny_kgs(tmp_path_factory, sample_archive) -> Path:
+    """A KGS-like folder of real games: 6 in a 2017-01 archive (train/val), 2 in a 2017-03 archive (the default
+    ``--test-from``) and 2 in a 2017-02 archive (left out, as recipe (b) leaves it out)."""
+    from gotk.sources.archives import SgfSource, iter_sources
+
+    folder = tmp_path_factory.mktemp("gpu-check-kgs")
+    items = [s for s in iter_sources([sample_archive]) if isinstance(s, SgfSource)][:10]
+    for name, part in (("KGS-2017_01-19-6-.zip", items[:6]), ("KGS-2017_03-19-2-.zip", items[6:8]),
+                       ("KGS-2017_02-19-2-.zip", items[8:])):
+        with zipfile.ZipFile(folder / name, "w") as zf:
+            for s in part:
+                zf.writestr(s.member, s.data)
+    return folder
+
+
+def test_gpu_check_tiny(tiny_kgs: Path, tmp_path: Path) -> None:
+    from gotk.nets.agent import load_agent
+
+    out = tmp_path / "out"
+    rc = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(out),
+                         "--work", str(tmp_path / "work"), "--encode-workers", "1"])
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert rc == 0, {k: v.get("error") for k, v in report["steps"].items()}
+    steps = report["steps"]
+    assert list(steps) == list(gpu_check.STEPS) and report["ok"] is True
+    assert all(s["ok"] and s["seconds"] >= 0 for s in steps.values())
+
+    enc = steps["encode"]
+    assert enc["archives"] == ["KGS-2017_01-19-6-.zip", "KGS-2017_03-19-2-.zip"]  # 2017-02 left out
+    assert enc["test_from"] == ["*2017_03*"] and enc["encoder"] == "alphago"
+    assert enc["splits"]["test"]["games"] == 2 and enc["splits"]["test"]["rows"] > 0
+    assert enc["splits"]["train"]["games"] + enc["splits"]["val"]["games"] == 6
+
+    train = steps["train"]
+    s = train["settings"]  # recipe (b) reached the run, the tiny overrides on top
+    assert (s["model"], s["optimizer"], s["lr"], s["amp"], s["channels_last"]) == ("resnet", "sgd", 0.2, True, True)
+    assert train["steps"] == 6 and train["samples_seen"] == 6 * s["batch_size"]
+
+    ev = steps["evaluate"]
+    assert ev["split"] == "test" and ev["positions"] == enc["splits"]["test"]["rows"]
+    assert 0.0 <= ev["top1"] <= ev["top5"] <= 1.0
+
+    tp = steps["throughput"]
+    assert tp["samples_per_s"] > 0 and tp["train_flops_per_sample"] > 0 and tp["windows"] == 3
+    assert tp["peak_share"] is None  # a CPU is not in the peak table
+
+    (run,) = steps["selfplay"]["runs"]
+    assert run["positions"] == run["games"] * run["max_moves"] > 0  # every move a full search, recorded
+    assert run["positions_per_s"] > 0 and run["evaluations_per_s"] > 0 and run["mean_batch"] > 0
+    assert 0.0 <= run["outside_network_share"] <= 1.0 and run["simulations"] == 4
+
+    agent = load_agent(out / "agent.gotk")
+    assert agent.board_size == 19 and agent.meta["model"]["name"] == "resnet"
+    assert (out / "train-metrics.jsonl").is_file()
+
+
+def test_a_failing_step_is_recorded_and_the_next_runs(tmp_path: Path) -> None:
+    empty = tmp_path / "kgs"
+    empty.mkdir()
+    out = tmp_path / "out"
+    rc = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(empty), "--out", str(out),
+                         "--work", str(tmp_path / "work"), "--steps", "encode,train,throughput"])
+    assert rc == 1
+    report = json.loads((out / "gpu_check.json").read_text())
+    steps = report["steps"]
+    assert report["ok"] is False and list(steps) == ["encode", "train", "throughput"]
+    assert "no archives" in steps["encode"]["error"]
+    assert "encode step failed" in steps["train"]["error"] and "train step failed" in steps["throughput"]["error"]
