@@ -181,6 +181,108 @@ def test_chunks_of_games_per_chunk_and_pass_moves(tmp_path):
     assert np.array_equal(recs[4]["planes"][1], recs[4]["planes"][2])
 
 
+# --- a self-play folder: the search's policy ------------------------------------------------------
+
+
+def test_policy_lines_text():
+    from gotk.errors import GotkError
+    from gotk.export.leelazero import policy_lines
+
+    p = np.zeros((2, 362), dtype=np.float16)
+    p[0, coords.from_gtp("A19", 19)] = 1  # gotk point 0 is Leela Zero's 342
+    p[1, [coords.from_gtp("A1", 19), coords.from_gtp("T19", 19), 361]] = [0.25, 0.5, 0.25]
+    p[1, 5] = -0.0
+    one, quarter = (line.decode() for line in policy_lines(p))
+    assert one.endswith("\n") and quarter.endswith("\n")
+    one, quarter = one[:-1].split(" "), quarter[:-1].split(" ")
+    assert len(one) == len(quarter) == 362
+    assert one[342] == "1" and one.count("0") == 361
+    assert (quarter[0], quarter[360], quarter[361]) == ("0.25", "0.5", "0.25") and quarter.count("0") == 359
+    assert np.array_equal(np.array([float(x) for x in quarter[:-1]]), np.asarray(p[1, :-1], float)[_VIA_GTP])
+    third = np.full((1, 362), 1 / 362, dtype=np.float16)
+    (line,) = policy_lines(third)
+    assert np.array_equal(np.array(line.split(), dtype=np.float64).astype(np.float16), third[0])  # float16 exact
+    with pytest.raises(GotkError):
+        policy_lines(-third)
+    with pytest.raises(GotkError):
+        policy_lines(np.zeros((1, 82), np.float16))
+
+
+@pytest.fixture(scope="module")
+def selfplay_folder(tmp_path_factory) -> Path:
+    """A tiny real self-play run on 19x19 (random network, a few visits)."""
+    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.selfplay.run import INIT_NAME, SelfPlayOptions, new_agent, selfplay
+
+    out = tmp_path_factory.mktemp("sp") / "sp"
+    agent = new_agent(out / INIT_NAME, 19, "zero", "simple", 0, blocks=1, filters=8)
+    cfg = SelfPlayConfig(size=19, visits=4, fast_visits=2, max_moves=40)
+    selfplay(SelfPlayOptions(agent=str(agent), out=str(out), games=3, config=cfg, chunk_games=3, threads=1))
+    return out
+
+
+def test_selfplay_folder_exports_the_search_policy(tmp_path, selfplay_folder):
+    """Each shard row of a self-play folder is one record whose policy line is the row's policy (Leela Zero's
+    order, float16 exact), whose planes, side to move and winner are those of the SGF game at that move; the
+    positions without a row (fast searches) are not written."""
+    import pyarrow.parquet as pq
+
+    from gotk.shards.gameid import game_id_from_parts
+
+    sp = selfplay_folder
+    rows: dict[tuple[str, int], tuple[np.ndarray, int, int]] = {}
+    for f in sorted((sp / "chunks").glob("*.parquet")):
+        t = pq.read_table(f, columns=["game_id", "move_number", "to_play", "label", "policy"]).to_pydict()
+        for gid, mv, tp, lab, raw in zip(t["game_id"], t["move_number"], t["to_play"], t["label"], t["policy"],
+                                         strict=True):
+            rows[(gid, mv)] = (np.frombuffer(raw, "<f2"), lab, tp)
+    games = {}
+    for path in sorted((sp / "sgf").glob("*.sgf")):
+        for rec in read_sgf(path.read_bytes()):
+            games[game_id_from_parts(19, [], [], [], [int(c) for c in rec.colors], [int(p) for p in rec.points])] = rec
+    assert rows and {g for g, _ in rows} <= set(games)
+    assert all(games[g].result.winner in ("b", "w") for g in games)  # komi 7.5: every game has a winner
+
+    expected: dict[tuple[bytes, int], tuple[str, int, int]] = {}  # the position → its game and move
+    for gid, rec in games.items():
+        history: list[np.ndarray] = []
+        for state, i, color, point in iter_positions(rec):
+            history.insert(0, state.board.copy())
+            if (gid, i) not in rows:
+                continue
+            assert rows[(gid, i)][1] == point and rows[(gid, i)][2] == (1 if color == 1 else -1)
+            planes = np.zeros((16, 361), dtype=np.uint8)
+            for h, board in enumerate(history[:8]):
+                planes[h] = board == color
+                planes[8 + h] = board == 3 - color
+            key = (planes.tobytes(), 0 if color == 1 else 1)
+            assert key not in expected
+            expected[key] = (gid, i, color)
+
+    out = tmp_path / "lz"
+    m = export([sp], out, ExportOptions(format="leela-zero", seed=3, games_per_chunk=2), workers=1, progress=False)
+    assert m["policy_target"] == "search" and m["games"]["kept"] == len(games)
+    seen = set()
+    for f in sorted(out.glob("train.*.gz")):
+        for r in read_chunk(f):
+            gid, i, color = expected[(planes_as_gotk(r["planes"]).tobytes(), r["stm"])]
+            assert (gid, i) not in seen
+            seen.add((gid, i))
+            policy = rows[(gid, i)][0]
+            probs = np.array(r["probs"])
+            assert np.array_equal(probs.astype(np.float16), np.concatenate([policy[_VIA_GTP], policy[361:]]))
+            assert abs(probs.sum() - 1) < 2e-3
+            assert r["winner"] == (1 if games[gid].result.winner == "bw"[color - 1] else -1)
+    assert seen == set(rows) and m["positions"] == len(rows)
+
+    # the same games as SGF files: every move, one-hot, as before
+    plain = export(sorted((sp / "sgf").glob("*.sgf")), tmp_path / "plain", ExportOptions(format="leela-zero"),
+                   workers=1, progress=False)
+    assert "policy_target" not in plain and plain["positions"] == sum(g.num_moves for g in games.values())
+    recs = [r for f in sorted((tmp_path / "plain").glob("train.*.gz")) for r in read_chunk(f)]
+    assert all(r["probs"].count(1.0) == 1 and r["probs"].count(0.0) == 361 for r in recs)
+
+
 BAD = {
     "nine.sgf": "(;GM[1]SZ[9]RE[B+R];B[cc];W[gg])",
     "noresult.sgf": "(;GM[1]SZ[19];B[pd];W[dp])",

@@ -1,4 +1,5 @@
-"""``gotk export``: SGF sources or a dataset's sources → Leela Zero chunks or KataGo ``.npz`` files."""
+"""``gotk export``: SGF sources, a dataset's sources or a self-play folder → Leela Zero chunks or KataGo ``.npz``
+files."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from gotk.data import sample_archives
 
 def export_cmd(
     sources: list[Path] = typer.Argument(None, help="Archives (zip, tar.gz, tar.bz2), folders, .sgf files, or ONE "
-                                         "dataset folder made by gotk encode (its source archives are re-read; "
+                                         "dataset folder made by gotk encode (its source archives are re-read) or "
+                                         "by gotk selfplay (leela-zero: the search policies of its shard rows; "
                                          "default: the built-in sample)."),
     fmt: str = typer.Option(..., "--format", "-f", help="leela-zero (v1 text chunks) or katago (.npz)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (must be empty unless --resume)."),

@@ -10,7 +10,10 @@ A chunk is a gzip file of records, one per main-line move, 19 lines each (see ``
   bit the most significant; bit 360 follows as one digit ``0``/``1``;
 * line 17: the side to move, ``0`` black, ``1`` white;
 * line 18: 362 probabilities separated by single spaces, ``1`` on the played move (index
-  ``y*19 + x``, 361 = pass) and ``0`` elsewhere, as ``dump_supervised`` writes a recorded move;
+  ``y*19 + x``, 361 = pass) and ``0`` elsewhere, as ``dump_supervised`` writes a recorded move; or, given a
+  search's policy (a self-play folder's shard rows, ``game_text(..., policy=...)``), those probabilities in
+  Leela Zero's order, each the shortest decimal that reads back as the same float16, and then only the
+  positions that have one are written (as ``dump_training`` writes a self-play game's visit distribution);
 * line 19: ``1`` if the side to move won the game, ``-1`` if it lost.
 
 As ``dump_supervised``: only 19x19 games with a winner, not won on time, every move of the main line
@@ -96,16 +99,18 @@ def game_boards(record: GameRecord) -> np.ndarray:
 
 
 @compiled
-def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros, planes, out):
-    """Write the text of every move's record into ``out`` (uint8, large enough); return its length.
-    ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices;
+def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros, planes, out, ks, policy_text,
+                   policy_ends):
+    """Write the text of the records of moves ``ks`` (ascending) into ``out`` (uint8, large enough); return its
+    length. ``lz_boards``: (moves + 1, 361) boards in Leela Zero order; ``lz_moves``: Leela Zero indices;
     ``values``: +1/-1, the game's result for the player of each move; ``planes``: (18, 361) uint8 scratch, where
     the encoder's :func:`~gotk.encoders.leelazero.history_planes` (the one owner of the history) writes each
-    position's planes before they are written as text."""
-    m = colors.shape[0]
+    position's planes before they are written as text. ``policy_ends`` empty: the one-hot of the move played;
+    else record ``j``'s policy line is ``policy_text[policy_ends[j - 1]:policy_ends[j]]`` (newline included)."""
     n = lz_boards.shape[1]
     pos = 0
-    for k in range(m):
+    for j in range(ks.shape[0]):
+        k = ks[j]
         c = colors[k]
         history_planes(planes, lz_boards, k, k + 1, c)
         for plane in range(2 * HISTORY):
@@ -119,9 +124,15 @@ def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros,
         out[pos] = 48 if c == 1 else 49
         out[pos + 1] = 10
         pos += 2
-        out[pos: pos + policy_zeros.shape[0]] = policy_zeros
-        out[pos + 2 * lz_moves[k]] = 49
-        pos += policy_zeros.shape[0]
+        if policy_ends.shape[0] == 0:
+            out[pos: pos + policy_zeros.shape[0]] = policy_zeros
+            out[pos + 2 * lz_moves[k]] = 49
+            pos += policy_zeros.shape[0]
+        else:
+            lo = policy_ends[j - 1] if j > 0 else 0
+            hi = policy_ends[j]
+            out[pos: pos + hi - lo] = policy_text[lo:hi]
+            pos += hi - lo
         if values[k] > 0:
             out[pos] = 49
             out[pos + 1] = 10
@@ -134,18 +145,59 @@ def _write_records(lz_boards, colors, lz_moves, values, hexdigits, policy_zeros,
     return pos
 
 
-def game_text(record: GameRecord, time_wins: bool = False) -> bytes:
+_F16_TEXT: list[bytes] = []
+
+
+def policy_lines(policy: np.ndarray) -> list[bytes]:
+    """Line 18 of each record for search policies ``policy`` (``(rows, 362)`` float16, gotk's flat order, pass
+    last): the values in Leela Zero's order, each the shortest decimal that reads back as the same float16
+    (``0``, ``1``, ``0.25``, ``0.0001``), separated by spaces. Raises :class:`GotkError` ``bad_policy`` for a
+    row of another width, a negative or non-finite value."""
+    policy = np.asarray(policy, dtype="<f2")
+    if policy.ndim != 2 or policy.shape[1] != N + 1:
+        raise GotkError("bad_policy", f"policy of shape {policy.shape}: Leela Zero needs {N + 1} moves per row")
+    if not (np.isfinite(policy).all() and (policy >= 0).all()):
+        raise GotkError("bad_policy", "policy with a negative or non-finite probability")
+    if not _F16_TEXT:  # the text of every float16 bit pattern, made once
+        values = np.arange(1 << 16, dtype=np.uint16).view("<f2")
+        _F16_TEXT.extend(np.format_float_positional(v, unique=True, trim="-").encode() for v in values)
+        _F16_TEXT[0x8000] = b"0"  # -0.0
+    lz = np.concatenate([policy[:, _LZ_ORDER], policy[:, N:]], axis=1).view(np.uint16)
+    return [b" ".join([_F16_TEXT[b] for b in row.tolist()]) + b"\n" for row in lz]
+
+
+def game_text(record: GameRecord, time_wins: bool = False,
+              policy: tuple[np.ndarray, np.ndarray] | None = None) -> bytes:
     """The version-1 records (19 lines each) of every main-line move of ``record``, as one bytes
-    string. Raises :class:`GotkError` (see :func:`check_game`, :func:`game_boards`) to skip."""
+    string. Raises :class:`GotkError` (see :func:`check_game`, :func:`game_boards`) to skip.
+
+    ``policy``: ``(move_numbers, probabilities)`` of a search (move numbers from 0, ascending; probabilities
+    ``(rows, 362)`` float16 in gotk's flat order, pass last, as a self-play shard's ``policy`` column):
+    only those moves are written, each with its search's policy (:func:`policy_lines`) instead of the one-hot
+    move. ``no_search`` when there is none; ``bad_policy`` for a move number outside the game."""
     check_game(record, time_wins)
-    boards = game_boards(record)
     colors = np.asarray(record.colors, dtype=np.int8)
+    m = colors.shape[0]
+    if policy is None:
+        ks = np.arange(m, dtype=np.int64)
+        text, ends = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int64)
+    else:
+        ks = np.asarray(policy[0], dtype=np.int64)
+        if ks.shape[0] == 0:
+            raise GotkError("no_search", "no position of the game has a search policy")
+        if ks[0] < 0 or ks[-1] >= m or (np.diff(ks) <= 0).any():
+            raise GotkError("bad_policy", f"policy move numbers {ks.min()}..{ks.max()} are not ascending moves "
+                            f"of a {m}-move game")
+        lines = policy_lines(policy[1])
+        text = np.frombuffer(b"".join(lines), dtype=np.uint8)
+        ends = np.cumsum([len(x) for x in lines], dtype=np.int64)
+    boards = game_boards(record)
     points = record.points.astype(np.int64)
     lz_moves = np.where(points == N, N, _LZ_ORDER[np.minimum(points, N - 1)])  # the flip is its own inverse
     values = value_targets(record.result.winner, np.where(colors == BLACK, 1, -1))  # ±1: check_game wants a winner
-    out = np.empty(colors.shape[0] * (FIXED + 3), dtype=np.uint8)
+    out = np.empty(ks.shape[0] * (FIXED + 3) + text.shape[0], dtype=np.uint8)
     used = _write_records(np.ascontiguousarray(boards[:, _LZ_ORDER]), colors, lz_moves, values, _HEX,
-                          _POLICY_ZEROS, np.empty((NUM_PLANES, N), dtype=np.uint8), out)
+                          _POLICY_ZEROS, np.empty((NUM_PLANES, N), dtype=np.uint8), out, ks, text, ends)
     return out[:used].tobytes()
 
 

@@ -1,4 +1,8 @@
-"""``gotk export``: SGF sources (or a ``gotk encode`` dataset's sources) → an engine's training files.
+"""``gotk export``: SGF sources (or a ``gotk encode`` dataset's sources, or a ``gotk selfplay`` folder) → an
+engine's training files.
+
+A self-play folder's games are its ``sgf/*.sgf`` files (its dataset's games); for Leela Zero each game's
+records are those of its shard rows, with the search's ``policy`` (see ``docs/export.md``).
 
 The run reuses the encode machinery (see :mod:`gotk.jobs.encode`):
 
@@ -36,7 +40,7 @@ import numpy as np
 
 from gotk import __version__
 from gotk.export import writers as WR
-from gotk.export.inputs import dataset_sources, is_dataset
+from gotk.export.inputs import dataset_sources, is_dataset, is_selfplay, selfplay_shards, selfplay_sources
 from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
 from gotk.jobs import executors as X
 from gotk.jobs import workers as W
@@ -164,7 +168,14 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         raise ExportError("bad_option", "gotk export writes to a local folder (--out PATH), not a URL")
     out = Path(out_dir)
     allowed: set[str] | None = None
-    if len(sources) == 1 and is_dataset(sources[0]):
+    selfplay = len(sources) == 1 and is_selfplay(sources[0])
+    if selfplay:
+        files, allowed, size = selfplay_sources(sources[0], opts.split)
+        dataset = str(sources[0])
+        if size != opts.board_size:
+            raise ExportError("bad_option", f"{dataset} holds {size}x{size} games; pass --board-size {size}")
+        sources_skipped: list[dict] = []
+    elif len(sources) == 1 and is_dataset(sources[0]):
         files, allowed, size = dataset_sources(sources[0], opts.split)
         dataset = str(sources[0])
         if size != opts.board_size:
@@ -184,6 +195,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
     record = {"options": asdict(opts), "sources": entries}
     if dataset is not None:
         record["dataset"] = dataset
+    if selfplay and opts.format == "leela-zero":  # the search policies come from the shards
+        record["policy_shards"] = selfplay_shards(sources[0])
     if _prepare_out(out, resume, record):
         m = json.loads((out / EXPORT_NAME).read_text())
         m["run"] = {"already_complete": True}
@@ -195,7 +208,8 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                               no_handicap=opts.no_handicap, include_passes=True, skip_first=0, drop_partial=True,
                               where=opts.where or None, bot_patterns=opts.bot_patterns())
     write_opts = {"work_dir": str(work), "out_dir": str(out.absolute()), "compress_level": opts.compress_level,
-                  "seed": opts.seed, "keep_time_wins": opts.keep_time_wins}
+                  "seed": opts.seed, "keep_time_wins": opts.keep_time_wins,
+                  "selfplay": str(Path(sources[0]).absolute()) if selfplay and opts.format == "leela-zero" else None}
     inputs_skipped: Counter = Counter()
     skipped: Counter = Counter()
     examples: dict[str, str] = {}
@@ -333,6 +347,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
         "options": asdict(opts),
         "sources": entries,
         **({"dataset": dataset} if dataset is not None else {}),
+        **({"policy_target": "search"} if write_opts["selfplay"] else {}),
         "sources_skipped": sources_skipped,
         "inputs_skipped": dict(sorted(inputs_skipped.items())),
         "games": {"read": games_read, "kept": len(kept) - refused,

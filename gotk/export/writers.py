@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from gotk.errors import GotkError
+from gotk.export.inputs import policy_rows
 from gotk.hashing import sha256_bytes, sha256_file
 from gotk.jobs import workers as W
 from gotk.sgf.record import GameRecord, parse_result
@@ -73,7 +74,9 @@ def reuse_file(spec: dict, options: dict) -> dict | None:
 
 def write_leelazero_chunk(spec: dict, options: dict) -> dict:
     """One Leela Zero chunk: ``spec`` = ``{"index", "file", "digest", "games": [[unit_id, i], ...]}``
-    in chunk order; ``options``: ``work_dir``, ``out_dir``, ``compress_level``, ``keep_time_wins``."""
+    in chunk order; ``options``: ``work_dir``, ``out_dir``, ``compress_level``, ``keep_time_wins``, and
+    ``selfplay`` (a self-play folder: each game's records are those of its shard rows, with the search's
+    policy; a game whose rows name other moves than its SGF is ``policy_mismatch``)."""
     from gotk.export import leelazero as L
 
     t0 = time.perf_counter()
@@ -82,15 +85,24 @@ def write_leelazero_chunk(spec: dict, options: dict) -> dict:
     skipped: Counter = Counter()
     examples: dict[str, str] = {}
     positions = 0
+    searches = policy_rows(options["selfplay"]) if options.get("selfplay") else None
     for unit_id, index in spec["games"]:
         gid, rec = game_record(options["work_dir"], unit_id, index, st)
         try:
-            texts.append(L.game_text(rec, time_wins=bool(options.get("keep_time_wins"))))
+            policy = None
+            if searches is not None:
+                moves, labels, probs = searches.game(gid)
+                if moves.shape[0] and ((moves < 0).any() or (moves >= rec.num_moves).any()
+                                       or (rec.points[moves] != labels).any()):
+                    raise GotkError("policy_mismatch", "the shard rows' moves are not the game's moves")
+                policy = (moves, probs)
+            text = L.game_text(rec, time_wins=bool(options.get("keep_time_wins")), policy=policy)
         except GotkError as e:
             skipped[e.reason] += 1
             examples.setdefault(e.reason, f"game {gid}: {e}")
             continue
-        positions += rec.num_moves
+        texts.append(text)
+        positions += rec.num_moves if policy is None else len(policy[0])
     data = L.chunk_bytes(texts, int(options.get("compress_level", L.COMPRESS_LEVEL)))
     st.write_bytes_atomic(join(options["out_dir"], spec["file"]), data)
 
