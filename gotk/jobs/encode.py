@@ -39,7 +39,6 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from gotk import __version__
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
 from gotk.jobs import executors as X
@@ -476,36 +475,21 @@ class EncodeRun:
             es = entries[name]
             splits_out[name] = {"games": planner.split_games[name], "rows": planner.split_rows[name],
                                 "bytes": sum(e["bytes"] for e in es), "shards": es}
-        total_rows = sum(s["rows"] for s in splits_out.values())
-        total_bytes = sum(s["bytes"] for s in splits_out.values())
         partial = {k: v for k, v in sorted(planner.partial.items()) if v}
-        manifest = {
-            "format": M.FORMAT,
-            "schema_version": S.SCHEMA_VERSION,
-            "gotk_version": __version__,
-            "encoder": self.desc,
-            "options": asdict(opts),
-            "sources": self.source_entries,
-            "sources_skipped": self.sources_skipped,
-            "inputs_skipped": dict(sorted(self.inputs_skipped.items())),
-            "games": {
-                "read": planner.games_read,
-                "kept": len(planner.seen),
-                "partial": sum(partial.values()),
-                "partial_reasons": partial,
-                "skipped": dict(sorted(planner.skipped.items())),
-                "examples": dict(sorted(planner.examples.items())),
-                "filtered_where": dict(sorted(planner.filtered_where.items())),
-                "metadata_warnings": dict(sorted(planner.warnings.items())),
-            },
-            "games_file": {"file": M.GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
-                           "sha256": games_info["sha256"]},
-            "splits": splits_out,
-            "rows": total_rows,
-            "bytes": total_bytes,
-            "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
-            "row_group_rows": opts.row_group_rows,
+        games = {
+            "read": planner.games_read,
+            "kept": len(planner.seen),
+            "partial": sum(partial.values()),
+            "partial_reasons": partial,
+            "skipped": dict(sorted(planner.skipped.items())),
+            "examples": dict(sorted(planner.examples.items())),
+            "filtered_where": dict(sorted(planner.filtered_where.items())),
+            "metadata_warnings": dict(sorted(planner.warnings.items())),
         }
+        manifest = M.dataset_manifest(self.desc, asdict(opts), games, games_info, splits_out, opts.row_group_rows,
+                                      self.source_entries, self.sources_skipped,
+                                      dict(sorted(self.inputs_skipped.items())))
+        total_rows = manifest["rows"]
         write_card(out, manifest, st)  # README.md, the Hub dataset card (before the manifest, which is last)
         M.write_json_atomic(join(out, M.MANIFEST_NAME), manifest, st)
         wall = time.perf_counter() - self.t_start

@@ -200,15 +200,21 @@ class ResBlock(nn.Module):
         return torch.relu(x + self.b2(self.c2(y)))
 
 
+def residual_tower(num_planes: int, filters: int, blocks: int) -> tuple[nn.Sequential, nn.Sequential]:
+    """``(stem, blocks)``: a 3×3 conv + batch norm + ReLU from the input planes, then ``blocks`` residual blocks
+    (:class:`ResBlock`): AlphaGo Zero's and Leela Zero's trunk."""
+    stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False), nn.BatchNorm2d(filters),
+                         nn.ReLU(inplace=True))
+    return stem, nn.Sequential(*(ResBlock(filters) for _ in range(blocks)))
+
+
 class ResNet(GoNet):
     """Residual tower with batch norm; convolutional policy head (board + pass), AlphaGo Zero value head."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "policy", blocks: int = 6,
                  filters: int = 64) -> None:
         super().__init__(num_planes, board_size, head)
-        self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
-                                  nn.BatchNorm2d(filters), nn.ReLU(inplace=True))
-        self.blocks = nn.Sequential(*(ResBlock(filters) for _ in range(blocks)))
+        self.stem, self.blocks = residual_tower(num_planes, filters, blocks)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, 1, 1)
             self.pass_fc = nn.Linear(filters, 1)
@@ -356,9 +362,7 @@ class LeelaZeroNet(GoNet):
     def __init__(self, num_planes: int, board_size: int, head: str = "both", blocks: int = 6,
                  filters: int = 64) -> None:
         super().__init__(num_planes, board_size, head)
-        self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
-                                  nn.BatchNorm2d(filters), nn.ReLU(inplace=True))
-        self.blocks = nn.Sequential(*(ResBlock(filters) for _ in range(blocks)))
+        self.stem, self.blocks = residual_tower(num_planes, filters, blocks)
         if self.has_policy:
             self.policy_head = nn.Sequential(
                 nn.Conv2d(filters, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU(inplace=True), nn.Flatten(),

@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gotk import __version__
 from gotk.hashing import sha256_stream
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -164,29 +163,9 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
     except BaseException:
         writer.abort()
         raise
-    total_rows = sum(s["rows"] for s in splits_out.values())
-    total_bytes = sum(s["bytes"] for s in splits_out.values())
-    manifest = {
-        "format": M.FORMAT,
-        "schema_version": S.SCHEMA_VERSION,
-        "gotk_version": __version__,
-        "encoder": encoder_desc,
-        "options": dict(options),
-        "sources": [],
-        "sources_skipped": [],
-        "inputs_skipped": {},
-        "games": game_counts,
-        "games_file": {"file": M.GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
-                       "sha256": games_info["sha256"]},
-        "splits": splits_out,
-        "rows": total_rows,
-        "bytes": total_bytes,
-        "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
-        "row_group_rows": row_group_rows or S.ROW_GROUP_ROWS,
-        "targets": list(targets or ()),
-    }
-    if generator is not None:
-        manifest["generator"] = generator
+    manifest = M.dataset_manifest(encoder_desc, dict(options), game_counts, games_info, splits_out,
+                                  row_group_rows or S.ROW_GROUP_ROWS, targets=list(targets or ()),
+                                  generator=generator)
     local_layout = all(e["file"].replace("\\", "/").startswith(f"{name}/") and ".." not in e["file"].split("/")
                        for name, s in splits_out.items() for e in s["shards"])
     if local_layout:

@@ -42,6 +42,43 @@ ENCODE_WHERE_COLUMNS = [n for n in GAMES_SCHEMA.names if n != "split"]
 GAMES_ROW_GROUP_ROWS = 65536
 
 
+def dataset_manifest(encoder_desc: dict, options: dict, games: dict, games_info: dict, splits: dict[str, dict],
+                     row_group_rows: int, sources: list | None = None, sources_skipped: list | None = None,
+                     inputs_skipped: dict | None = None, targets: list[str] | tuple[str, ...] | None = None,
+                     generator: dict | None = None) -> dict:
+    """The ``manifest.json`` object of a dataset folder (the one layout ``gotk encode`` and
+    :func:`gotk.shards.assemble.assemble_dataset` write): ``splits`` maps each split to its ``games``, ``rows``,
+    ``bytes`` and ``shards``; ``games_info`` is the games table's ``rows``, ``bytes`` and ``sha256``; the totals are
+    computed here. ``targets`` (self-play target columns) and ``generator`` are written when given."""
+    from gotk import __version__
+
+    total_rows = sum(s["rows"] for s in splits.values())
+    total_bytes = sum(s["bytes"] for s in splits.values())
+    manifest = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "gotk_version": __version__,
+        "encoder": encoder_desc,
+        "options": options,
+        "sources": sources or [],
+        "sources_skipped": sources_skipped or [],
+        "inputs_skipped": inputs_skipped or {},
+        "games": games,
+        "games_file": {"file": GAMES_NAME, "rows": games_info["rows"], "bytes": games_info["bytes"],
+                       "sha256": games_info["sha256"]},
+        "splits": splits,
+        "rows": total_rows,
+        "bytes": total_bytes,
+        "bytes_per_position": round(total_bytes / total_rows, 3) if total_rows else 0.0,
+        "row_group_rows": row_group_rows,
+    }
+    if targets is not None:
+        manifest["targets"] = list(targets)
+    if generator is not None:
+        manifest["generator"] = generator
+    return manifest
+
+
 def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | None = None) -> None:
     """Write ``obj`` as indented JSON (keys in insertion order, which is deterministic), atomically
     through ``storage`` (default: the storage of ``path``)."""
