@@ -229,3 +229,13 @@ def test_selfplay_cli_refuses_bad_agents(tmp_path):
     assert r.returncode == 2 and "plays 5x5, not 9x9" in r.stderr
     assert load_agent(path).board_size == 5
     assert not Path(tmp_path / "o").exists()
+
+
+def test_two_worker_processes_write_the_same_games(tmp_path):
+    base = ["selfplay", "--init", "random", "--size", "5", "--games", "4", "--chunk-games", "2", "--visits", "4",
+            "--fast-visits", "2", "--blocks", "1", "--filters", "8", "--seed", "2", "--threads", "1", "--json"]
+    one = json.loads(_cli(*base, "--out", str(tmp_path / "w1")).stdout)
+    two = json.loads(_cli(*base, "--out", str(tmp_path / "w2"), "--workers", "2").stdout)
+    assert one["games"] == two["games"] == 4 and one["positions"] == two["positions"]
+    for name in ("chunk-00000.parquet", "chunk-00001.parquet"):
+        assert (tmp_path / "w1" / "chunks" / name).read_bytes() == (tmp_path / "w2" / "chunks" / name).read_bytes()
