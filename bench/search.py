@@ -23,6 +23,7 @@ are read from its stderr line ``N visits, N nodes, N playouts, N n/s`` (UCTSearc
 ``Search.run`` wall time and this process's CPU time. Ratios gotk / leelaz; goal gotk ≥ 2× at its default batch.
 
     python bench/search.py --leelaz --visits 400 --positions 8
+    python bench/search.py --leelaz --amp           # also gotk under bf16 autocast (Agent.amp; not bit-exact)
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_path", help="Also write the results here.")
     ap.add_argument("--leelaz", nargs="?", const="", metavar="EXE",
                     help="Compare with Leela Zero's engine (default executable: on PATH or /usr/games/leelaz).")
+    ap.add_argument("--amp", action="store_true",
+                    help="With --leelaz: also gotk's search with bf16 autocast (Agent.amp) at the default batch.")
     ap.add_argument("--net", default="6x64", help="With --leelaz: the random leelaz network BLOCKSxFILTERS [6x64].")
     args = ap.parse_args(argv)
     if args.pin_cpu is not None:
@@ -209,11 +212,17 @@ def leelaz_main(args) -> int:
             warm.set_position(states[0])
             warm.run(visits=32)
             _leelaz_genmove(lz, states[0])
-            ev = {b: NetEvaluator(agent, seed=0) for b in batches}
-            acc = {("gotk", b): {"playouts": 0, "wall": 0.0, "cpu": 0.0, "net": 0.0} for b in batches}
+            engines = [("gotk", b) for b in batches]
+            agents = {"gotk": agent}
+            if args.amp:  # the same network under bf16 autocast (Agent.amp), at the default batch
+                agents["gotk bf16"] = load_agent(path)
+                agents["gotk bf16"].amp = True
+                engines.append(("gotk bf16", default_batch))
+            ev = {key: NetEvaluator(agents[key[0]], seed=0) for key in engines}
+            acc = {key: {"playouts": 0, "wall": 0.0, "cpu": 0.0, "net": 0.0} for key in engines}
             acc[("leelaz", 1)] = {"playouts": 0, "wall": 0.0, "cpu": 0.0, "elapsed": 0.0}
             for i, state in enumerate(states):
-                order = [("gotk", b) for b in batches] + [("leelaz", 1)]
+                order = engines + [("leelaz", 1)]
                 k = i % len(order)
                 for engine, b in order[k:] + order[:k]:  # rotate who goes first, position by position
                     a = acc[(engine, b)]
@@ -224,7 +233,7 @@ def leelaz_main(args) -> int:
                         a["cpu"] += r["cpu"]
                         a["elapsed"] += r["playouts"] / max(r["nps"], 1)
                         continue
-                    search = Search(ev[b], SearchConfig(visits=args.visits, batch=b))
+                    search = Search(ev[(engine, b)], SearchConfig(visits=args.visits, batch=b))
                     search.set_position(state)
                     c = time.process_time()
                     t = time.perf_counter()
@@ -233,11 +242,12 @@ def leelaz_main(args) -> int:
                     a["cpu"] += time.process_time() - c
                     a["net"] += search.net_seconds
     lza = acc[("leelaz", 1)]
-    lz_wall, lz_cpu = lza["playouts"] / lza["wall"], lza["playouts"] / lza["cpu"]
+    tick = 0.01  # /proc/PID/stat counts CPU time in clock ticks: a tiny search may count none
+    lz_wall, lz_cpu = lza["playouts"] / lza["wall"], lza["playouts"] / max(lza["cpu"], tick)
     rows = []
     for (engine, b), a in acc.items():
-        wall, cpu = a["playouts"] / a["wall"], a["playouts"] / a["cpu"]
-        row = {"engine": engine if engine == "leelaz" else f"gotk batch {b}", "playouts": a["playouts"],
+        wall, cpu = a["playouts"] / a["wall"], a["playouts"] / max(a["cpu"], tick)
+        row = {"engine": engine if engine == "leelaz" else f"{engine} batch {b}", "playouts": a["playouts"],
                "playouts_per_s": round(wall, 1), "playouts_per_cpu_s": round(cpu, 1),
                "vs_leelaz_wall": round(wall / lz_wall, 2), "vs_leelaz_cpu": round(cpu / lz_cpu, 2)}
         if engine == "leelaz":

@@ -15,10 +15,10 @@ def test_search_bench_against_leelaz(tmp_path):
     from bench.search import main
 
     out = tmp_path / "r.json"
-    assert main(["--leelaz", "--net", "1x8", "--visits", "24", "--positions", "2", "--json", str(out)]) == 0
+    assert main(["--leelaz", "--amp", "--net", "1x8", "--visits", "24", "--positions", "2", "--json", str(out)]) == 0
     r = json.loads(out.read_text())
     rows = {row["engine"]: row for row in r["results"]}
-    assert set(rows) == {"gotk batch 8", "gotk batch 1", "leelaz"}
+    assert set(rows) == {"gotk batch 8", "gotk batch 1", "gotk bf16 batch 8", "leelaz"}
     # both searched each position to the visits asked (leelaz's playouts: its root visit is not one)
     assert rows["gotk batch 8"]["playouts"] >= 2 * 20
     assert 2 * 20 <= rows["leelaz"]["playouts"] <= 2 * 24
