@@ -59,12 +59,15 @@ class Heatmap:
 class Leelaz:
     """A ``leelaz`` GTP process on a weights file. ``with Leelaz(weights) as lz: lz.play("b", "Q16"); lz.heatmap()``."""
 
-    def __init__(self, weights: str | os.PathLike, exe: str | None = None, timeout: float = 120.0) -> None:
+    def __init__(self, weights: str | os.PathLike, exe: str | None = None, timeout: float = 120.0,
+                 limits: tuple[str, ...] = ("--playouts", "1")) -> None:
+        """``limits``: the search's options (default ``--playouts 1``: enough for ``heatmap``; a search
+        benchmark gives e.g. ``("--visits", "400", "--timemanage", "off")``)."""
         exe = exe or find_leelaz()
         if exe is None:
             raise LeelazError("leelaz not found (Debian: apt-get install leela-zero)")
         self.timeout = timeout
-        self.args = [exe, "--cpu-only", "-w", str(weights), "--gtp", "--noponder", "-t", "1", "--playouts", "1"]
+        self.args = [exe, "--cpu-only", "-w", str(weights), "--gtp", "--noponder", "-t", "1", *limits]
         self.proc = subprocess.Popen(self.args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1)
         self._err: queue.Queue[str | None] = queue.Queue()

@@ -195,6 +195,10 @@ class ResBlock(nn.Module):
         self.c2 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
         self.b2 = nn.BatchNorm2d(filters)
 
+    def conv_bn_pairs(self) -> list[tuple[str, str]]:
+        """Convolutions whose output goes straight into a batch norm (:func:`gotk.nets.fuse.fold_batch_norms`)."""
+        return [("c1", "b1"), ("c2", "b2")]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.relu(self.b1(self.c1(x)))
         return torch.relu(x + self.b2(self.c2(y)))
@@ -266,6 +270,10 @@ class ZeroBlock(nn.Module):
         self.b1 = nn.BatchNorm2d(filters)
         self.c2 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
         self.b2 = nn.BatchNorm2d(filters)
+
+    def conv_bn_pairs(self) -> list[tuple[str, str]]:
+        """Convolutions whose output goes straight into a batch norm (not ``c1`` when the pooled bias is added)."""
+        return [("c2", "b2")] if self.gpool is not None else [("c1", "b1"), ("c2", "b2")]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.c1(x)
