@@ -30,6 +30,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "c_puct": (["--c-puct"], 5.0, "PUCT exploration constant."),
     "fpu": (["--fpu"], 0.0, "First-play-urgency reduction for unvisited moves."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
+    "bf16": (["--bf16"], False, "Run the network under bf16 autocast: faster on CPUs with AVX512-BF16 or AMX and on "
+             "GPUs, not bit-exact (BENCHMARKS.md, search speed)."),
 }
 
 
@@ -61,6 +63,7 @@ def test_player_options_reach_the_player():
     cfg = opts.search_config(seed=7)
     assert (cfg.visits, cfg.seconds, cfg.batch, cfg.c_puct, cfg.fpu, cfg.temperature, cfg.resign_threshold,
             cfg.resign_min_move, cfg.seed) == (16, 2.0, 4, 2.0, 0.1, 0.5, None, 5, 7)
+    assert PlayerOptions().bf16 is False
     r = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--random", "--visits", "8", "--value-agent",
                         "/nonexistent/agent.gotk"], input="quit\n", capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
@@ -83,3 +86,25 @@ def test_search_options_default_to_the_search_defaults():
 
     cfg = PlayerOptions().search_config(seed=None)
     assert (cfg.c_puct, cfg.fpu) == (SearchConfig().c_puct, SearchConfig().fpu)
+
+
+def test_bf16_reaches_the_networks(tmp_path):
+    """``--bf16`` turns on the agents' bf16 autocast, for the search (policy and value agents) and the policy player,
+    and they still choose legal moves."""
+    import torch
+
+    from gotk.encoders import get_encoder
+    from gotk.game.state import GameState
+    from gotk.nets import build_model, save_agent
+
+    enc = get_encoder("simple", 5)
+    torch.manual_seed(0)
+    path = save_agent(tmp_path / "a.gotk", build_model("resnet", enc.num_planes, 5, head="both", blocks=1, filters=8),
+                      "resnet", {"blocks": 1, "filters": 8}, enc.describe())
+    search = PlayerOptions(visits=8, bf16=True).make_player(str(path), seed=1)
+    assert search.agent.amp is True
+    policy = PlayerOptions(bf16=True).make_player(str(path), seed=1)
+    assert policy.agent.amp is True and PlayerOptions().make_player(str(path), seed=1).agent.amp is False
+    state = GameState(5)
+    for player in (search, policy):
+        assert state.is_legal(player.choose(state))

@@ -49,6 +49,8 @@ class PlayerOptions:
     fpu: float = _option(0.0, "--fpu", help="First-play-urgency reduction for unvisited moves.")
     resign_min_move: int = _option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
+    bf16: bool = _option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
+                         "AVX512-BF16 or AMX and on GPUs, not bit-exact (BENCHMARKS.md, search speed).")
 
     def search_config(self, seed: int | None):
         """The :class:`gotk.search.puct.SearchConfig` of these options (no resignation under ``--no-resign``)."""
@@ -70,7 +72,7 @@ class PlayerOptions:
                                       str(self.value_agent) if self.value_agent else None, self.threads,
                                       temperature=self.temperature, pass_threshold=self.pass_threshold,
                                       resign=self.resign, resign_threshold=self.resign_threshold,
-                                      resign_moves=self.resign_moves)
+                                      resign_moves=self.resign_moves, amp=self.bf16)
         except GotkError as e:
             fail(str(e))
 

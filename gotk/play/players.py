@@ -180,8 +180,9 @@ __all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "
 
 def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
                 pass_threshold: float = 1e-3, resign: bool = True, resign_threshold: float = -0.95,
-                resign_moves: int = 3, threads: int | None = 1):
-    """A player for ``agent``: an agent file path, or ``random`` / None for :class:`RandomPlayer`.
+                resign_moves: int = 3, threads: int | None = 1, amp: bool = False):
+    """A player for ``agent``: an agent file path, or ``random`` / None for :class:`RandomPlayer`; ``amp``: its
+    network under bf16 autocast.
 
     Raises :class:`gotk.nets.AgentError` for an unreadable agent or one without a policy head.
     """
@@ -194,6 +195,7 @@ def make_player(agent: str | None, seed: int | None = None, temperature: float =
     if threads:
         torch.set_num_threads(threads)
     loaded = load_agent(agent)
+    loaded.amp = amp
     if not getattr(loaded, "has_policy", True):
         raise AgentError("the agent has no policy head, it cannot choose moves", agent)
     return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,

@@ -10,20 +10,22 @@ from gotk.search.puct import SearchConfig
 
 
 def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
-                       threads: int | None = 1, warn: Callable[[str], None] | None = None, **policy_kwargs):
+                       threads: int | None = 1, warn: Callable[[str], None] | None = None, amp: bool = False,
+                       **policy_kwargs):
     """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
     :func:`gotk.play.players.make_player` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
     (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason.
 
     A search whose value head is no better than its komi/handicap baseline (:attr:`SearchPlayer.warning`) is
-    still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free)."""
+    still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free). ``amp``: the
+    networks run under bf16 autocast (:attr:`gotk.nets.agent.Agent.amp`)."""
     from gotk.play.players import make_player
 
     config.validate()
     if not config.searches:
         if value_agent:
             raise SearchSetupError("--value-agent is used by the search only: give --visits N (N >= 2) or --seconds S")
-        return make_player(agent, seed=config.seed, threads=threads, **policy_kwargs)
+        return make_player(agent, seed=config.seed, threads=threads, amp=amp, **policy_kwargs)
     if agent is None or agent == "random":
         raise SearchSetupError("search needs an agent file with a policy (--agent FILE), not the random player")
     import torch
@@ -35,6 +37,9 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
         torch.set_num_threads(threads)
     policy = load_agent(agent)
     value = load_agent(value_agent) if value_agent else None
+    for a in (policy, value):
+        if a is not None:
+            a.amp = amp
     player = SearchPlayer(policy, value, config)
     if player.warning:
         (warn or _stderr)(player.warning)
