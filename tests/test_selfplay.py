@@ -162,7 +162,7 @@ def test_resignation_and_false_resignation_bookkeeping():
     enabled = [g for g in games if g.resign_enabled]
     disabled = [g for g in games if not g.resign_enabled]
     assert enabled and disabled
-    for g in enabled:  # a threshold of 1.0 resigns at the first searched move
+    for g in enabled:  # a threshold of 1.0 resigns at the first searched move from resign_min_move on
         assert g.resigned and g.result.endswith("+R") and g.comments[-1].endswith("resigns")
     for g in disabled:
         assert not g.resigned and g.would_resign in (1, 2)

@@ -19,8 +19,12 @@ Per move (see :class:`SelfPlayConfig`):
 * the first ``sample_moves`` moves are sampled from the target, later ones are the search's choice (Gumbel: the
   sequential-halving winner; PUCT: the most visited move);
 * resignation when the root value stays below ``resign_threshold`` for ``resign_moves`` of the player's moves
-  in a row, except in a ``resign_disabled`` share of the games, which play on and tell how often a resignation
-  would have been wrong;
+  in a row (never before ``resign_min_move``), except in a ``resign_disabled`` share of the games, which play on
+  and tell how often a resignation would have been wrong;
+* the moves considered are the legal ones that fill no own eye; pass only when none is left or to answer the
+  opponent's pass (``early_pass`` makes it a candidate everywhere). A network whose value says one side wins
+  anyway would otherwise pass from the first moves on, and the games would teach nothing of the board; without it
+  the games are played out until the stones settle, which is also what area scoring with every stone alive needs;
 * a game ends after two passes (area score, every stone counted alive, komi included) or ``max_moves``.
 
 ``policy_only=True`` is AlphaGo's value-data recipe: no search, moves sampled from the network's policy at
@@ -73,11 +77,13 @@ class SelfPlayConfig:
     sample_moves: int | None = None  # None: size² / 8
     resign_threshold: float | None = -0.9
     resign_moves: int = 2
+    resign_min_move: int | None = None  # None: size² / 2 (no resignation in the opening)
     resign_disabled: float = 0.2
     max_moves: int | None = None  # None: 2 · size²
     policy_only: bool = False
     temperature: float = 1.0  # policy-only mode
     symmetries: bool = True
+    early_pass: bool = False  # pass a candidate at every move, not only when no sensible move is left or to answer one
 
     def validate(self) -> SelfPlayConfig:
         def bad(msg: str) -> None:
@@ -114,6 +120,10 @@ class SelfPlayConfig:
     @property
     def sampled_moves(self) -> int:
         return self.sample_moves if self.sample_moves is not None else self.size * self.size // 8
+
+    @property
+    def resign_from(self) -> int:
+        return self.resign_min_move if self.resign_min_move is not None else self.size * self.size // 2
 
     @property
     def alpha(self) -> float:
@@ -176,9 +186,14 @@ class _Game:
     record_next: bool = False
 
 
-def _candidates(state: GameState) -> np.ndarray:
-    """The moves a search or policy considers: legal moves that fill no own eye, and pass."""
-    return np.append(sensible_moves(state), state.pass_point).astype(np.int32)
+def _candidates(state: GameState, early_pass: bool = False) -> np.ndarray:
+    """The moves a search or policy considers: the legal moves that fill no own eye, and pass when none is left or
+    when the opponent has just passed (passing then ends the game, which the search values exactly), or always with
+    ``early_pass``."""
+    moves = sensible_moves(state)
+    if early_pass or moves.size == 0 or state.passes >= 1:
+        moves = np.append(moves, state.pass_point)
+    return moves.astype(np.int32)
 
 
 def _terminal_value(state: GameState) -> float:
@@ -265,7 +280,7 @@ class SelfPlayBatch:
             if g.pending is None:  # a new move: evaluate the root
                 if self._game_over(g):
                     return False
-                moves = _candidates(state)
+                moves = _candidates(state, self.cfg.early_pass)
                 if moves.size == 1:  # only pass: nothing to search
                     self._play(g, int(moves[0]), "forced")
                     continue
@@ -316,7 +331,7 @@ class SelfPlayBatch:
                 g.sims += 1
                 continue
             feats[row] = self.encoder.encode(state)
-            moves = _candidates(state)
+            moves = _candidates(state, self.cfg.early_pass)
             for _ in range(length - 1):
                 state.undo()
             g.pending = ("leaf", path, moves)
@@ -403,7 +418,7 @@ class SelfPlayBatch:
                 g.low_streak[mover] += 1
             else:
                 g.low_streak[mover] = 0
-            if g.low_streak[mover] >= cfg.resign_moves:
+            if g.low_streak[mover] >= cfg.resign_moves and state.move_number >= cfg.resign_from:
                 if g.resign_enabled:
                     g.resigned_by = mover
                     g.comments.append(f"v={root_value:.3f} resigns")
@@ -430,7 +445,7 @@ class SelfPlayBatch:
         while True:
             if self._game_over(g):
                 return False
-            moves = _candidates(state)
+            moves = _candidates(state, self.cfg.early_pass)
             if state.move_number == g.random_at:  # AlphaGo's one random move, then record the next position
                 self._play(g, int(moves[g.rng.integers(0, moves.size)]), "random")
                 g.record_next = True

@@ -255,24 +255,26 @@ class ZeroRun:
         out = self.root / _gen(g) / "window"
         if (out / "manifest.json").is_file():
             return out
-        files, val, games, encoder = [], [], [], None
-        for k in range(max(0, g - self.opts.window + 1), g + 1):
+        lo = max(0, g - self.opts.window + 1)
+        train, held, games, encoder = [], None, {}, None
+        for k in range(lo, g + 1):
             src = self.root / _gen(k) / "selfplay"
             m = load_manifest(src)
             encoder = m["encoder"]
-            shards = m["splits"]["train"]["shards"]
-            held = shards[-1]["file"] if k == g and len(shards) > 1 else None  # the newest games: validation
-            for entry in shards:
-                (val if entry["file"] == held else files).append(os.path.relpath(src / entry["file"], out))
-            held_ids = set()
-            if held is not None:
-                import pyarrow.parquet as pq
-
-                held_ids = set(pq.read_table(src / held, columns=["game_id"]).column("game_id").to_pylist())
-            games += [dict(r, split="val" if r["game_id"] in held_ids else "train")
-                      for r in read_games(src).to_pylist()]
+            shards = [src / e["file"] for e in m["splits"]["train"]["shards"]]
+            if k == g and len(shards) > 1:  # the newest games are held out for validation
+                held = shards.pop()
+            train += shards
+            for row in read_games(src).to_pylist():
+                games.setdefault(row["game_id"], row)
+        val_ids = _game_ids(held) if held is not None else set()
+        if val_ids & set().union(*map(_game_ids, train)):  # a game played twice, in both: nothing held out
+            train, held, val_ids = train + [held], None, set()
+        files = [os.path.relpath(f, out) for f in train]
+        val = [os.path.relpath(held, out)] if held is not None else []
+        games = [dict(r, split="val" if gid in val_ids else "train") for gid, r in games.items()]
         assemble_dataset(out, encoder, {"train": files, **({"val": val} if val else {})}, games,
-                         options={"window": [max(0, g - self.opts.window + 1), g]},
+                         options={"window": [lo, g]},
                          generator={"name": "gotk zero", "generation": g})
         return out
 
@@ -374,6 +376,12 @@ class ZeroRun:
         from gotk.zero.report import write_report
 
         return write_report(self.root, self.state, self.ratings())
+
+
+def _game_ids(shard: Path) -> set[str]:
+    import pyarrow.parquet as pq
+
+    return set(pq.read_table(shard, columns=["game_id"]).column("game_id").to_pylist())
 
 
 def find_gnugo(given: str | None = None) -> str | None:
