@@ -32,6 +32,8 @@ def selfplay_cmd(
                                           "which measure the false-resignation rate."),
     no_resign: bool = typer.Option(False, "--no-resign", help="Never resign."),
     max_moves: int = typer.Option(None, "--max-moves", help="Score a game after this many moves [2 × size²]."),
+    early_pass: bool = typer.Option(False, "--early-pass", help="Pass is a candidate at every move (default: only "
+                                    "when no sensible move is left, or to answer a pass)."),
     policy_only: bool = typer.Option(False, "--policy-only", help="No search: moves sampled from the policy, one "
                                      "random move, one position recorded per game (AlphaGo's value data)."),
     temperature: float = typer.Option(1.0, "--temperature", help="Policy-only mode: sampling temperature."),
@@ -61,7 +63,8 @@ def selfplay_cmd(
     cfg = SelfPlayConfig(size=size, komi=komi, search=search, visits=visits, fast_visits=fast_visits,
                          full_fraction=full_fraction, considered=considered, sample_moves=sample_moves,
                          resign_threshold=None if no_resign else resign_threshold, resign_disabled=resign_disabled,
-                         max_moves=max_moves, policy_only=policy_only, temperature=temperature)
+                         max_moves=max_moves, policy_only=policy_only, temperature=temperature,
+                         early_pass=early_pass)
     try:
         cfg.validate()
         if init is not None:
