@@ -11,7 +11,7 @@ from gotk.nets.networks import MODELS, AlphaGoNet, build_model, count_parameters
 from gotk.train.config import lr_factor
 
 SMALL = {"alphago": {"filters": 8}, "alphago_value": {"filters": 8}, "resnet": {"filters": 8, "blocks": 1},
-         "zero": {"filters": 8, "blocks": 3}}
+         "zero": {"filters": 8, "blocks": 3}, "leelaz": {"filters": 8, "blocks": 1}}
 
 
 @pytest.fixture(autouse=True, scope="module")

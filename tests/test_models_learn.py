@@ -22,7 +22,7 @@ from gotk.train.trainer import train
 UNIFORM = math.log(362)
 # reduced widths where the model takes them (the learning problem is the same; the test stays cheap)
 HPARAMS = {"alphago": {"filters": 32}, "alphago_value": {"filters": 32}, "resnet": {"blocks": 1, "filters": 16},
-           "zero": {"blocks": 3, "filters": 16}}
+           "zero": {"blocks": 3, "filters": 16}, "leelaz": {"blocks": 1, "filters": 16}}
 STEPS = 80  # of BATCH positions: about 2 epochs of the 664 positions
 # a dense policy head (Leela Zero's FC 2N -> N+1, as AlphaGo Zero's) learns slowly at first: about 5 epochs
 MODEL_STEPS = {"leelaz": 200}
