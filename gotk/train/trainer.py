@@ -10,14 +10,9 @@ are drawn per epoch, so long games do not dominate and the value net does not me
 policy-only runs use every position. Rows with value 0 (draw, void or unknown result) are left out of
 the value loss.
 
-On data with self-play targets (``docs/shards.md``, "Self-play target columns") the policy learns the search's
-policy instead of the move played: the cross-entropy ``-sum(pi * log_softmax(logits))`` per row, averaged with
-the rows' ``weight`` (rows of weight 0 add no policy loss); top-1/top-5 still count the move played. A model with
-ownership and score outputs (``has_aux``: ``zero``) also learns them there: ``ownership_weight`` (default
-1.5 / size²) times the sum over the points of the binary cross-entropy between ``(1 + predicted) / 2`` and
-``(1 + target) / 2``, and ``score_weight`` (default 0.02) times the Huber loss (delta = the board size) of the
-score, both averaged over rows. ``init_agent`` starts the model from an agent file's weights (each self-play
-generation continues from the previous network).
+The loss terms (the policy against the move played or the search's policy, the value, ownership and score) are
+:mod:`gotk.train.losses`. ``init_agent`` starts the model from an agent file's weights (each self-play generation
+continues from the previous network).
 
 Distributed (``torchrun --nproc_per_node N -m gotk train ...``, see ``docs/scaling.md``): the process
 group is set up from torchrun's environment (:mod:`gotk.distributed`), the model is wrapped in DDP and each
@@ -54,6 +49,7 @@ from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_c
 from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer, resolve_device
 from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
+from gotk.train.losses import LossWeights, aux_sums, batch_losses, soft_policy_sums
 from gotk.train.metrics import (
     STAT_FIELDS,
     TENSORBOARD_MISSING,
@@ -146,8 +142,7 @@ class Trainer:
         self.model = self.model.to(self.device)
         self.targets = bool(self.train_ds.index.targets)  # the data has the self-play target columns
         self.val_targets = self.val_ds is not None and bool(self.val_ds.index.targets)
-        self.ownership_weight = cfg.ownership_weight if cfg.ownership_weight is not None else 1.5 / (h * h)
-        self.score_weight = cfg.score_weight if cfg.score_weight is not None else 0.02
+        self.loss_weights = LossWeights.of(cfg, h)
         self.baseline = self._fit_baseline() if self.model.has_value else None
         self.channels_last = cfg.channels_last if cfg.channels_last is not None else self.device.type == "cuda"
         if self.channels_last:
@@ -362,99 +357,23 @@ class Trainer:
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
     def _losses(self, batch: dict, share: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Total loss and the per-batch stats tensor [rows, policy loss sum, top1, top5, value se, value rows,
-        soft policy CE sum (weighted), policy weight, ownership loss sum, ownership rows, score loss sum, score
-        rows] (the last six zero without self-play targets).
-
-        ``share`` (DDP): ``[rows, value rows, policy weight]`` of this step summed over ranks; the loss that is
-        back-propagated is then scaled so that DDP's gradient average is the mean over all those rows."""
+        """The forward pass of one batch and its losses (:func:`gotk.train.losses.batch_losses`): ``(loss,
+        stats)``, or under DDP (``share``) ``(scaled loss, loss, stats)``."""
         dev = self.device
         x = batch["features"].to(dev, non_blocking=True)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         y = batch["label"].to(dev, non_blocking=True).long()
-        aux = self.model.has_aux
+        own = score = None
         with self._autocast():
-            if aux:
+            if self.model.has_aux:
                 p, v, own, score = self.net(x, aux="logits")
             else:
                 p, v = self.net(x)
-        stats = torch.zeros(12, device=dev)
-        stats[0] = y.shape[0]
-        loss = torch.zeros((), device=dev)
-        scaled = torch.zeros((), device=dev)
-        world = self.world
-        soft = "policy" in batch
-        if p is not None:
-            p = p.float()
-            if soft:  # the search's policy, each row weighted by its weight
-                wce, wsum = self._soft_policy_sums(p, batch)
-                loss = loss + torch.where(wsum > 0, wce / wsum.clamp(min=1e-12), torch.zeros_like(wce))
-                if share is not None:
-                    scaled = scaled + torch.where(share[2] > 0, wce * world / share[2].clamp(min=1e-12),
-                                                  torch.zeros_like(wce))
-                with torch.no_grad():
-                    ce = F.cross_entropy(p, y)
-                stats[6] = wce.detach()
-                stats[7] = wsum
-            else:
-                ce = F.cross_entropy(p, y)
-                loss = loss + ce
-                if share is not None:
-                    scaled = scaled + ce * (world * y.shape[0] / share[0].clamp(min=1.0))
-            with torch.no_grad():
-                top5 = p.topk(min(5, p.shape[1]), dim=1).indices
-                stats[1] = ce.detach() * y.shape[0]
-                stats[2] = (top5[:, 0] == y).sum()
-                stats[3] = (top5 == y[:, None]).any(dim=1).sum()
-        if v is not None:
-            t = batch["value"].to(dev, non_blocking=True).float()
-            known = (t != 0).float()
-            se = (v.float() - t) ** 2 * known
-            nk = known.sum()
-            loss = loss + self.cfg.value_weight * se.sum() / nk.clamp(min=1.0)
-            if share is not None:
-                scaled = scaled + self.cfg.value_weight * world * se.sum() / share[1].clamp(min=1.0)
-            stats[4] = se.sum().detach()
-            stats[5] = nk
-        if aux and own is not None:
-            if "ownership" in batch:
-                rows = y.shape[0]
-                own_sum, score_sum = self._aux_sums(own, score, batch)
-                loss = loss + (own_sum + score_sum) / rows
-                if share is not None:
-                    scaled = scaled + (own_sum + score_sum) * world / share[0].clamp(min=1.0)
-                stats[8] = own_sum.detach()
-                stats[9] = rows
-                stats[10] = score_sum.detach()
-                stats[11] = rows
-            else:  # no targets: the outputs join the graph with zero weight (DDP expects every parameter used)
-                zero = 0.0 * (own.float().sum() + score.float().sum())
-                loss = loss + zero
-                scaled = scaled + zero
+        loss, scaled, stats = batch_losses(p, v, own, score, y, batch, self.loss_weights, self.world, share)
         if share is not None:
             return scaled, loss.detach(), stats
         return loss, stats
-
-    def _soft_policy_sums(self, p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(sum of weight * cross-entropy against the search's policy, sum of weights)`` over the rows of
-        ``p`` (policy logits, float32; ``batch`` may have more rows)."""
-        n = p.shape[0]
-        pi = batch["policy"][:n].to(self.device, non_blocking=True).float()
-        w = batch["weight"][:n].to(self.device, non_blocking=True).float()
-        ce_rows = -(pi * torch.log_softmax(p, 1)).sum(1)
-        return (w * ce_rows).sum(), w.sum()
-
-    def _aux_sums(self, own: torch.Tensor, score: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(ownership loss, score loss)`` summed over the rows of ``own`` (ownership logits, before the tanh)
-        and ``score``, each times its weight."""
-        n = own.shape[0]
-        # (1 + tanh(z)) / 2 = sigmoid(2z): the cross-entropy on the logits 2z, stable where tanh saturates
-        target = (1.0 + batch["ownership"][:n].to(self.device, non_blocking=True).float()) / 2.0
-        bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
-        hub = F.huber_loss(score.float(), batch["score"][:n].to(self.device, non_blocking=True).float(),
-                           delta=float(self.board_size), reduction="none")
-        return self.ownership_weight * bce.sum(), self.score_weight * hub.sum()
 
     def _out_of_time(self) -> bool:
         """Whether the training share of the ``--max-minutes`` budget is spent; updates :attr:`budget_used` (the
@@ -560,9 +479,9 @@ class Trainer:
                 else:
                     p, v = self.model(x.to(self.device))
             if self.val_targets and p is not None:
-                sums[0:2] += torch.stack(self._soft_policy_sums(p.float(), b))
+                sums[0:2] += torch.stack(soft_policy_sums(p.float(), b))
             if self.val_targets and aux and own is not None:
-                sums[2:4] += torch.stack(self._aux_sums(own, score, b))
+                sums[2:4] += torch.stack(aux_sums(own, score, b, self.loss_weights))
                 sums[4] += n
             logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
             base = (self.baseline.predict(b["game_index"][:n].numpy(), b["to_play"][:n].numpy())

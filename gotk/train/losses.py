@@ -1,0 +1,132 @@
+"""The loss terms of ``gotk train``, one batch at a time: what the network's outputs are compared with and how
+the terms are weighted (:class:`gotk.train.trainer.Trainer` owns the forward pass, the optimiser and DDP).
+
+* **Policy.** On human games, the cross-entropy against the move played. On data with self-play targets
+  (``docs/shards.md``, "Self-play target columns"), the cross-entropy ``-sum(pi * log_softmax(logits))`` against
+  the search's policy, averaged with the rows' ``weight`` (rows of weight 0 add no policy loss); top-1/top-5
+  still count the move played.
+* **Value.** ``value_weight`` times the squared error against the outcome, averaged over the rows whose outcome is
+  known (value 0 — draw, void or unknown result — is left out).
+* **Ownership and score** (models with ``has_aux``, on self-play data): ``ownership`` (default 1.5 / size²) times
+  the sum over the points of the binary cross-entropy between ``(1 + predicted) / 2`` and ``(1 + target) / 2``, and
+  ``score`` (default 0.02) times the Huber loss (delta = the board size) of the score, both averaged over rows.
+
+Under DDP every term is also returned *scaled* so that DDP's gradient average is the mean over all the rows of
+all ranks (``share``: this step's ``[rows, value rows, policy weight]`` summed over ranks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+STATS = ("rows", "policy_loss_sum", "top1", "top5", "value_se", "value_rows", "soft_policy_ce_sum", "policy_weight",
+         "ownership_loss_sum", "ownership_rows", "score_loss_sum", "score_rows")
+"""The per-batch stats vector of :func:`batch_losses`, in order (the last six are zero without self-play
+targets)."""
+
+
+@dataclass(frozen=True)
+class LossWeights:
+    """The weight of each term beside the policy's, and the board size (the score's Huber delta)."""
+
+    value: float
+    ownership: float
+    score: float
+    board_size: int
+
+    @classmethod
+    def of(cls, cfg, board_size: int) -> LossWeights:
+        """The weights of a :class:`gotk.train.config.TrainConfig` (``None``: the defaults above)."""
+        own = cfg.ownership_weight if cfg.ownership_weight is not None else 1.5 / (board_size * board_size)
+        score = cfg.score_weight if cfg.score_weight is not None else 0.02
+        return cls(float(cfg.value_weight), float(own), float(score), int(board_size))
+
+
+def soft_policy_sums(p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(sum of weight * cross-entropy against the search's policy, sum of weights)`` over the rows of ``p``
+    (policy logits, float32; ``batch`` may have more rows)."""
+    n, dev = p.shape[0], p.device
+    pi = batch["policy"][:n].to(dev, non_blocking=True).float()
+    w = batch["weight"][:n].to(dev, non_blocking=True).float()
+    ce_rows = -(pi * torch.log_softmax(p, 1)).sum(1)
+    return (w * ce_rows).sum(), w.sum()
+
+
+def aux_sums(own: torch.Tensor, score: torch.Tensor, batch: dict,
+             weights: LossWeights) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ownership loss, score loss)`` summed over the rows of ``own`` (ownership logits, before the tanh) and
+    ``score``, each times its weight."""
+    n, dev = own.shape[0], own.device
+    # (1 + tanh(z)) / 2 = sigmoid(2z): the cross-entropy on the logits 2z, stable where tanh saturates
+    target = (1.0 + batch["ownership"][:n].to(dev, non_blocking=True).float()) / 2.0
+    bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
+    hub = F.huber_loss(score.float(), batch["score"][:n].to(dev, non_blocking=True).float(),
+                       delta=float(weights.board_size), reduction="none")
+    return weights.ownership * bce.sum(), weights.score * hub.sum()
+
+
+def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tensor | None,
+                 score: torch.Tensor | None, y: torch.Tensor, batch: dict, weights: LossWeights, world: int = 1,
+                 share: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(loss, scaled loss, stats)`` of one batch from the network's outputs (policy logits, value, ownership
+    logits and score; None where the model has no such output) and the labels ``y``; ``stats`` as
+    :data:`STATS`. ``scaled`` is zero unless ``share`` is given (DDP)."""
+    dev = y.device
+    stats = torch.zeros(len(STATS), device=dev)
+    stats[0] = y.shape[0]
+    loss = torch.zeros((), device=dev)
+    scaled = torch.zeros((), device=dev)
+    if p is not None:
+        p = p.float()
+        if "policy" in batch:  # the search's policy, each row weighted by its weight
+            wce, wsum = soft_policy_sums(p, batch)
+            loss = loss + torch.where(wsum > 0, wce / wsum.clamp(min=1e-12), torch.zeros_like(wce))
+            if share is not None:
+                scaled = scaled + torch.where(share[2] > 0, wce * world / share[2].clamp(min=1e-12),
+                                              torch.zeros_like(wce))
+            with torch.no_grad():
+                ce = F.cross_entropy(p, y)
+            stats[6] = wce.detach()
+            stats[7] = wsum
+        else:
+            ce = F.cross_entropy(p, y)
+            loss = loss + ce
+            if share is not None:
+                scaled = scaled + ce * (world * y.shape[0] / share[0].clamp(min=1.0))
+        with torch.no_grad():
+            top5 = p.topk(min(5, p.shape[1]), dim=1).indices
+            stats[1] = ce.detach() * y.shape[0]
+            stats[2] = (top5[:, 0] == y).sum()
+            stats[3] = (top5 == y[:, None]).any(dim=1).sum()
+    if v is not None:
+        t = batch["value"].to(dev, non_blocking=True).float()
+        known = (t != 0).float()
+        se = (v.float() - t) ** 2 * known
+        nk = known.sum()
+        loss = loss + weights.value * se.sum() / nk.clamp(min=1.0)
+        if share is not None:
+            scaled = scaled + weights.value * world * se.sum() / share[1].clamp(min=1.0)
+        stats[4] = se.sum().detach()
+        stats[5] = nk
+    if own is not None and score is not None:
+        if "ownership" in batch:
+            rows = y.shape[0]
+            own_sum, score_sum = aux_sums(own, score, batch, weights)
+            loss = loss + (own_sum + score_sum) / rows
+            if share is not None:
+                scaled = scaled + (own_sum + score_sum) * world / share[0].clamp(min=1.0)
+            stats[8] = own_sum.detach()
+            stats[9] = rows
+            stats[10] = score_sum.detach()
+            stats[11] = rows
+        else:  # no targets: the outputs join the graph with zero weight (DDP expects every parameter used)
+            zero = 0.0 * (own.float().sum() + score.float().sum())
+            loss = loss + zero
+            scaled = scaled + zero
+    return loss, scaled, stats
+
+
+__all__ = ["STATS", "LossWeights", "aux_sums", "batch_losses", "soft_policy_sums"]
