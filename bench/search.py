@@ -24,6 +24,15 @@ are read from its stderr line ``N visits, N nodes, N playouts, N n/s`` (UCTSearc
 
     python bench/search.py --leelaz --visits 400 --positions 8
     python bench/search.py --leelaz --amp           # also gotk under bf16 autocast (Agent.amp; not bit-exact)
+
+``--agent AGENT`` (with ``--leelaz``): a trained ``leelaz`` agent instead of the random one (``kgs-lz``: the shipped
+agent). ``--games N``: then, in the same run, the playing strength on those weights: N games (19×19, komi 7.5,
+colours alternating) of gotk's search (its defaults, ``--visits`` playouts a move, resignation on) against
+``leelaz --cpu-only -g -t 1 --noponder --visits N --timemanage off`` (it resigns at its default threshold), both on
+one thread; the JSON (rewritten after every game) holds ``gotk match --json``'s report under ``match``, which
+``gotk elo`` reads once extracted.
+
+    python bench/search.py --leelaz --agent kgs-lz --visits 100 --games 40 --json lz100.json --sgf-out lz100
 """
 
 from __future__ import annotations
@@ -58,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--amp", action="store_true",
                     help="With --leelaz: also gotk's search with bf16 autocast (Agent.amp) at the default batch.")
     ap.add_argument("--net", default="6x64", help="With --leelaz: the random leelaz network BLOCKSxFILTERS [6x64].")
+    ap.add_argument("--games", type=int, default=0,
+                    help="With --leelaz: then play this many games of gotk's search against leelaz [0].")
+    ap.add_argument("--seed", type=int, default=1, help="With --games: seed of gotk's search and of leelaz [1].")
+    ap.add_argument("--sgf-out", type=Path, help="With --games: folder for the games' SGF records.")
+    ap.add_argument("--c-puct", type=float, help="With --games: gotk's PUCT constant [SearchConfig's default].")
+    ap.add_argument("--fpu", type=float, help="With --games: gotk's first-play-urgency reduction [the default].")
     args = ap.parse_args(argv)
     if args.pin_cpu is not None:
         pin_to_cpu(args.pin_cpu)
@@ -186,6 +201,7 @@ def leelaz_main(args) -> int:
     from gotk.export.leelaz_check import Leelaz, find_leelaz
     from gotk.export.leelaz_weights import export_agent_weights
     from gotk.nets import load_agent
+    from gotk.nets.agent import resolve_agent
     from gotk.search import NetEvaluator, Search, SearchConfig
 
     exe = args.leelaz or find_leelaz()
@@ -198,7 +214,14 @@ def leelaz_main(args) -> int:
         batches = [default_batch, 1]
     states = positions(args.positions, args.stride)
     with tempfile.TemporaryDirectory() as tmp:
-        path = random_agent(Path(tmp) / "lz.gotk", args.net, load_records(Path(HELDOUT_ARCHIVE), 10)[::-1])
+        if args.agent is not None:
+            path = resolve_agent(args.agent)
+            meta = load_agent(path).meta
+            hp = meta["model"]["hparams"]
+            label = f"{args.agent}: leelaz {hp.get('blocks')}x{hp.get('filters')} (leelazero planes), 19x19"
+        else:
+            path = random_agent(Path(tmp) / "lz.gotk", args.net, load_records(Path(HELDOUT_ARCHIVE), 10)[::-1])
+            label = f"random leelaz {args.net} (leelazero planes), 19x19"
         weights = Path(tmp) / "w.txt.gz"
         export_agent_weights(path, weights)
         agent = load_agent(path)
@@ -241,6 +264,63 @@ def leelaz_main(args) -> int:
                     a["wall"] += time.perf_counter() - t
                     a["cpu"] += time.process_time() - c
                     a["net"] += search.net_seconds
+        rows = speed_rows(acc, default_batch)
+        cols = [("engine", "engine"), ("playouts", "playouts"), ("playouts_per_s", "playouts/s (wall)"),
+                ("playouts_per_cpu_s", "playouts/CPU s"), ("vs_leelaz_wall", "/ leelaz (wall)"),
+                ("vs_leelaz_cpu", "/ leelaz (CPU)"), ("own_nps", "leelaz's own n/s"),
+                ("outside_share", "outside network"), ("goal", "goal"), ("ok", "ok")]
+        print(format_table(rows, cols))
+        info = machine_info()
+        print(f"\n{label}; {len(states)} positions × {args.visits} visits, interleaved; gotk: torch "
+              f"{torch.__version__}, {args.threads} thread(s); {version} (--cpu-only -t 1; "
+              f"{'; '.join(startup) or 'no BLAS line'}); {info['cpu_model']}, load {info['loadavg_at_start']}")
+        report = {"machine": info, "threads": args.threads, "model": label, "visits": args.visits,
+                  "positions": len(states), "leelaz": exe, "leelaz_version": version, "leelaz_startup": startup,
+                  "results": rows}
+        if args.json_path:
+            write_json(report, args.json_path)
+        if args.games:
+            play_leelaz(args, exe, path, weights, report)
+    return 0
+
+
+def play_leelaz(args, exe: str, agent: Path, weights: Path, report: dict) -> None:
+    """``--games``: gotk's search against leelaz on the same weights at equal visits (see the module text)."""
+    from gotk.play.match import Match, MatchConfig, match_report
+    from gotk.play.results import summarize
+    from gotk.search import SearchConfig
+    from gotk.search.factory import make_search_player
+
+    tuned = {k: v for k, v in (("c_puct", args.c_puct), ("fpu", args.fpu)) if v is not None}
+    config = SearchConfig(visits=args.visits, seed=args.seed, **tuned)
+    report["search_config"] = {"visits": config.visits, "batch": config.batch, "c_puct": config.c_puct,
+                               "fpu": config.fpu}
+    player = make_search_player(str(agent), config, None, args.threads)
+    argv = [exe, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", str(weights), "--visits", str(args.visits),
+            "--timemanage", "off", "-s", str(args.seed)]
+    name, lz_name = f"gotk-search-{args.visits}", f"leelaz-{args.visits}"
+    results = []
+    print(f"\n{'game':>4}  {'gotk':<5}  {'result':<8}  {'moves':>5}  {'reason':<22}  {'sec':>6}", flush=True)
+
+    def on_game(r) -> None:
+        results.append(r)
+        print(f"{r.game:>4}  {r.agent_colour:<5}  {r.result:<8}  {r.moves:>5}  {r.reason:<22}  {r.seconds:>6.1f}",
+              flush=True)
+        report["match"] = match_report(match, results, agent=name, opponent=lz_name)
+        if args.json_path:
+            write_json(report, args.json_path)
+
+    cfg = MatchConfig(size=19, komi=7.5, games=args.games, max_moves=400, timeout=600, sgf_out=args.sgf_out)
+    match = Match(player, argv, cfg, on_game=on_game)
+    match.run()
+    s = summarize(results)
+    print(f"{name} vs {lz_name} on the same weights: {s.wins} wins, {s.losses} losses"
+          + (f", {s.draws} draws" if s.draws else "") + f" of {s.games}; win rate {s.win_rate:.3f} "
+          f"(95% Wilson {s.ci95[0]:.3f}-{s.ci95[1]:.3f}); goal >= 0.45")
+
+
+def speed_rows(acc: dict, default_batch: int) -> list[dict]:
+    """The speed table's rows: each engine's playouts/s (wall and CPU) and its ratio to leelaz's."""
     lza = acc[("leelaz", 1)]
     tick = 0.01  # /proc/PID/stat counts CPU time in clock ticks: a tiny search may count none
     lz_wall, lz_cpu = lza["playouts"] / lza["wall"], lza["playouts"] / max(lza["cpu"], tick)
@@ -258,21 +338,7 @@ def leelaz_main(args) -> int:
             row["goal"] = f">= {GOAL_VS_LEELAZ:g}x"
             row["ok"] = "yes" if min(row["vs_leelaz_wall"], row["vs_leelaz_cpu"]) >= GOAL_VS_LEELAZ else "NO"
         rows.append(row)
-    cols = [("engine", "engine"), ("playouts", "playouts"), ("playouts_per_s", "playouts/s (wall)"),
-            ("playouts_per_cpu_s", "playouts/CPU s"), ("vs_leelaz_wall", "/ leelaz (wall)"),
-            ("vs_leelaz_cpu", "/ leelaz (CPU)"), ("own_nps", "leelaz's own n/s"),
-            ("outside_share", "outside network"), ("goal", "goal"), ("ok", "ok")]
-    print(format_table(rows, cols))
-    info = machine_info()
-    label = f"random leelaz {args.net} (leelazero planes), 19x19"
-    print(f"\n{label}; {len(states)} positions × {args.visits} visits, interleaved; gotk: torch {torch.__version__}, "
-          f"{args.threads} thread(s); {version} (--cpu-only -t 1; {'; '.join(startup) or 'no BLAS line'}); "
-          f"{info['cpu_model']}, load {info['loadavg_at_start']}")
-    if args.json_path:
-        write_json({"machine": info, "threads": args.threads, "model": label, "visits": args.visits,
-                    "positions": len(states), "leelaz": exe, "leelaz_version": version, "leelaz_startup": startup,
-                    "results": rows}, args.json_path)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

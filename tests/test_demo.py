@@ -23,7 +23,11 @@ def test_demo_runs_every_stage(tmp_path):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     report = json.loads((out / "demo-report.json").read_text())
     commands = [s["command"].split()[1] for s in report["steps"]]
-    assert commands == ["download", "encode", "inspect", "train", "eval", "match"]
+    assert commands == ["download", "encode", "inspect", "train", "eval", "match", "match"]
+    # the last match: the shipped agent, searching, against the demo's own agent
+    assert report["steps"][-1]["command"].split()[1:5] == ["match", "--agent", "kgs", "--visits"]
+    kgs_games = list((out / "games-kgs").glob("*.sgf"))
+    assert len(kgs_games) == 1 and b"RE[" in kgs_games[0].read_bytes()
     assert all(s["exit_code"] == 0 for s in report["steps"])
     # the download went through the mirror and produced verified archives plus its index
     index = json.loads((out / "data" / "kgs" / "index.json").read_text())

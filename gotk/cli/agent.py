@@ -19,7 +19,7 @@ app = typer.Typer(name="agent", help="Commands on an agent file (agent.gotk).", 
 @app.command("export", cls=HelpCommand)
 def export_cmd(
     agent: Path = typer.Argument(..., help="Agent file (agent.gotk) of a leelaz model over the leelazero encoder "
-                                 "(19x19, both heads)."),
+                                 "(19x19, both heads), or the built-in agent kgs-lz."),
     fmt: str = typer.Option(..., "--format", "-f", help="leela-zero: Leela Zero's weights format version 1 "
                             "(gzip text; leelaz -w FILE reads it)."),
     out: Path = typer.Option(..., "--out", "-o", help="Weights file to write (e.g. weights.txt.gz); written "
@@ -32,10 +32,11 @@ def export_cmd(
     """
     from gotk.errors import GotkError
     from gotk.export.leelaz_weights import WeightsExportError, export_agent_weights
+    from gotk.nets.agent import resolve_agent
 
     if fmt not in FORMATS:
         _fail(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
-    if not agent.is_file():
+    if not resolve_agent(agent).is_file():
         _fail(f"{agent}: no such agent file")
     check_output_file(out, "--out")
     try:
@@ -45,3 +46,29 @@ def export_cmd(
         _fail(f"{agent}: cannot write {fmt} weights: {message}" if isinstance(e, WeightsExportError) else message)
     typer.echo(f"leela-zero weights (version 1): {info['blocks']} blocks x {info['filters']} filters, "
                f"{info['bytes'] / 1e6:.2f} MB in {info['path']}")
+
+
+@app.command("convert", cls=HelpCommand)
+def convert_cmd(
+    agent: Path = typer.Argument(..., help="Agent file (agent.gotk) or a built-in agent (kgs, kgs-lz)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Agent file to write; written atomically."),
+    fp16: bool = typer.Option(True, "--fp16/--fp32", help="Store the weights as float16 (half the file; what the "
+                              "shipped agents use) or float32."),
+) -> None:
+    """Rewrite an agent file with its weights in float16 (or back in float32); everything else is kept.
+
+    Exit code: 0 on success; 2 for an unreadable agent, weights that overflow float16 or a bad option.
+    """
+    from gotk.errors import GotkError
+    from gotk.nets.agent import convert_agent, resolve_agent
+
+    if not resolve_agent(agent).is_file():
+        _fail(f"{agent}: no such agent file")
+    check_output_file(out, "--out")
+    try:
+        path = convert_agent(agent, out, fp16=fp16)
+    except GotkError as e:
+        _fail(str(e).removeprefix(f"{e.reason}: "))
+    except ValueError as e:
+        _fail(f"{agent}: {e}")
+    typer.echo(f"{'float16' if fp16 else 'float32'} agent: {path.stat().st_size / 1e6:.2f} MB in {path}")

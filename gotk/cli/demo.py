@@ -2,7 +2,8 @@
 
 It serves the built-in KGS archives from a loopback HTTP mirror shaped like the archive site, then
 runs the real commands one after another, each as its own ``gotk`` process, printing each command
-line so it can be rerun by hand: ``download`` → ``encode`` → ``train`` → ``eval`` → ``match``.
+line so it can be rerun by hand: ``download`` → ``encode`` → ``train`` → ``eval`` → ``match`` (against the
+random engine), and last a short match of the shipped agent ``kgs``, searching, against the agent just trained.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ def demo_cmd(
     encoder: str = typer.Option("sevenplane", "--encoder", "-e", help="Encoder for the dataset."),
     minutes: float = typer.Option(3.0, help="Training budget in minutes (wall clock, whatever the host's speed)."),
     eval_positions: int = typer.Option(20000, help="Held-out positions to evaluate (0: all)."),
-    games: int = typer.Option(2, help="Games of the closing match against the random engine."),
+    games: int = typer.Option(2, help="Games of each closing match: the demo's agent against the random engine, "
+                              "then the shipped agent kgs with search against the demo's agent."),
+    visits: int = typer.Option(16, help="Search visits a move of the shipped agent in the last match."),
     threads: int = typer.Option(0, help="torch CPU threads for training (0: torch's default)."),
 ) -> None:
     """Run the whole pipeline on the built-in sample: mirror → download → encode → train → eval → match.
@@ -76,6 +79,7 @@ def demo_cmd(
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("made by gotk demo\n")
     data, dataset, run, games_dir = out / "data" / "kgs", out / "dataset", out / "run", out / "games"
+    kgs_games_dir = out / "games-kgs"
     held_out = HELDOUT_ARCHIVE.name.split("-19-")[0] + "*"  # KGS-2017_02*
     log: list[dict] = []
     python = shlex.quote(sys.executable)
@@ -101,15 +105,21 @@ def demo_cmd(
     if games > 0:
         _run(["match", "--agent", str(agent), "--opponent", f"{python} -m gotk gtp --random --seed 7",
               "--games", str(games), "--sgf-out", str(games_dir)], log)
+        # the agent gotk ships (trained on the full KGS archives), searching, against the one just trained
+        _run(["match", "--agent", "kgs", "--visits", str(visits), "--seed", "1", "--opponent",
+              f"{python} -m gotk gtp --agent {shlex.quote(str(agent))} --threads 1", "--games", str(games),
+              "--threads", "1", "--sgf-out", str(kgs_games_dir)], log)
 
     (out / "demo-report.json").write_text(json.dumps({"steps": log}, indent=2) + "\n")
     typer.secho("\nDemo finished. Where everything went:", bold=True)
     for label, path in (("downloaded archives", data), ("encoded shards", dataset), ("training run", run),
                         ("agent", agent), ("match games (SGF)", games_dir),
+                        ("kgs vs agent (SGF)", kgs_games_dir),
                         ("commands and timings", out / "demo-report.json")):
         typer.echo(f"  {label:<22} {path}")
     typer.echo("\nNext:")
     typer.echo(f"  gotk gtp --agent {agent}        # play it in Sabaki / GoGui / Lizzie (GTP engine)")
+    typer.echo("  gotk gtp --agent kgs --visits 400   # the shipped agent with search (README: analysis in Lizzie)")
     typer.echo(f"  gotk match --agent {agent} --opponent \"/usr/games/gnugo --mode gtp --level 10\" --games 20")
     typer.echo("  gotk download --dest data/kgs   # the full KGS high-dan collection from the archive site")
     typer.echo("  gotk encode data/kgs -e alphago -o data/alphago && gotk train --data data/alphago ...")

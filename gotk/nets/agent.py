@@ -44,6 +44,8 @@ MAX_JSON_BYTES = 16 << 20
 MAX_PARAMETERS = 100_000_000  # ~400 MB of float32; gotk's largest stock models hold a few million
 MAX_TENSORS = 4096
 MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
+BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs.gotk"}  # name -> file in BUILTIN_DIR (docs/recipes.md)
 
 
 class AgentError(GotkError):
@@ -55,11 +57,23 @@ class AgentError(GotkError):
 
 def save_agent(path: str | os.PathLike, model: GoNet, model_name: str, hparams: dict, encoder: dict,
                data_manifest_sha256: str | None = None, metrics: dict | None = None,
-               extra: dict | None = None) -> Path:
-    """Write ``model`` as an agent package at ``path`` (atomically: a temporary file then a rename)."""
+               extra: dict | None = None, fp16: bool = False) -> Path:
+    """Write ``model`` as an agent package at ``path`` (atomically: a temporary file then a rename).
+
+    ``fp16`` stores the floating-point tensors as float16 (half the file; what the shipped agents use). Loading
+    casts them back into the float32 model, so an fp16 file plays as its rounded float32 weights."""
     from safetensors.torch import save
 
-    tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in model.state_dict().items()}
+    def stored(v: torch.Tensor) -> torch.Tensor:
+        v = v.detach().to("cpu")
+        return (v.half() if fp16 and v.is_floating_point() else v).contiguous().clone()
+
+    tensors = {k: stored(v) for k, v in model.state_dict().items()}
+    if fp16:
+        over = sorted(k for k, v in model.state_dict().items() if v.is_floating_point()
+                      and bool(torch.isfinite(v).all()) and not bool(torch.isfinite(tensors[k]).all()))
+        if over:
+            raise ValueError(f"weights {over[:5]} overflow float16: save this agent in float32")
     blob = save(tensors)
     meta = {
         "format": FORMAT,
@@ -117,14 +131,32 @@ def _validate_meta(meta: object, path) -> dict:
     return meta
 
 
+def resolve_agent(path: str | os.PathLike) -> Path:
+    """The file an agent argument names: the path as given when it exists, else the packaged file of a
+    built-in agent (:data:`BUILTIN_AGENTS`: ``kgs``, and ``kgs-lz``, the same network on Leela Zero's planes),
+    else the path as given (reading it then says there is no such file). A file of that name in the working
+    folder wins over a built-in agent."""
+    p = Path(path)
+    if not p.exists() and str(path) in BUILTIN_AGENTS:
+        return BUILTIN_DIR / BUILTIN_AGENTS[str(path)]
+    return p
+
+
+def builtin_agent_name(path: str | os.PathLike) -> str | None:
+    """The built-in agent's name when ``path`` resolves to one (:func:`resolve_agent`), else None."""
+    return str(path) if str(path) in BUILTIN_AGENTS and resolve_agent(path) != Path(path) else None
+
+
 def read_agent_files(path: str | os.PathLike) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Read and verify an agent package: ``(agent.json dict, {name: tensor})``. Raises :class:`AgentError`."""
+    """Read and verify an agent package: ``(agent.json dict, {name: tensor})``. ``path`` may name a built-in
+    agent (:func:`resolve_agent`). Raises :class:`AgentError`."""
     from safetensors import SafetensorError
     from safetensors.torch import load
 
-    path = Path(path)
+    path = resolve_agent(path)
     if not path.is_file():
-        raise AgentError("no such file", path)
+        builtin = ", ".join(sorted(BUILTIN_AGENTS))
+        raise AgentError(f"no such file (built-in agents: {builtin})", path)
     try:
         with zipfile.ZipFile(path) as zf:
             names = sorted(zf.namelist())
@@ -355,6 +387,21 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
     return Agent(model, encoder, meta, device)
 
 
+_SAVED_KEYS = {"format", "format_version", "gotk_version", "created_utc", "model", "board_size", "num_planes",
+               "encoder", "data_manifest_sha256", "metrics", "weights"}
+
+
+def convert_agent(path: str | os.PathLike, out: str | os.PathLike, fp16: bool = True) -> Path:
+    """Rewrite the agent at ``path`` (or a built-in one) to ``out`` with float16 (or float32) weights, keeping its
+    description, metrics and every other field of ``agent.json``. Raises :class:`AgentError` for an unusable
+    agent and ValueError for weights that overflow float16."""
+    meta, tensors = read_agent_files(path)
+    agent = agent_from_parts(meta, tensors, "cpu", path)
+    m = meta["model"]
+    return save_agent(out, agent.model, m["name"], m["hparams"], meta["encoder"], meta.get("data_manifest_sha256"),
+                      meta.get("metrics"), extra={k: v for k, v in meta.items() if k not in _SAVED_KEYS}, fp16=fp16)
+
+
 def load_agent(path: str | os.PathLike, device: str | torch.device = "cpu") -> Agent:
     """Load and verify an agent package (``agent.gotk``). Raises :class:`AgentError` when it is not usable."""
     meta, tensors = read_agent_files(path)
@@ -362,4 +409,4 @@ def load_agent(path: str | os.PathLike, device: str | torch.device = "cpu") -> A
 
 
 __all__ = ["Agent", "AgentError", "save_agent", "load_agent", "read_agent_files", "agent_from_parts",
-           "value_head_warning"]
+           "value_head_warning", "resolve_agent", "convert_agent", "builtin_agent_name", "BUILTIN_AGENTS"]

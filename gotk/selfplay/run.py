@@ -180,10 +180,11 @@ class SelfPlayRun:
     def __init__(self, opts: SelfPlayOptions) -> None:
         self.opts = opts.validate()
         self.out = Path(opts.out)
+        from gotk.nets.agent import AgentError, read_agent_files, resolve_agent
+
         agent = Path(opts.agent)
-        if not agent.is_file():
+        if not resolve_agent(agent).is_file():
             raise SelfPlayError(f"{agent}: no such agent file")
-        from gotk.nets.agent import AgentError, read_agent_files
 
         try:
             meta, _ = read_agent_files(agent)
@@ -199,7 +200,7 @@ class SelfPlayRun:
                                 f"(use --policy-only, or an agent trained with --head both)")
         if cfg.policy_only and head == "value":
             raise SelfPlayError(f"{agent}: the agent has no policy head")
-        self.agent_sha = sha256_file(agent)
+        self.agent_sha = sha256_file(resolve_agent(agent))
         self.encoder = meta["encoder"]
         self.record = {"generator": GENERATOR, "gotk_version": __version__,
                        "agent": {"file": str(agent), "sha256": self.agent_sha}, "config": asdict(cfg),
@@ -261,10 +262,13 @@ class SelfPlayRun:
                      "seed": opts.seed}
         cfg = asdict(opts.config)
         if todo:
+            from gotk.nets.agent import resolve_agent
+
+            agent_file = str(resolve_agent(opts.agent).resolve())
             executor = make_executor(opts.executor, opts.workers if opts.executor == "local" else opts.workers,
                                      opts.scheduler)
             try:
-                futures = [executor.submit(play_chunk, str(Path(opts.agent).resolve()), cfg, str(self.out.resolve()),
+                futures = [executor.submit(play_chunk, agent_file, cfg, str(self.out.resolve()),
                                            c, first, count, opts.seed, threads, generator)
                            for c, first, count in todo]
                 for f in futures:

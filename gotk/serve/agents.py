@@ -87,10 +87,12 @@ def agent_names(files: list[str | Path], agents: list) -> list[str]:
         parts = list(path.resolve().parent.parts[1:])[-depth:] or ["."]
         return "/".join(parts) + ("" if path.stem == "agent" else f"/{path.stem}")
 
+    from gotk.nets.agent import builtin_agent_name
+
     paths = [Path(f) for f in files]
     depth = [1] * len(paths)
     while True:
-        names = [f"{run(p, d)} · {model(a)} · {a.board_size}x{a.board_size}"
+        names = [f"{builtin_agent_name(p) or run(p, d)} · {model(a)} · {a.board_size}x{a.board_size}"
                  for p, d, a in zip(paths, depth, agents, strict=True)]
         clash = [i for i, n in enumerate(names) if names.count(n) > 1 and depth[i] < len(paths[i].resolve().parts)]
         if not clash:

@@ -1,0 +1,148 @@
+"""The agents gotk ships (``kgs``, ``kgs-lz``): float16 files inside the package that every command takes by name,
+``gotk agent convert`` that writes such files, and ``kgs-lz`` exported into the real ``leelaz``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_leelaz_net import distinctive_model, leelaz, real_records, save  # noqa: F401 (leelaz: a fixture)
+from typer.testing import CliRunner
+
+from gotk.cli.main import app
+from gotk.export import leelaz_check as LC
+from gotk.nets.agent import BUILTIN_AGENTS, BUILTIN_DIR, AgentError, load_agent, read_agent_files, resolve_agent
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def _dtypes(path: Path) -> set[str]:
+    """The dtypes in the agent's safetensors header, read with zipfile and json (not through gotk)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        blob = z.read("weights.safetensors")
+    n = int.from_bytes(blob[:8], "little")
+    return {v["dtype"] for k, v in json.loads(blob[8:8 + n]).items() if k != "__metadata__"}
+
+
+def _gotk(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "gotk", *args], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def test_kgs_ships_in_the_package_as_float16_under_5_mb():
+    path = resolve_agent("kgs")
+    assert path == BUILTIN_DIR / BUILTIN_AGENTS["kgs"] and path.is_file()
+    assert resolve_agent("kgs-lz") == path  # the strongest agent is on Leela Zero's planes: one file
+    assert path.stat().st_size <= 5_000_000
+    assert _dtypes(path) <= {"F16", "I64"} and "F16" in _dtypes(path)  # I64: batch norm's step counters
+    agent = load_agent("kgs")
+    meta = agent.meta
+    assert meta["model"]["name"] == "leelaz" and meta["model"]["head"] == "both"
+    assert meta["encoder"]["name"] == "leelazero" and agent.board_size == 19
+    assert next(agent.model.parameters()).dtype == torch.float32  # float16 on disk, float32 in play
+    assert meta["metrics"]["val_top1"] > 0.40  # trained on the KGS archives, measured on held-out games
+
+
+def test_the_wheel_carries_the_shipped_agent(tmp_path):
+    """What ``pip install`` installs: the wheel built from this tree holds the agent file, byte for byte."""
+    import zipfile
+
+    pytest.importorskip("setuptools")
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation", "-q",
+                          "-w", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (wheel,) = tmp_path.glob("gotk-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        assert z.read("gotk/data/agents/kgs.gotk") == resolve_agent("kgs").read_bytes()
+
+
+def test_kgs_plays_and_analyses_over_gtp_from_any_folder(tmp_path):
+    commands = "boardsize 19\nkomi 7.5\nplay B Q16\nplay W D4\ngenmove B\nlz-genmove_analyze W 1\nquit\n"
+    res = _gotk("gtp", "--agent", "kgs", "--visits", "16", cwd=tmp_path, stdin=commands)
+    assert res.returncode == 0, res.stderr[-2000:]
+    answers = [a for a in res.stdout.split("\n\n") if a.strip()]
+    assert len(answers) == 7 and all(a.startswith("=") for a in answers), res.stdout
+    assert answers[4].split()[-1][0] in "ABCDEFGHJKLMNOPQRST"  # a move, not a pass or a resignation
+    assert "info move" in answers[5] and "play " in answers[5]
+
+
+def test_a_file_named_kgs_wins_over_the_builtin_and_unknown_names_list_the_builtins(tmp_path):
+    mine = save(tmp_path / "kgs", distinctive_model(blocks=1, filters=8))
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert resolve_agent("kgs") == Path("kgs")
+        meta, _ = read_agent_files("kgs")
+        assert meta["model"]["hparams"] == {"blocks": 1, "filters": 8} and mine.is_file()
+    finally:
+        os.chdir(cwd)
+    with pytest.raises(AgentError, match="built-in agents: kgs, kgs-lz"):
+        load_agent(tmp_path / "kgz")
+    res = _gotk("gtp", "--agent", "kgz", cwd=tmp_path, stdin="quit\n", timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert "kgz" in res.stderr and "built-in agents: kgs, kgs-lz" in res.stderr
+
+
+def test_serve_names_the_builtin_agent():
+    from gotk.serve.agents import load_slots
+
+    slots = load_slots(["kgs"])
+    assert [s.name for s in slots[1:]] == ["kgs · leelaz 6x64 · 19x19"]
+    assert slots[1].size == 19 and slots[1].has_value
+
+
+def test_convert_writes_float16_and_back_keeping_everything_else(tmp_path):
+    hparams = {"blocks": 2, "filters": 16}
+    src = save(tmp_path / "a.gotk", distinctive_model(**hparams, seed=5), hparams=hparams)
+    half, full = tmp_path / "h.gotk", tmp_path / "f.gotk"
+    res = runner.invoke(app, ["agent", "convert", str(src), "-o", str(half)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["agent", "convert", str(half), "--fp32", "-o", str(full)])
+    assert res.exit_code == 0, res.output
+    assert _dtypes(src) == {"F32", "I64"} and _dtypes(half) == {"F16", "I64"} and _dtypes(full) == {"F32", "I64"}
+    assert half.stat().st_size < 0.6 * src.stat().st_size
+    (m0, t0), (m1, t1) = read_agent_files(src), read_agent_files(half)
+    for key in ("model", "encoder", "board_size", "num_planes", "metrics"):
+        assert m0[key] == m1[key]
+    for k, v in t0.items():  # each weight is its float16 rounding
+        assert torch.equal(t1[k], v.half() if v.is_floating_point() else v)
+    a, b = load_agent(src), load_agent(half)
+    from gotk.game.state import GameState
+
+    state = GameState(19)
+    for move in (72, 288, 60):
+        state.play(move)
+    pa, pb = a.policy(state), b.policy(state)
+    assert int(np.argmax(pa)) == int(np.argmax(pb)) and np.abs(pa - pb).max() < 0.01
+    assert abs(a.value(state) - b.value(state)) < 0.01
+
+
+def test_convert_refuses_weights_that_overflow_float16_in_one_line(tmp_path):
+    model = distinctive_model(blocks=1, filters=8)
+    with torch.no_grad():
+        next(model.parameters())[0].fill_(1e6)
+    src = save(tmp_path / "big.gotk", model)
+    res = runner.invoke(app, ["agent", "convert", str(src), "-o", str(tmp_path / "out.gotk")])
+    assert res.exit_code == 2 and "overflow float16" in res.output
+    assert not (tmp_path / "out.gotk").exists()
+
+
+@pytest.mark.slow
+def test_kgs_lz_exports_to_weights_the_real_leelaz_plays_the_same(leelaz, tmp_path):  # noqa: F811
+    weights = tmp_path / "kgs-lz.txt.gz"
+    res = runner.invoke(app, ["agent", "export", "kgs-lz", "--format", "leela-zero", "-o", str(weights)])
+    assert res.exit_code == 0, res.output
+    report = LC.check_agent("kgs-lz", weights, real_records(2), positions=12, every=9, exe=leelaz)
+    assert report.positions == 12 and not report.failures
+    assert report.top_agree == report.positions and report.points_outside == 0
+    assert report.max_winrate_diff < 0.5
