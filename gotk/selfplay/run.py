@@ -183,7 +183,8 @@ class SelfPlayRun:
         from gotk.nets.agent import AgentError, read_agent_files, resolve_agent
 
         agent = Path(opts.agent)
-        if not resolve_agent(agent).is_file():
+        self.agent_file = resolve_agent(agent).resolve()  # a built-in name (kgs) becomes its packaged file
+        if not self.agent_file.is_file():
             raise SelfPlayError(f"{agent}: no such agent file")
 
         try:
@@ -200,7 +201,7 @@ class SelfPlayRun:
                                 f"(use --policy-only, or an agent trained with --head both)")
         if cfg.policy_only and head == "value":
             raise SelfPlayError(f"{agent}: the agent has no policy head")
-        self.agent_sha = sha256_file(resolve_agent(agent))
+        self.agent_sha = sha256_file(self.agent_file)
         self.encoder = meta["encoder"]
         self.record = {"generator": GENERATOR, "gotk_version": __version__,
                        "agent": {"file": str(agent), "sha256": self.agent_sha}, "config": asdict(cfg),
@@ -262,13 +263,10 @@ class SelfPlayRun:
                      "seed": opts.seed}
         cfg = asdict(opts.config)
         if todo:
-            from gotk.nets.agent import resolve_agent
-
-            agent_file = str(resolve_agent(opts.agent).resolve())
             executor = make_executor(opts.executor, opts.workers if opts.executor == "local" else opts.workers,
                                      opts.scheduler)
             try:
-                futures = [executor.submit(play_chunk, agent_file, cfg, str(self.out.resolve()),
+                futures = [executor.submit(play_chunk, str(self.agent_file), cfg, str(self.out.resolve()),
                                            c, first, count, opts.seed, threads, generator)
                            for c, first, count in todo]
                 for f in futures:
