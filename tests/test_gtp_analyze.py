@@ -252,3 +252,35 @@ def test_lizzie_session(agent19: Path) -> None:
 def test_lizzie_session_ponders_30_seconds(agent19: Path) -> None:
     """What Lizzie does, pondering 30 s: past the 11-12k visits at which a tree that never folded stopped."""
     replay_lizzie(agent19, 30.0)
+
+
+def test_the_reader_stops_at_quit_and_the_engine_exits_with_stdin_still_open(agent_path: Path) -> None:
+    # a reader left blocked in a read of stdin can abort the interpreter's shutdown: it must stop at quit
+    from gotk.play.analyze import AnalyzingGtpEngine
+    from gotk.play.players import RandomPlayer
+
+    pulled: list[str] = []
+
+    def lines():
+        for raw in ("boardsize 9", "7 quit", "name", "version"):
+            pulled.append(raw)
+            yield raw
+
+    out: list[str] = []
+    AnalyzingGtpEngine(RandomPlayer(seed=1), size=9).serve(lines(), out.append, lambda: None)
+    assert pulled == ["boardsize 9", "7 quit"]
+    assert "".join(out) == "=\n\n=7\n\n"
+    # the real process: quit answered and a clean exit while the controller keeps the pipe open
+    proc = subprocess.Popen([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent_path), "--visits", "8"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc.stdin.write(b"boardsize 9\nquit\n")
+    proc.stdin.flush()
+    try:
+        rc = proc.wait(timeout=60)
+        assert rc == 0
+        assert proc.stdout.read() == b"=\n\n=\n\n"
+        assert b"Fatal" not in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.stdin.close()
+        proc.wait()

@@ -31,13 +31,6 @@ def gtp_cmd(
     engine_player = player.make_player(None if random else str(agent), seed)
     _check_size(engine_player, size)
     GtpEngine(engine_player, name=engine_player.name, size=size, komi=komi).serve_stdio()
-    # the engine's stdin reader is a daemon thread that may still be blocked in a read: leave without the interpreter's
-    # shutdown, which can abort ("could not acquire lock for stdin") while that thread holds the buffer's lock
-    import os
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
 
 
 @with_player_options

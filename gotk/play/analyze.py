@@ -95,6 +95,13 @@ def format_infos(infos, size: int, style: str) -> str:
     return " ".join(parts)
 
 
+def _is_quit(raw: str) -> bool:
+    parts = preprocess(raw).split()
+    if parts and parts[0].isdigit() and parts[0].isascii():
+        parts.pop(0)
+    return bool(parts) and parts[0] == "quit"
+
+
 class AnalyzingGtpEngine(GtpEngine):
     """:class:`GtpEngine` plus analysis commands and a clock, around a :class:`~gotk.search.SearchPlayer`
     (or any player: then the analysis commands answer ``? analysis needs a search``)."""
@@ -113,9 +120,13 @@ class AnalyzingGtpEngine(GtpEngine):
         self._write, self._flush = write, flush
 
         def reader() -> None:
+            # stops reading at ``quit``: a daemon thread left blocked in a read of stdin can abort the
+            # interpreter's shutdown ("could not acquire lock for <stdin>") while it holds the buffer's lock
             try:
                 for raw in lines:
                     self._inbox.put(raw)
+                    if _is_quit(raw):
+                        break
             finally:
                 self._inbox.put(None)
 
