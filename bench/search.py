@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="With --leelaz: then play this many games of gotk's search against leelaz [0].")
     ap.add_argument("--seed", type=int, default=1, help="With --games: seed of gotk's search and of leelaz [1].")
     ap.add_argument("--sgf-out", type=Path, help="With --games: folder for the games' SGF records.")
-    ap.add_argument("--c-puct", type=float, help="With --games: gotk's PUCT constant [SearchConfig's default].")
-    ap.add_argument("--fpu", type=float, help="With --games: gotk's first-play-urgency reduction [the default].")
+    ap.add_argument("--c-puct", type=float, help="With --games: gotk's PUCT constant [the agent's own, else the "
+                    "search's default].")
+    ap.add_argument("--fpu", type=float, help="With --games: gotk's first-play-urgency reduction [the agent's "
+                    "own, else the default].")
     args = ap.parse_args(argv)
     if args.pin_cpu is not None:
         pin_to_cpu(args.pin_cpu)
@@ -293,9 +295,9 @@ def play_leelaz(args, exe: str, agent: Path, weights: Path, report: dict) -> Non
 
     tuned = {k: v for k, v in (("c_puct", args.c_puct), ("fpu", args.fpu)) if v is not None}
     config = SearchConfig(visits=args.visits, seed=args.seed, **tuned)
-    report["search_config"] = {"visits": config.visits, "batch": config.batch, "c_puct": config.c_puct,
-                               "fpu": config.fpu}
-    player = make_search_player(str(agent), config, None, args.threads)
+    player = make_search_player(str(agent), config, None, args.threads, keep=set(tuned))
+    used = player.search.cfg  # the agent's own constants where --c-puct / --fpu were not given
+    report["search_config"] = {"visits": used.visits, "batch": used.batch, "c_puct": used.c_puct, "fpu": used.fpu}
     argv = [exe, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", str(weights), "--visits", str(args.visits),
             "--timemanage", "off", "-s", str(args.seed)]
     name, lz_name = f"gotk-search-{args.visits}", f"leelaz-{args.visits}"

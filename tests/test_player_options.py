@@ -26,9 +26,9 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "visits": (["--visits"], 0, "PUCT search with this many root visits per move; 0 or 1 plays the policy alone."),
     "seconds": (["--seconds"], None, "Search for this many seconds per move (with --visits: whichever comes "
                 "first)."),
-    "batch": (["--batch"], 8, "Leaves evaluated per network call (virtual loss)."),
-    "c_puct": (["--c-puct"], 5.0, "PUCT exploration constant."),
-    "fpu": (["--fpu"], 0.0, "First-play-urgency reduction for unvisited moves."),
+    "batch": (["--batch"], None, "Leaves evaluated per network call (virtual loss) [the agent's own, else 8]."),
+    "c_puct": (["--c-puct"], None, "PUCT exploration constant [the agent's own, else 5.0]."),
+    "fpu": (["--fpu"], None, "First-play-urgency reduction for unvisited moves [the agent's own, else 0.0]."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
     "bf16": (["--bf16"], False, "Run the network under bf16 autocast: faster on CPUs with AVX512-BF16 or AMX and on "
              "GPUs, not bit-exact (BENCHMARKS.md, search speed)."),
@@ -80,12 +80,57 @@ def test_gtp_random_plays_with_the_shared_options():
 
 
 def test_search_options_default_to_the_search_defaults():
-    """``gotk gtp`` / ``gotk match`` search with :class:`SearchConfig`'s tuned defaults unless told otherwise."""
-    from gotk.cli.player_options import PlayerOptions
+    """``gotk gtp`` / ``gotk match`` search with :class:`SearchConfig`'s defaults unless told otherwise (or the
+    agent says otherwise: below), and the help texts name those defaults."""
     from gotk.search.puct import SearchConfig
 
     cfg = PlayerOptions().search_config(seed=None)
-    assert (cfg.c_puct, cfg.fpu) == (SearchConfig().c_puct, SearchConfig().fpu)
+    default = SearchConfig()
+    assert (cfg.batch, cfg.c_puct, cfg.fpu) == (default.batch, default.c_puct, default.fpu)
+    for name in ("batch", "c_puct", "fpu"):
+        assert EXPECTED[name][2].endswith(f"[the agent's own, else {getattr(default, name)}].")
+
+
+def _agent_with_search(tmp_path, search: dict | None):
+    import torch
+
+    from gotk.encoders import get_encoder
+    from gotk.nets import build_model, save_agent
+
+    enc = get_encoder("simple", 5)
+    torch.manual_seed(0)
+    return save_agent(tmp_path / "a.gotk", build_model("resnet", enc.num_planes, 5, head="both", blocks=1, filters=8),
+                      "resnet", {"blocks": 1, "filters": 8}, enc.describe(),
+                      extra={"search": search} if search is not None else None)
+
+
+def test_an_agents_own_search_constants_apply_unless_given(tmp_path):
+    path = str(_agent_with_search(tmp_path, {"batch": 1, "c_puct": 1.6, "fpu": 0.5}))
+    cfg = PlayerOptions(visits=8).make_player(path, seed=1).search.cfg
+    assert (cfg.batch, cfg.c_puct, cfg.fpu, cfg.visits) == (1, 1.6, 0.5, 8)
+    cfg = PlayerOptions(visits=8, c_puct=2.5, batch=4).make_player(path, seed=1).search.cfg
+    assert (cfg.batch, cfg.c_puct, cfg.fpu) == (4, 2.5, 0.5)
+
+
+def test_an_agent_without_search_constants_gets_the_defaults(tmp_path):
+    from gotk.search.puct import SearchConfig
+
+    cfg = PlayerOptions(visits=8).make_player(str(_agent_with_search(tmp_path, None)), seed=1).search.cfg
+    assert (cfg.batch, cfg.c_puct, cfg.fpu) == (SearchConfig().batch, SearchConfig().c_puct, SearchConfig().fpu)
+
+
+def test_bad_search_constants_in_an_agent_file_are_refused_in_one_line(tmp_path):
+    for bad in ({"c_puct": "high"}, {"temperature": 1.0}, {"batch": 1.5}, [1]):
+        path = _agent_with_search(tmp_path, bad)
+        r = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(path), "--visits", "8"],
+                           input="quit\n", capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2, (bad, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "'search'" in r.stderr, r.stderr
+    path = _agent_with_search(tmp_path, {"batch": 0})  # well-formed, out of range: refused when a search is built
+    r = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(path), "--visits", "8"],
+                       input="quit\n", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "the agent's search settings" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def test_bf16_reaches_the_networks(tmp_path):

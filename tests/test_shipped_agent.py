@@ -137,6 +137,38 @@ def test_convert_refuses_weights_that_overflow_float16_in_one_line(tmp_path):
     assert not (tmp_path / "out.gotk").exists()
 
 
+def test_convert_sets_and_removes_search_constants_and_refuses_bad_ones(tmp_path):
+    hparams = {"blocks": 1, "filters": 8}
+    src = save(tmp_path / "a.gotk", distinctive_model(**hparams, seed=3), hparams=hparams)
+    tuned, less = tmp_path / "t.gotk", tmp_path / "l.gotk"
+    res = runner.invoke(app, ["agent", "convert", str(src), "-o", str(tuned), "--search", "batch=1",
+                              "--search", "c_puct=1.6", "--search", "fpu=0.5"])
+    assert res.exit_code == 0 and "search batch=1, c_puct=1.6, fpu=0.5" in res.output, res.output
+    assert read_agent_files(tuned)[0]["search"] == {"batch": 1, "c_puct": 1.6, "fpu": 0.5}
+    res = runner.invoke(app, ["agent", "convert", str(tuned), "-o", str(less), "--search", "fpu=default"])
+    assert res.exit_code == 0, res.output
+    meta, tensors = read_agent_files(less)
+    assert meta["search"] == {"batch": 1, "c_puct": 1.6}
+    assert all(torch.equal(v, tensors[k]) for k, v in read_agent_files(tuned)[1].items())  # fp16 → fp16: exact
+    for bad, says in ((["batch=0"], "batch must be 1..1024"), (["c_puct=x"], "c_puct takes a number"),
+                      (["batch=2.5"], "batch takes an integer"), (["depth=3"], "KEY one of batch, c_puct, fpu"),
+                      (["fpu"], "expected KEY=VALUE"), (["fpu=3"], "fpu must be in 0..2")):
+        out = tmp_path / "bad.gotk"
+        res = runner.invoke(app, ["agent", "convert", str(src), "-o", str(out), *sum((["--search", b] for b in bad),
+                                                                                    [])])
+        assert res.exit_code == 2 and says in res.output and len(res.output.strip().splitlines()) == 1, res.output
+        assert not out.exists()
+
+
+def test_kgs_searches_with_its_own_constants():
+    """The shipped agent carries the search constants it was measured with against leelaz (docs/recipes.md)."""
+    from gotk.cli.player_options import PlayerOptions
+
+    assert read_agent_files(resolve_agent("kgs"))[0]["search"] == {"batch": 1, "c_puct": 1.6, "fpu": 0.5}
+    cfg = PlayerOptions(visits=16).make_player("kgs", seed=1).search.cfg
+    assert (cfg.batch, cfg.c_puct, cfg.fpu) == (1, 1.6, 0.5)
+
+
 @pytest.mark.slow
 def test_kgs_lz_exports_to_weights_the_real_leelaz_plays_the_same(leelaz, tmp_path):  # noqa: F811
     weights = tmp_path / "kgs-lz.txt.gz"

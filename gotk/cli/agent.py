@@ -54,21 +54,58 @@ def convert_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Agent file to write; written atomically."),
     fp16: bool = typer.Option(True, "--fp16/--fp32", help="Store the weights as float16 (half the file; what the "
                               "shipped agents use) or float32."),
+    search: list[str] = typer.Option([], "--search", metavar="KEY=VALUE",
+                                     help="Set a search constant the agent plays with unless told otherwise: batch, "
+                                     "c_puct or fpu (KEY=default removes it). Repeatable."),
 ) -> None:
-    """Rewrite an agent file with its weights in float16 (or back in float32); everything else is kept.
+    """Rewrite an agent file with its weights in float16 (or back in float32), optionally with new search
+    constants (``--search c_puct=1.6``, which ``gotk gtp``, ``match`` and ``serve`` then use for this agent when
+    their own flags are not given); everything else is kept.
 
     Exit code: 0 on success; 2 for an unreadable agent, weights that overflow float16 or a bad option.
     """
     from gotk.errors import GotkError
     from gotk.nets.agent import convert_agent, resolve_agent
 
+    settings = _search_settings(search)
     if not resolve_agent(agent).is_file():
         _fail(f"{agent}: no such agent file")
     check_output_file(out, "--out")
     try:
-        path = convert_agent(agent, out, fp16=fp16)
+        path = convert_agent(agent, out, fp16=fp16, search=settings)
     except GotkError as e:
         _fail(str(e).removeprefix(f"{e.reason}: "))
     except ValueError as e:
         _fail(f"{agent}: {e}")
-    typer.echo(f"{'float16' if fp16 else 'float32'} agent: {path.stat().st_size / 1e6:.2f} MB in {path}")
+    from gotk.nets.agent import read_agent_files
+
+    kept = read_agent_files(path)[0].get("search")
+    typer.echo(f"{'float16' if fp16 else 'float32'} agent: {path.stat().st_size / 1e6:.2f} MB in {path}"
+               + (f"; search {', '.join(f'{k}={v}' for k, v in sorted(kept.items()))}" if kept else ""))
+
+
+def _search_settings(items: list[str]) -> dict:
+    """``KEY=VALUE`` items of ``--search`` → {key: int/float, or None for ``default``}; a bad one fails in one line."""
+    from gotk.nets.agent import SEARCH_KEYS
+
+    out: dict = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in SEARCH_KEYS:
+            _fail(f"--search {item!r}: expected KEY=VALUE with KEY one of {', '.join(SEARCH_KEYS)}")
+        if text.strip() == "default":
+            out[key] = None
+            continue
+        try:
+            out[key] = SEARCH_KEYS[key](text)
+        except ValueError:
+            _fail(f"--search {item!r}: {key} takes {'an integer' if SEARCH_KEYS[key] is int else 'a number'}")
+    from gotk.search.evaluate import SearchSetupError
+    from gotk.search.puct import SearchConfig
+
+    try:
+        SearchConfig(**{k: v for k, v in out.items() if v is not None}).validate()
+    except SearchSetupError as e:
+        _fail(f"--search: {str(e).removeprefix(f'{e.reason}: ').removeprefix('--').replace('c-puct', 'c_puct')}")
+    return out

@@ -43,23 +43,32 @@ class PlayerOptions:
                           "policy alone.")
     seconds: float | None = _option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
                                     "whichever comes first).")
-    batch: int = _option(8, "--batch", help="Leaves evaluated per network call (virtual loss).")
-    # the search's own defaults (gotk.search.puct.SearchConfig; tests/test_player_options.py holds them equal)
-    c_puct: float = _option(5.0, "--c-puct", help="PUCT exploration constant.")
-    fpu: float = _option(0.0, "--fpu", help="First-play-urgency reduction for unvisited moves.")
+    # unset: the agent's own (agent.json "search"), else the search's defaults (gotk.search.puct.SearchConfig;
+    # tests/test_player_options.py holds the help texts equal to them)
+    batch: int | None = _option(None, "--batch", help="Leaves evaluated per network call (virtual loss) "
+                                "[the agent's own, else 8].")
+    c_puct: float | None = _option(None, "--c-puct", help="PUCT exploration constant [the agent's own, else 5.0].")
+    fpu: float | None = _option(None, "--fpu", help="First-play-urgency reduction for unvisited moves [the agent's "
+                                "own, else 0.0].")
     resign_min_move: int = _option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
     bf16: bool = _option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
                          "AVX512-BF16 or AMX and on GPUs, not bit-exact (BENCHMARKS.md, search speed).")
 
+    @property
+    def given_search_constants(self) -> dict:
+        """The search constants given on the command line (the others come from the agent or the defaults)."""
+        return {k: v for k in ("batch", "c_puct", "fpu") if (v := getattr(self, k)) is not None}
+
     def search_config(self, seed: int | None):
-        """The :class:`gotk.search.puct.SearchConfig` of these options (no resignation under ``--no-resign``)."""
+        """The :class:`gotk.search.puct.SearchConfig` of these options (no resignation under ``--no-resign``);
+        constants not given keep the search's defaults (the agent's own replace them in :meth:`make_player`)."""
         from gotk.search.puct import SearchConfig
 
-        return SearchConfig(visits=self.visits, seconds=self.seconds, batch=self.batch, c_puct=self.c_puct,
-                            fpu=self.fpu, temperature=self.temperature,
+        return SearchConfig(visits=self.visits, seconds=self.seconds, temperature=self.temperature,
                             resign_threshold=self.resign_threshold if self.resign else None,
-                            resign_moves=self.resign_moves, resign_min_move=self.resign_min_move, seed=seed)
+                            resign_moves=self.resign_moves, resign_min_move=self.resign_min_move, seed=seed,
+                            **self.given_search_constants)
 
     def make_player(self, agent: str | None, seed: int | None):
         """The player of ``agent`` (an agent file; None or ``"random"``: the random player) under these options
@@ -72,7 +81,8 @@ class PlayerOptions:
                                       str(self.value_agent) if self.value_agent else None, self.threads,
                                       temperature=self.temperature, pass_threshold=self.pass_threshold,
                                       resign=self.resign, resign_threshold=self.resign_threshold,
-                                      resign_moves=self.resign_moves, amp=self.bf16)
+                                      resign_moves=self.resign_moves, amp=self.bf16,
+                                      keep=set(self.given_search_constants))
         except GotkError as e:
             fail(str(e))
 

@@ -5,9 +5,11 @@ positions (the encoder's :meth:`~gotk.encoders.base.Encoder.describe`), the boar
 the training data manifest, metrics at save time, and the sha256 plus name/shape of every weight
 tensor. An agent with a value head also records ``value_baseline``: the komi/handicap baseline fit on its
 training games (:class:`gotk.train.value_eval.KomiHandicapBaseline`) with the validation MSE of both the
-value head and that baseline (:func:`value_head_warning` compares them). Loading never unpickles anything:
-the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every tensor's name and
-shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
+value head and that baseline (:func:`value_head_warning` compares them). An optional ``search`` object holds the
+search constants the agent plays best with (:data:`SEARCH_KEYS`: ``batch``, ``c_puct``, ``fpu``), which a search
+built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). Loading never
+unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every
+tensor's name and shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
 
 Hostile files cost no more than a bounded amount of memory and time: members are read as capped
 streams (the sha256 computed as they stream), the tensor list must fit a parameter budget
@@ -46,6 +48,7 @@ MAX_TENSORS = 4096
 MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
 BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs.gotk"}  # name -> file in BUILTIN_DIR (docs/recipes.md)
+SEARCH_KEYS = {"batch": int, "c_puct": float, "fpu": float}  # agent.json "search": what a search may take from it
 
 
 class AgentError(GotkError):
@@ -128,7 +131,17 @@ def _validate_meta(meta: object, path) -> dict:
     w = meta.get("weights")
     _require(isinstance(w, dict) and isinstance(w.get("sha256"), str) and isinstance(w.get("tensors"), dict),
              "agent.json has no weights sha256/tensors", path)
+    _require(_search_settings_ok(meta.get("search", {})),
+             f"agent.json 'search' must map {', '.join(SEARCH_KEYS)} to numbers, not {meta.get('search')!r}", path)
     return meta
+
+
+def _search_settings_ok(search: object) -> bool:
+    def number(v: object, kind: type) -> bool:
+        return (isinstance(v, int) if kind is int else isinstance(v, (int, float))) and not isinstance(v, bool) \
+            and math.isfinite(v)
+
+    return isinstance(search, dict) and all(k in SEARCH_KEYS and number(v, SEARCH_KEYS[k]) for k, v in search.items())
 
 
 def resolve_agent(path: str | os.PathLike) -> Path:
@@ -391,15 +404,25 @@ _SAVED_KEYS = {"format", "format_version", "gotk_version", "created_utc", "model
                "encoder", "data_manifest_sha256", "metrics", "weights"}
 
 
-def convert_agent(path: str | os.PathLike, out: str | os.PathLike, fp16: bool = True) -> Path:
+def convert_agent(path: str | os.PathLike, out: str | os.PathLike, fp16: bool = True,
+                  search: dict | None = None) -> Path:
     """Rewrite the agent at ``path`` (or a built-in one) to ``out`` with float16 (or float32) weights, keeping its
-    description, metrics and every other field of ``agent.json``. Raises :class:`AgentError` for an unusable
-    agent and ValueError for weights that overflow float16."""
+    description, metrics and every other field of ``agent.json``; ``search`` (keys of :data:`SEARCH_KEYS`) is
+    merged into its search settings, where a value of None removes that key. Raises :class:`AgentError` for an
+    unusable agent and ValueError for weights that overflow float16 or bad search settings."""
     meta, tensors = read_agent_files(path)
     agent = agent_from_parts(meta, tensors, "cpu", path)
+    extra = {k: v for k, v in meta.items() if k not in _SAVED_KEYS}
+    if search:
+        merged = {k: v for k, v in {**extra.get("search", {}), **search}.items() if v is not None}
+        if not _search_settings_ok(merged):
+            raise ValueError(f"search settings must map {', '.join(SEARCH_KEYS)} to numbers, not {search!r}")
+        extra["search"] = merged
+        if not merged:
+            del extra["search"]
     m = meta["model"]
     return save_agent(out, agent.model, m["name"], m["hparams"], meta["encoder"], meta.get("data_manifest_sha256"),
-                      meta.get("metrics"), extra={k: v for k, v in meta.items() if k not in _SAVED_KEYS}, fp16=fp16)
+                      meta.get("metrics"), extra=extra, fp16=fp16)
 
 
 def load_agent(path: str | os.PathLike, device: str | torch.device = "cpu") -> Agent:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from gotk.search.evaluate import SearchSetupError
 from gotk.search.puct import SearchConfig
@@ -11,10 +11,13 @@ from gotk.search.puct import SearchConfig
 
 def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
                        threads: int | None = 1, warn: Callable[[str], None] | None = None, amp: bool = False,
-                       **policy_kwargs):
+                       keep: Collection[str] = (), **policy_kwargs):
     """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
     :func:`gotk.play.players.make_player` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
     (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason.
+
+    The search takes the agent's own constants (agent.json ``search``; :meth:`SearchConfig.with_agent`) in place
+    of ``config``'s, except the fields named in ``keep``: the ones its caller set on purpose.
 
     A search whose value head is no better than its komi/handicap baseline (:attr:`SearchPlayer.warning`) is
     still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free). ``amp``: the
@@ -40,7 +43,7 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     for a in (policy, value):
         if a is not None:
             a.amp = amp
-    player = SearchPlayer(policy, value, config)
+    player = SearchPlayer(policy, value, config.with_agent(policy.meta.get("search", {}), keep))
     if player.warning:
         (warn or _stderr)(player.warning)
     return player

@@ -20,8 +20,8 @@ the moves played since (ours and the opponent's), when the new position continue
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -87,6 +87,18 @@ class SearchConfig:
     @property
     def searches(self) -> bool:
         return self.visits > 1 or self.seconds is not None
+
+    def with_agent(self, settings: Mapping[str, float], keep: Collection[str] = ()) -> SearchConfig:
+        """This config with an agent's own search constants (agent.json ``search``: ``batch``, ``c_puct``,
+        ``fpu``) in place of its own, except the fields named in ``keep`` (those a user gave). A value out of
+        range raises :class:`SearchSetupError` that names the agent's settings."""
+        taken = {k: v for k, v in settings.items() if k not in keep}
+        if not taken:
+            return self
+        try:
+            return replace(self, **taken).validate()
+        except SearchSetupError as e:
+            raise SearchSetupError(f"the agent's search settings {dict(settings)}: {e}") from None
 
 
 @dataclass

@@ -226,9 +226,9 @@ def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarr
 
 
 def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: int = 0) -> tuple[dict, np.ndarray]:
-    """A PUCT search (:mod:`gotk.search`, default settings, ``seed`` for the evaluations' random symmetries)
-    of ``visits`` root visits from ``state`` → ``(summary, visit shares)``: ``summary`` has the root's
-    visits, playouts, seconds, the root's value and win rate for the player to move, and the ``top`` root
+    """A PUCT search (:mod:`gotk.search`, the agent's own constants else the defaults, ``seed`` for the evaluations'
+    random symmetries) of ``visits`` root visits from ``state`` → ``(summary, visit shares)``: ``summary`` has the
+    root's visits, playouts, seconds, the root's value and win rate for the player to move, and the ``top`` root
     moves by visits with their visits, win rate (``(q + 1) / 2``), prior and principal variation (GTP).
     ServeError (400) for an agent that cannot search (the random player, no value head)."""
     from gotk.search.evaluate import NetEvaluator, SearchSetupError
@@ -241,7 +241,8 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: 
         raise ServeError(400, f"visits must be 2..{MAX_VISITS}, got {visits}")
     with _LOCK:
         try:
-            s = Search(NetEvaluator(slot.agent, seed=seed), SearchConfig(visits=visits, seed=seed))
+            config = SearchConfig(visits=visits, seed=seed).with_agent(slot.agent.meta.get("search", {}))
+            s = Search(NetEvaluator(slot.agent, seed=seed), config)
         except SearchSetupError as e:
             raise ServeError(400, f"{slot.name!r} cannot search: {e}") from None
         s.set_position(state)
