@@ -39,18 +39,25 @@ def _gotk(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 300)
                           text=True, timeout=timeout, env=env)
 
 
-def test_kgs_ships_in_the_package_as_float16_under_5_mb():
-    path = resolve_agent("kgs")
-    assert path == BUILTIN_DIR / BUILTIN_AGENTS["kgs"] and path.is_file()
-    assert resolve_agent("kgs-lz") == path  # the strongest agent is on Leela Zero's planes: one file
+@pytest.mark.parametrize("name", sorted(BUILTIN_AGENTS))
+def test_the_builtin_agents_ship_in_the_package_as_float16_under_5_mb(name):
+    path = resolve_agent(name)
+    assert path == BUILTIN_DIR / BUILTIN_AGENTS[name] and path.is_file()
     assert path.stat().st_size <= 5_000_000
     assert _dtypes(path) <= {"F16", "I64"} and "F16" in _dtypes(path)  # I64: batch norm's step counters
-    agent = load_agent("kgs")
-    meta = agent.meta
-    assert meta["model"]["name"] == "leelaz" and meta["model"]["head"] == "both"
-    assert meta["encoder"]["name"] == "leelazero" and agent.board_size == 19
+    agent = load_agent(name)
+    assert agent.meta["model"]["head"] == "both" and agent.board_size == 19
     assert next(agent.model.parameters()).dtype == torch.float32  # float16 on disk, float32 in play
-    assert meta["metrics"]["val_top1"] > 0.40  # trained on the KGS archives, measured on held-out games
+    assert agent.meta["metrics"]["val_top1"] > 0.40  # trained on the KGS archives, measured on held-out games
+
+
+def test_kgs_lz_is_leela_zeros_network_and_kgs_the_stronger_one():
+    lz, kgs = load_agent("kgs-lz").meta, load_agent("kgs").meta
+    assert lz["model"]["name"] == "leelaz" and lz["encoder"]["name"] == "leelazero"
+    assert resolve_agent("kgs") != resolve_agent("kgs-lz")
+    # kgs is the strongest CPU agent: better on held-out games on both heads (docs/recipes.md, (c))
+    assert kgs["metrics"]["val_top1"] > lz["metrics"]["val_top1"]
+    assert kgs["metrics"]["val_value_mse"] < lz["metrics"]["val_value_mse"]
 
 
 def test_the_wheel_carries_the_shipped_agent(tmp_path):
@@ -63,7 +70,8 @@ def test_the_wheel_carries_the_shipped_agent(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     (wheel,) = tmp_path.glob("gotk-*.whl")
     with zipfile.ZipFile(wheel) as z:
-        assert z.read("gotk/data/agents/kgs.gotk") == resolve_agent("kgs").read_bytes()
+        for name, file in BUILTIN_AGENTS.items():
+            assert z.read(f"gotk/data/agents/{file}") == resolve_agent(name).read_bytes()
 
 
 def test_kgs_plays_and_analyses_over_gtp_from_any_folder(tmp_path):
@@ -97,7 +105,7 @@ def test_serve_names_the_builtin_agent():
     from gotk.serve.agents import load_slots
 
     slots = load_slots(["kgs"])
-    assert [s.name for s in slots[1:]] == ["kgs · leelaz 6x64 · 19x19"]
+    assert [s.name for s in slots[1:]] == ["kgs · resnet 4x48 · 19x19"]
     assert slots[1].size == 19 and slots[1].has_value
 
 
@@ -160,12 +168,13 @@ def test_convert_sets_and_removes_search_constants_and_refuses_bad_ones(tmp_path
         assert not out.exists()
 
 
-def test_kgs_searches_with_its_own_constants():
-    """The shipped agent carries the search constants it was measured with against leelaz (docs/recipes.md)."""
+@pytest.mark.parametrize("name", sorted(BUILTIN_AGENTS))
+def test_the_builtin_agents_search_with_their_own_constants(name):
+    """The shipped agents carry the search constants they were measured with (docs/recipes.md, (c))."""
     from gotk.cli.player_options import PlayerOptions
 
-    assert read_agent_files(resolve_agent("kgs"))[0]["search"] == {"batch": 1, "c_puct": 1.6, "fpu": 0.5}
-    cfg = PlayerOptions(visits=16).make_player("kgs", seed=1).search.cfg
+    assert read_agent_files(resolve_agent(name))[0]["search"] == {"batch": 1, "c_puct": 1.6, "fpu": 0.5}
+    cfg = PlayerOptions(visits=16).make_player(name, seed=1).search.cfg
     assert (cfg.batch, cfg.c_puct, cfg.fpu) == (1, 1.6, 0.5)
 
 
