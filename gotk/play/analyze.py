@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import BinaryIO, TextIO
 
 from gotk import coords
-from gotk.play.gtp import GtpEngine, GtpError, parse_color, parse_float, parse_int, preprocess, read_lines
+from gotk.play.gtp import GtpEngine, GtpError, parse_color, parse_float, parse_int, read_lines, split_command
 from gotk.play.players import RESIGN
 
 ANALYZE = {"lz-analyze": "lz", "analyze": "lz", "kata-analyze": "kata"}
@@ -96,9 +96,7 @@ def format_infos(infos, size: int, style: str) -> str:
 
 
 def _is_quit(raw: str) -> bool:
-    parts = preprocess(raw).split()
-    if parts and parts[0].isdigit() and parts[0].isascii():
-        parts.pop(0)
+    parts = split_command(raw)[1]
     return bool(parts) and parts[0] == "quit"
 
 
@@ -160,10 +158,7 @@ class AnalyzingGtpEngine(GtpEngine):
 
     def _streaming(self, raw: str) -> str | None:
         """Run an analysis command with streaming output; ``None`` when ``raw`` is not one ('' when answered)."""
-        parts = preprocess(raw).split()
-        cid = ""
-        if parts and parts[0].isdigit() and parts[0].isascii():
-            cid = parts.pop(0)
+        cid, parts = split_command(raw)
         if not parts or parts[0] not in ANALYZE and parts[0] not in GENMOVE_ANALYZE:
             return None
         command, args = parts[0], parts[1:]

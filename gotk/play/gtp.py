@@ -65,6 +65,16 @@ def preprocess(line: str) -> str:
     return line.replace("\t", " ").strip()
 
 
+def split_command(raw: str) -> tuple[str, list[str]]:
+    """One input line → (its command id, or '', and [command, arg, ...]) after :func:`preprocess`; the list is
+    empty for an empty or comment line, or a line holding only an id."""
+    parts = preprocess(raw).split()
+    cid = ""
+    if parts and parts[0].isdigit() and parts[0].isascii():
+        cid = parts.pop(0)
+    return cid, parts
+
+
 def parse_color(text: str) -> int:
     t = text.lower()
     if t in ("b", "black"):
@@ -140,15 +150,9 @@ class GtpEngine:
 
     def handle(self, raw: str) -> str | None:
         """The full answer to one input line (ending ``\\n\\n``), or ``None`` for an empty/comment line."""
-        line = preprocess(raw)
-        if not line:
-            return None
-        parts = line.split()
-        cid = ""
-        if parts[0].isdigit() and parts[0].isascii():
-            cid = parts.pop(0)
-            if not parts:
-                return f"?{cid} missing command\n\n"
+        cid, parts = split_command(raw)
+        if not parts:
+            return f"?{cid} missing command\n\n" if cid else None
         command, args = parts[0], parts[1:]
         fn = self.commands.get(command)
         if fn is None:
