@@ -92,7 +92,9 @@ def test_short_9x9_loop_learns_to_beat_random(tmp_path):
                         "--games", "48", "--chunk-games", "48", "--visits", "16", "--fast-visits", "4",
                         "--blocks", "2", "--filters", "32", "--train-steps", "120", "--batch-size", "64",
                         "--eval-games", "20", "--eval-every", "4", "--eval-visits", "16", "--gnugo-levels", "",
-                        "--seed", "1"], capture_output=True, text=True, timeout=3000)
+                        # one torch thread: with two, a host whose other core is busy runs this ~4x slower
+                        # (OpenMP threads wait on each other), and the test is about learning, not threading
+                        "--threads", "1", "--seed", "1"], capture_output=True, text=True, timeout=3000)
     assert r.returncode == 0, r.stderr
     report = json.loads((out / "report.json").read_text())
     last = report["generations"][-1]
