@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                     "search's default].")
     ap.add_argument("--fpu", type=float, help="With --games: gotk's first-play-urgency reduction [the agent's "
                     "own, else the default].")
+    ap.add_argument("--lcb", type=float, help="With --games: gotk's lower-confidence-bound move choice (0: most "
+                    "visits) [the agent's own, else the default].")
     args = ap.parse_args(argv)
     if args.pin_cpu is not None:
         pin_to_cpu(args.pin_cpu)
@@ -293,11 +295,12 @@ def play_leelaz(args, exe: str, agent: Path, weights: Path, report: dict) -> Non
     from gotk.search import SearchConfig
     from gotk.search.factory import make_search_player
 
-    tuned = {k: v for k, v in (("c_puct", args.c_puct), ("fpu", args.fpu)) if v is not None}
+    tuned = {k: v for k, v in (("c_puct", args.c_puct), ("fpu", args.fpu), ("lcb", args.lcb)) if v is not None}
     config = SearchConfig(visits=args.visits, seed=args.seed, **tuned)
     player = make_search_player(str(agent), config, None, args.threads, keep=set(tuned))
     used = player.search.cfg  # the agent's own constants where --c-puct / --fpu were not given
-    report["search_config"] = {"visits": used.visits, "batch": used.batch, "c_puct": used.c_puct, "fpu": used.fpu}
+    report["search_config"] = {"visits": used.visits, "batch": used.batch, "c_puct": used.c_puct, "fpu": used.fpu,
+                               "lcb": used.lcb}
     argv = [exe, "--cpu-only", "-g", "-t", "1", "--noponder", "-w", str(weights), "--visits", str(args.visits),
             "--timemanage", "off", "-s", str(args.seed)]
     name, lz_name = f"gotk-search-{args.visits}", f"leelaz-{args.visits}"

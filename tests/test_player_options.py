@@ -29,6 +29,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "batch": (["--batch"], None, "Leaves evaluated per network call (virtual loss) [the agent's own, else 8]."),
     "c_puct": (["--c-puct"], None, "PUCT exploration constant [the agent's own, else 5.0]."),
     "fpu": (["--fpu"], None, "First-play-urgency reduction for unvisited moves [the agent's own, else 0.0]."),
+    "lcb": (["--lcb"], None, "0 plays the most visited move; R > 0 the move with the best lower confidence bound on "
+            "its value among those with more than R x the most visits (Leela Zero: 0.1) [the agent's own, else 0.0]."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
     "bf16": (["--bf16"], False, "Run the network under bf16 autocast: faster on CPUs with AVX512-BF16 or AMX and on "
              "GPUs, not bit-exact (BENCHMARKS.md, search speed)."),
@@ -86,8 +88,8 @@ def test_search_options_default_to_the_search_defaults():
 
     cfg = PlayerOptions().search_config(seed=None)
     default = SearchConfig()
-    assert (cfg.batch, cfg.c_puct, cfg.fpu) == (default.batch, default.c_puct, default.fpu)
-    for name in ("batch", "c_puct", "fpu"):
+    assert (cfg.batch, cfg.c_puct, cfg.fpu, cfg.lcb) == (default.batch, default.c_puct, default.fpu, default.lcb)
+    for name in ("batch", "c_puct", "fpu", "lcb"):
         assert EXPECTED[name][2].endswith(f"[the agent's own, else {getattr(default, name)}].")
 
 

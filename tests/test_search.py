@@ -219,6 +219,77 @@ def test_tree_reuse_keeps_the_subtree(agent) -> None:
     assert not player.search.set_position(other) and player.search.root_visits == 0  # not a continuation
 
 
+def test_t_quantile_matches_closed_forms_and_tables() -> None:
+    import math
+
+    from gotk.search.puct import t_quantile
+
+    p = 1 - 1e-5
+    assert t_quantile(1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-9)  # Cauchy
+    assert t_quantile(2) == pytest.approx((2 * p - 1) / math.sqrt(2 * p * (1 - p)), rel=1e-9)
+    assert t_quantile(5, 0.025) == pytest.approx(2.5706, abs=1e-4)  # the textbook table
+    assert t_quantile(30, 0.05) == pytest.approx(1.6973, abs=1e-4)
+    assert 4.26 < t_quantile(5000) < t_quantile(100) < t_quantile(10)  # towards the normal 4.265
+
+
+def test_backups_keep_the_squared_values(agent) -> None:
+    """``W2`` sums the squares of what ``W`` sums: between W²/N (all values equal) and N (values in −1..1), and a
+    node of one visit holds the square of its value."""
+    search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=200, batch=4))
+    search.set_position(GameState(9))
+    search.run(visits=200)
+    tree = search.tree
+    seen = np.flatnonzero(tree.N[: tree.size] > 0)
+    n, w, w2 = tree.N[seen], tree.W[seen], tree.W2[seen]
+    assert (w2 >= w * w / n - 1e-9).all() and (w2 <= n + 1e-9).all()
+    one = n == 1
+    assert one.any() and np.allclose(w2[one], w[one] ** 2)
+    assert (w2[n > 1] > w[n > 1] ** 2 / n[n > 1] + 1e-12).any()  # the values do differ along a move's visits
+
+
+def _two_move_search(lcb: float) -> Search:
+    """A root with moves A (10 visits, mean 0.2, widely spread values) and B (8 visits, mean 0.15, all equal), and
+    C (2 visits, both 0.9)."""
+    search = Search(None, SearchConfig(lcb=lcb))
+    search.set_position(GameState(9))
+    tree = search.tree
+    a, b, c = pts("E5", "C3", "G7")
+    tree.expand(0, np.array([a, b, c, 81], dtype=np.int32), np.array([0.4, 0.3, 0.2, 0.1]), 0.0)
+    kids = tree.children(0)
+    tree.N[kids] = [10, 8, 2, 0]
+    tree.W[kids] = [2.0, 1.2, 1.8, 0.0]
+    tree.W2[kids] = [10.0, 8 * 0.15 ** 2, 2 * 0.81, 0.0]  # A: values ±1; B: 0.15 each time
+    tree.N[0] = 21
+    return search
+
+
+def test_lcb_prefers_a_move_whose_values_agree() -> None:
+    rng = np.random.default_rng(0)
+    assert coords.to_gtp(_two_move_search(0.0).choose(0.0, rng), 9) == "E5"  # most visits
+    lcb = _two_move_search(0.1)
+    lower = lcb.lower_bounds(lcb.tree.children(0))
+    assert lower[1] == pytest.approx(0.15) and lower[0] < -1 and lower[3] == -np.inf
+    assert coords.to_gtp(lcb.choose(0.0, rng), 9) == "C3"  # B's bound beats A's; C has too few visits (2)
+    assert coords.to_gtp(_two_move_search(0.9).choose(0.0, rng), 9) == "E5"  # B (8 < 0.9 x 10) is not eligible
+    assert coords.to_gtp(_two_move_search(0.1).choose(1e-3, rng), 9) == "E5"  # sampling ignores the bound
+
+
+def test_lcb_through_the_cli_and_agent_files(tmp_path: Path, agent_path: Path) -> None:
+    proc = gotk("gtp", "--agent", str(agent_path), "--visits", "40", "--lcb", "0.1",
+                stdin="boardsize 9\ngenmove b\ngenmove w\nquit\n")
+    assert proc.returncode == 0 and len([ln for ln in proc.stdout.splitlines() if ln.startswith("= ")]) == 2, \
+        (proc.stdout, proc.stderr)
+    proc = gotk("gtp", "--agent", str(agent_path), "--visits", "40", "--lcb", "2", stdin="quit\n")
+    assert proc.returncode == 2 and "--lcb must be in 0..1" in proc.stderr, proc.stderr
+    tuned = tmp_path / "tuned.gotk"
+    proc = gotk("agent", "convert", str(agent_path), "-o", str(tuned), "--search", "lcb=0.1")
+    assert proc.returncode == 0, proc.stderr
+    from gotk.cli.player_options import PlayerOptions
+
+    assert PlayerOptions(visits=8).make_player(str(tuned), seed=1).search.cfg.lcb == 0.1
+    assert PlayerOptions(visits=8, lcb=0.0).make_player(str(tuned), seed=1).search.cfg.lcb == 0.0
+
+
 def test_deterministic_with_a_seed(agent) -> None:
     def game(seed: int) -> list[tuple[int, int]]:
         player = SearchPlayer(agent, config=SearchConfig(visits=40, seed=seed, temperature=1.0,
@@ -279,7 +350,7 @@ def test_config_and_agent_refusals(tmp_path: Path, agent) -> None:
     from gotk.nets import load_agent
 
     for bad in (dict(visits=-1), dict(visits=10**12), dict(batch=0), dict(c_puct=0), dict(fpu=-1),
-                dict(seconds=0), dict(temperature=-1), dict(resign_threshold=2)):
+                dict(seconds=0), dict(temperature=-1), dict(resign_threshold=2), dict(lcb=-0.1), dict(lcb=1.5)):
         with pytest.raises(SearchSetupError):
             SearchConfig(**bad).validate()
     policy_only = load_agent(tiny_agent_file(tmp_path / "p.gotk", head="policy"))

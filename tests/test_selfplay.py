@@ -33,12 +33,10 @@ def _agent(size: int = 5, seed: int = 0, head: str = "both") -> Agent:
     return Agent(net, enc, {"model": {"name": "resnet"}})
 
 
-def _tiny_tree() -> G.GumbelTree:
+def _tiny_tree() -> T.Tree:
     """A root with three children: priors 0.5/0.3/0.2, visits 2/1/0, value sums 0.6/−0.2 (root mover's view)."""
-    t = G.GumbelTree(16)
-    t.size = T.expand(0, 1, np.array([4, 7, 9], dtype=np.int32), np.array([0.5, 0.3, 0.2]), t.parent, t.move,
-                      t.first, t.nchild, t.N, t.W, t.VL, t.P, t.status, t.TV)
-    t.RV[0] = 0.1
+    t = T.Tree(16)
+    t.expand(0, np.array([4, 7, 9], dtype=np.int32), np.array([0.5, 0.3, 0.2]), 0.1)
     t.N[1:4] = [2, 1, 0]
     t.W[1:4] = [0.6, -0.2, 0.0]
     t.N[0] = 4
@@ -91,17 +89,17 @@ def test_sequential_halving_schedule():
 def test_descend_follows_the_improved_policy_below_the_root():
     t = _tiny_tree()
     # expand child 1 (move 4) with two children of equal prior, one of them visited with a good value
-    t.size = T.expand(1, t.size, np.array([0, 1], dtype=np.int32), np.array([0.5, 0.5]), t.parent, t.move, t.first,
-                      t.nchild, t.N, t.W, t.VL, t.P, t.status, t.TV)
-    t.RV[1] = -0.3
+    t.expand(1, np.array([0, 1], dtype=np.int32), np.array([0.5, 0.5]), -0.3)
     t.N[4], t.W[4] = 1, 0.9
     path = np.zeros(8, dtype=np.int64)
     length = G.descend(1, t.first, t.nchild, t.N, t.W, t.P, t.RV, t.status, 50.0, 1.0, np.zeros(8), path)
     # π'(visited, q = 0.9) ≈ 1 → its score ≈ 1 − 1/2 beats the other's ≈ 0 − 0
     assert path[:length].tolist() == [0, 1, 4]
-    G.backup_path(t.N, t.W, path, length, 1.0)
+    t.W2[4] = 0.81
+    G.backup_path(t.N, t.W, t.W2, path, length, 1.0)
     assert (t.N[4], t.N[1], t.N[0]) == (2, 3, 5)
     assert (t.W[4], t.W[1], t.W[0]) == pytest.approx((1.9, -0.4, 1.0))
+    assert (t.W2[4], t.W2[1], t.W2[0]) == pytest.approx((1.81, 1.0, 1.0))  # squares of the values added
 
 
 @pytest.mark.parametrize("search", ["gumbel", "puct"])

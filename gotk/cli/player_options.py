@@ -50,6 +50,9 @@ class PlayerOptions:
     c_puct: float | None = _option(None, "--c-puct", help="PUCT exploration constant [the agent's own, else 5.0].")
     fpu: float | None = _option(None, "--fpu", help="First-play-urgency reduction for unvisited moves [the agent's "
                                 "own, else 0.0].")
+    lcb: float | None = _option(None, "--lcb", help="0 plays the most visited move; R > 0 the move with the best "
+                                "lower confidence bound on its value among those with more than R x the most visits "
+                                "(Leela Zero: 0.1) [the agent's own, else 0.0].")
     resign_min_move: int = _option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
     bf16: bool = _option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
@@ -58,7 +61,7 @@ class PlayerOptions:
     @property
     def given_search_constants(self) -> dict:
         """The search constants given on the command line (the others come from the agent or the defaults)."""
-        return {k: v for k in ("batch", "c_puct", "fpu") if (v := getattr(self, k)) is not None}
+        return {k: v for k in ("batch", "c_puct", "fpu", "lcb") if (v := getattr(self, k)) is not None}
 
     def search_config(self, seed: int | None):
         """The :class:`gotk.search.puct.SearchConfig` of these options (no resignation under ``--no-resign``);

@@ -6,8 +6,8 @@ the training data manifest, metrics at save time, and the sha256 plus name/shape
 tensor. An agent with a value head also records ``value_baseline``: the komi/handicap baseline fit on its
 training games (:class:`gotk.train.value_eval.KomiHandicapBaseline`) with the validation MSE of both the
 value head and that baseline (:func:`value_head_warning` compares them). An optional ``search`` object holds the
-search constants the agent plays best with (:data:`SEARCH_KEYS`: ``batch``, ``c_puct``, ``fpu``), which a search
-built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). Loading never
+search constants the agent plays best with (:data:`SEARCH_KEYS`: ``batch``, ``c_puct``, ``fpu``, ``lcb``), which a
+search built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). Loading never
 unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every
 tensor's name and shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
 
@@ -48,7 +48,7 @@ MAX_TENSORS = 4096
 MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
 BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs-lz.gotk"}  # name -> file in BUILTIN_DIR (docs/recipes.md)
-SEARCH_KEYS = {"batch": int, "c_puct": float, "fpu": float}  # agent.json "search": what a search may take from it
+SEARCH_KEYS = {"batch": int, "c_puct": float, "fpu": float, "lcb": float}  # agent.json "search": what a search takes
 
 
 class AgentError(GotkError):

@@ -5,9 +5,10 @@ allocated together when the node is expanded. Statistics are kept from the view 
 *moved into* the node (the player to move at its parent), so a parent picks the child with the highest
 ``Q = W / N``. The root's own ``W`` is therefore from the view of the root's opponent.
 
-* ``N`` real visits, ``W`` summed values (−1..1), ``VL`` virtual visits in flight (each counted as a loss
-  for the player choosing it, so that a batch spreads out over the tree), ``P`` prior, ``move`` the move
-  (flat index, pass = size²) that leads into the node, ``status``: :data:`UNEXPANDED`, :data:`PENDING`
+* ``N`` real visits, ``W`` summed values (−1..1), ``W2`` summed squared values (the spread of a move's values,
+  for the lower confidence bound of :meth:`gotk.search.puct.Search.choose`), ``VL`` virtual visits in flight
+  (each counted as a loss for the player choosing it, so that a batch spreads out over the tree), ``P`` prior,
+  ``move`` the move (flat index, pass = size²) that leads into the node, ``status``: :data:`UNEXPANDED`, :data:`PENDING`
   (waiting for the network), :data:`EXPANDED`, :data:`TERMINAL` (game over: ``TV`` is its exact value).
 
 PUCT (AlphaGo Zero): ``Q(c) + c_puct · P(c) · sqrt(N_parent) / (1 + N(c))``, where a child not yet
@@ -33,7 +34,7 @@ COLLISION = 2  # a node already waiting for the network: virtual loss undone, st
 
 
 @kernel
-def select(first, nchild, N, W, VL, P, status, TV, c_puct, fpu, path):
+def select(first, nchild, N, W, W2, VL, P, status, TV, c_puct, fpu, path):
     """Walk from the root (node 0) to a leaf by PUCT, adding a virtual visit to every node on the way.
 
     Writes the nodes of the path into ``path`` (root first) and returns ``(code, length)``. A terminal
@@ -70,7 +71,7 @@ def select(first, nchild, N, W, VL, P, status, TV, c_puct, fpu, path):
         VL[node] += 1
     length = depth + 1
     if status[node] == TERMINAL:
-        backup(N, W, VL, path, length, TV[node])
+        backup(N, W, W2, VL, path, length, TV[node])
         return TERMINAL_LEAF, length
     if status[node] == PENDING:
         for i in range(length):
@@ -81,7 +82,7 @@ def select(first, nchild, N, W, VL, P, status, TV, c_puct, fpu, path):
 
 
 @kernel
-def backup(N, W, VL, path, length, value):
+def backup(N, W, W2, VL, path, length, value):
     """Add ``value`` (the view of the player who moved into the leaf) along ``path``, flipping sides at every
     level, and remove the walk's virtual visits."""
     v = value
@@ -89,12 +90,13 @@ def backup(N, W, VL, path, length, value):
         node = path[i]
         N[node] += 1
         W[node] += v
+        W2[node] += v * v
         VL[node] -= 1
         v = -v
 
 
 @kernel
-def expand(node, start, moves, priors, parent, move, first, nchild, N, W, VL, P, status, TV):
+def expand(node, start, moves, priors, parent, move, first, nchild, N, W, W2, VL, P, status, TV):
     """Give ``node`` the children ``moves`` with ``priors`` at rows ``start ..``; returns the next free row."""
     k = moves.shape[0]
     first[node] = start
@@ -107,6 +109,7 @@ def expand(node, start, moves, priors, parent, move, first, nchild, N, W, VL, P,
         nchild[c] = 0
         N[c] = 0
         W[c] = 0.0
+        W2[c] = 0.0
         VL[c] = 0
         P[c] = priors[j]
         status[c] = UNEXPANDED
@@ -116,13 +119,13 @@ def expand(node, start, moves, priors, parent, move, first, nchild, N, W, VL, P,
 
 
 @compiled
-def extract_subtree(new_root, fold_at_most, parent, move, first, nchild, N, W, VL, P, status, TV, out_parent,
-                    out_move, out_first, out_nchild, out_N, out_W, out_VL, out_P, out_status, out_TV):
+def extract_subtree(new_root, fold_at_most, parent, move, first, nchild, N, W, W2, VL, P, status, TV, RV, out_parent,
+                    out_move, out_first, out_nchild, out_N, out_W, out_W2, out_VL, out_P, out_status, out_TV, out_RV):
     """Copy the subtree under ``new_root`` into the ``out_*`` arrays (breadth first, the new root at row 0,
     children kept contiguous); returns the number of rows written. Pending nodes become unexpanded.
 
     An expanded node other than ``new_root`` with at most ``fold_at_most`` visits is *folded*: copied as an
-    unexpanded node that keeps its ``N`` and ``W``, without its children (−1: nothing is folded). A walk that
+    unexpanded node that keeps its ``N``, ``W`` and ``W2``, without its children (−1: nothing is folded). A walk that
     reaches a folded node evaluates and expands it again, as a fresh leaf whose statistics carry on."""
     queue = np.empty(out_parent.shape[0], dtype=np.int64)  # old index of each new row
     queue[0] = new_root
@@ -135,9 +138,11 @@ def extract_subtree(new_root, fold_at_most, parent, move, first, nchild, N, W, V
         out_move[new] = move[old]
         out_N[new] = N[old]
         out_W[new] = W[old]
+        out_W2[new] = W2[old]
         out_VL[new] = 0
         out_P[new] = P[old]
         out_TV[new] = TV[old]
+        out_RV[new] = RV[old]
         st = status[old]
         if st == EXPANDED and old != new_root and N[old] <= fold_at_most:
             st = UNEXPANDED
@@ -178,11 +183,12 @@ def subtree_size(root, first, nchild, status):
 
 
 class Tree:
-    """Growable flat arrays of nodes; row 0 is the root."""
+    """Growable flat arrays of nodes; row 0 is the root. ``RV`` is an expanded node's own network value (from the
+    view of its player to move), which the search that expanded it records."""
 
     FIELDS = (("parent", np.int32), ("move", np.int32), ("first", np.int32), ("nchild", np.int32),
-              ("N", np.float64), ("W", np.float64), ("VL", np.float64), ("P", np.float64),
-              ("status", np.int8), ("TV", np.float64))
+              ("N", np.float64), ("W", np.float64), ("W2", np.float64), ("VL", np.float64), ("P", np.float64),
+              ("status", np.int8), ("TV", np.float64), ("RV", np.float64))
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = max(16, int(capacity))
@@ -197,10 +203,10 @@ class Tree:
         self.move[0] = -1
         self.first[0] = -1
         self.nchild[0] = 0
-        self.N[0] = self.W[0] = self.VL[0] = 0.0
+        self.N[0] = self.W[0] = self.W2[0] = self.VL[0] = 0.0
         self.P[0] = 1.0
         self.status[0] = UNEXPANDED
-        self.TV[0] = 0.0
+        self.TV[0] = self.RV[0] = 0.0
         self.size = 1
 
     def ensure(self, extra: int) -> None:
@@ -220,7 +226,18 @@ class Tree:
 
     def stats(self):
         """The arrays ``select`` needs, in its argument order."""
-        return self.first, self.nchild, self.N, self.W, self.VL, self.P, self.status, self.TV
+        return self.first, self.nchild, self.N, self.W, self.W2, self.VL, self.P, self.status, self.TV
+
+    def expand(self, node: int, moves: np.ndarray, priors: np.ndarray, value: float) -> None:
+        """Give ``node`` the children ``moves`` (int32) with ``priors``, and record its network ``value``."""
+        self.ensure(moves.size)
+        self.size = expand(node, self.size, moves, priors, self.parent, self.move, self.first, self.nchild, self.N,
+                           self.W, self.W2, self.VL, self.P, self.status, self.TV)
+        self.RV[node] = value
+
+    def backup(self, path: np.ndarray, value: float) -> None:
+        """Back ``value`` (the view of the player who moved into the path's last node) up the whole ``path``."""
+        backup(self.N, self.W, self.W2, self.VL, path, path.shape[0], value)
 
     def children(self, node: int = 0) -> np.ndarray:
         f = int(self.first[node])
@@ -260,8 +277,9 @@ class Tree:
         cap = max(self.capacity, 16)
         out = {name: np.zeros(cap, dtype=dt) for name, dt in self.FIELDS}
         count = extract_subtree(node, fold_at_most, self.parent, self.move, self.first, self.nchild, self.N, self.W,
-                                self.VL, self.P, self.status, self.TV, out["parent"], out["move"], out["first"],
-                                out["nchild"], out["N"], out["W"], out["VL"], out["P"], out["status"], out["TV"])
+                                self.W2, self.VL, self.P, self.status, self.TV, self.RV, out["parent"], out["move"],
+                                out["first"], out["nchild"], out["N"], out["W"], out["W2"], out["VL"], out["P"],
+                                out["status"], out["TV"], out["RV"])
         assert count <= bound
         for name, _ in self.FIELDS:
             setattr(self, name, out[name])

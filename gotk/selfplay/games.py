@@ -167,7 +167,7 @@ class _Game:
     state: GameState
     rng: np.random.Generator
     resign_enabled: bool
-    tree: G.GumbelTree = field(default_factory=lambda: G.GumbelTree(1024))
+    tree: T.Tree = field(default_factory=lambda: T.Tree(1024))
     path: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=np.int64))
     budget: int = 0
     full: bool = False
@@ -309,7 +309,7 @@ class SelfPlayBatch:
                                    self.cfg.c_visit, self.cfg.c_scale, self.scratch, g.path)
                 leaf = int(g.path[length - 1])
                 if tree.status[leaf] == T.TERMINAL:
-                    G.backup_path(tree.N, tree.W, g.path, length, tree.TV[leaf])
+                    G.backup_path(tree.N, tree.W, tree.W2, g.path, length, tree.TV[leaf])
                     g.sims += 1
                     continue
             else:
@@ -337,11 +337,11 @@ class SelfPlayBatch:
             g.pending = ("leaf", path, moves)
             return True
 
-    def _backup(self, tree: G.GumbelTree, path: np.ndarray, value: float) -> None:
+    def _backup(self, tree: T.Tree, path: np.ndarray, value: float) -> None:
         if self.cfg.search == "gumbel":
-            G.backup_path(tree.N, tree.W, path, path.shape[0], value)
+            G.backup_path(tree.N, tree.W, tree.W2, path, path.shape[0], value)
         else:
-            T.backup(tree.N, tree.W, tree.VL, path, path.shape[0], value)
+            tree.backup(path, value)
 
     def _absorb(self, g: _Game, probs: np.ndarray, value: float) -> None:
         if self.cfg.policy_only:
@@ -355,9 +355,10 @@ class SelfPlayBatch:
             if self.cfg.search == "puct" and g.full and self.cfg.noise_fraction > 0:
                 noise = g.rng.dirichlet(np.full(moves.size, self.cfg.alpha))
                 pri = (1 - self.cfg.noise_fraction) * pri + self.cfg.noise_fraction * noise
-            self._expand(tree, 0, moves, pri, value)
+            tree.expand(0, moves, pri, value)
             tree.N[0] = 1.0
             tree.W[0] = -value
+            tree.W2[0] = value * value
             if self.cfg.search == "gumbel":
                 g.gumbel = g.rng.gumbel(size=moves.size)
                 g.schedule = G.considered_visits(min(self.cfg.considered, moves.size), g.budget)
@@ -366,7 +367,7 @@ class SelfPlayBatch:
         _, path, moves = g.pending
         leaf = int(path[-1])
         pri = self._priors(None, moves, probs)
-        self._expand(tree, leaf, moves, pri, value)
+        tree.expand(leaf, moves, pri, value)
         self._backup(tree, path, -value)
         g.sims += 1
         g.pending = ("searching",)
@@ -378,13 +379,6 @@ class SelfPlayBatch:
         if not (total > 0 and np.isfinite(total)):
             return np.full(moves.size, 1.0 / moves.size)
         return pri / total
-
-    @staticmethod
-    def _expand(tree: G.GumbelTree, node: int, moves: np.ndarray, priors: np.ndarray, value: float) -> None:
-        tree.ensure(moves.size)
-        tree.size = T.expand(node, tree.size, moves, priors, tree.parent, tree.move, tree.first, tree.nchild,
-                             tree.N, tree.W, tree.VL, tree.P, tree.status, tree.TV)
-        tree.RV[node] = value
 
     def _decide(self, g: _Game) -> None:
         """The search is done: record the position (full search), check resignation, play the move."""

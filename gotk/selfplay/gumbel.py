@@ -1,5 +1,5 @@
 """Gumbel AlphaZero's search rules (Danihelka, Schrittwieser, Silver, Hubert: *Policy improvement by planning
-with Gumbel*, ICLR 2022), over the flat search tree of :mod:`gotk.search.tree` plus one array, ``RV``: the
+with Gumbel*, ICLR 2022), over the flat search tree of :mod:`gotk.search.tree`, whose ``RV`` holds the
 network's raw value of each expanded node for the player to move there.
 
 * **Completed Q.** A node's children get ``q(a) = W/N`` (the node's mover's view) when visited, else the node's
@@ -149,7 +149,7 @@ def descend(start, first, nchild, N, W, P, RV, status, c_visit, c_scale, scratch
 
 
 @kernel
-def backup_path(N, W, path, length, value):
+def backup_path(N, W, W2, path, length, value):
     """Add ``value`` (the view of the player who moved into the leaf) along ``path``, flipping sides at each
     level (as :func:`gotk.search.tree.backup`, without virtual visits)."""
     v = value
@@ -157,6 +157,7 @@ def backup_path(N, W, path, length, value):
         node = path[i]
         N[node] += 1
         W[node] += v
+        W2[node] += v * v
         v = -v
 
 
@@ -169,15 +170,5 @@ def improved_policy(tree, c_visit: float, c_scale: float, scratch: np.ndarray) -
     return w / w.sum()
 
 
-class GumbelTree(T.Tree):
-    """:class:`gotk.search.tree.Tree` plus ``RV``, each expanded node's raw network value (its mover's view)."""
-
-    FIELDS = T.Tree.FIELDS + (("RV", np.float64),)
-
-    def reset(self) -> None:
-        super().reset()
-        self.RV[0] = 0.0
-
-
-__all__ = ["GumbelTree", "backup_path", "completed_q", "considered_visits", "descend", "improved_logits",
+__all__ = ["backup_path", "completed_q", "considered_visits", "descend", "improved_logits",
            "improved_policy", "root_pick"]
