@@ -270,6 +270,7 @@ def test_lcb_prefers_a_move_whose_values_agree() -> None:
     lower = lcb.lower_bounds(lcb.tree.children(0))
     assert lower[1] == pytest.approx(0.15) and lower[0] < -1 and lower[3] == -np.inf
     assert coords.to_gtp(lcb.choose(0.0, rng), 9) == "C3"  # B's bound beats A's; C has too few visits (2)
+    assert [coords.to_gtp(i.move, 9) for i in lcb.infos()] == ["C3", "E5", "G7"]  # analysis leads with it too
     assert coords.to_gtp(_two_move_search(0.9).choose(0.0, rng), 9) == "E5"  # B (8 < 0.9 x 10) is not eligible
     assert coords.to_gtp(_two_move_search(0.1).choose(1e-3, rng), 9) == "E5"  # sampling ignores the bound
 

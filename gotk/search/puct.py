@@ -346,27 +346,6 @@ class Search:
             out.append(int(tree.move[node]))
         return out
 
-    def infos(self, min_moves: int = 0, max_moves: int | None = None, pv_limit: int = 30) -> list[MoveInfo]:
-        """Root children ordered best first (visits, then value, then prior): the visited ones, and unvisited
-        ones by prior up to ``min_moves``; at most ``max_moves``."""
-        tree = self.tree
-        kids = tree.children(0)
-        if kids.size == 0:
-            return []
-        n = tree.N[kids]
-        q = np.where(n > 0, tree.W[kids] / np.maximum(n, 1), 0.0)
-        order = np.lexsort((-tree.P[kids], -q, -n))
-        out = []
-        for i in order:
-            c = int(kids[i])
-            if n[i] <= 0 and len(out) >= min_moves:
-                break
-            out.append(MoveInfo(int(tree.move[c]), int(n[i]), float(q[i]), float(tree.P[c]),
-                                self.pv(c, pv_limit) if n[i] > 0 else [int(tree.move[c])]))
-            if max_moves is not None and len(out) >= max_moves:
-                break
-        return out
-
     def lower_bounds(self, kids: np.ndarray) -> np.ndarray:
         """The lower confidence bound of each root child's value (the root mover's view, −1..1): mean −
         t(N−1) · sqrt(variance / N); −inf below 2 visits."""
@@ -380,31 +359,43 @@ class Search:
             out[i] = mean - t_quantile(int(k) - 1) * math.sqrt(var / k)
         return out
 
-    def _best_by_lcb(self) -> int | None:
-        """The root move of the best lower bound among those with more than ``lcb`` × the most visits (and more
-        than 2); None when there is none."""
-        kids = self.tree.children(0)
+    def infos(self, min_moves: int = 0, max_moves: int | None = None, pv_limit: int = 30) -> list[MoveInfo]:
+        """Root children ordered best first (visits, then value, then prior; with ``lcb``, the children with enough
+        visits for it come first, by their lower bound: module docstring): the visited ones, and unvisited ones
+        by prior up to ``min_moves``; at most ``max_moves``. The first is the move played at temperature 0."""
+        tree = self.tree
+        kids = tree.children(0)
         if kids.size == 0:
-            return None
-        n = self.tree.N[kids]
-        able = np.flatnonzero((n > 2) & (n > self.cfg.lcb * n.max()))
-        if able.size == 0:
-            return None
-        lcb = self.lower_bounds(kids[able])
-        best = able[np.lexsort((-n[able], -lcb))[0]]  # ties: more visits
-        return int(self.tree.move[kids[best]])
+            return []
+        n = tree.N[kids]
+        q = np.where(n > 0, tree.W[kids] / np.maximum(n, 1), 0.0)
+        keys = [-tree.P[kids], -q, -n]
+        if self.cfg.lcb > 0:
+            able = (n > 2) & (n > self.cfg.lcb * n.max())
+            bound = np.zeros(kids.size)
+            bound[able] = self.lower_bounds(kids[able])
+            keys += [-bound, ~able]
+        order = np.lexsort(keys)
+        out = []
+        for i in order:
+            c = int(kids[i])
+            if n[i] <= 0 and len(out) >= min_moves:
+                break
+            out.append(MoveInfo(int(tree.move[c]), int(n[i]), float(q[i]), float(tree.P[c]),
+                                self.pv(c, pv_limit) if n[i] > 0 else [int(tree.move[c])]))
+            if max_moves is not None and len(out) >= max_moves:
+                break
+        return out
 
     def choose(self, temperature: float, rng: np.random.Generator) -> int:
-        """The move to play: most visits (ties: value, prior) at temperature 0, or the best lower confidence
-        bound with ``lcb`` (module docstring), else sampled ∝ N^(1/T)."""
+        """The move to play: the first of :meth:`infos` at temperature 0 (most visits, or the best lower
+        confidence bound with ``lcb``), else sampled ∝ N^(1/T)."""
         infos = [i for i in self.infos() if i.visits > 0]
         if not infos:
             kids = self.tree.children(0)
             return int(self.tree.move[kids[np.argmax(self.tree.P[kids])]]) if kids.size else \
                 self.root_state.pass_point
         if temperature <= 0 or len(infos) == 1:
-            if self.cfg.lcb > 0 and (move := self._best_by_lcb()) is not None:
-                return move
             return infos[0].move
         n = np.array([i.visits for i in infos], dtype=np.float64)
         w = np.exp((np.log(n) - np.log(n.max())) / temperature)
