@@ -168,14 +168,19 @@ def test_convert_sets_and_removes_search_constants_and_refuses_bad_ones(tmp_path
         assert not out.exists()
 
 
+SHIPPED_SEARCH = {"kgs": {"batch": 1, "c_puct": 1.6, "fpu": 0.5},  # measured against GNU Go
+                  "kgs-lz": {"batch": 1, "c_puct": 1.6, "fpu": 0.5, "lcb": 0.1}}  # measured against leelaz
+
+
 @pytest.mark.parametrize("name", sorted(BUILTIN_AGENTS))
 def test_the_builtin_agents_search_with_their_own_constants(name):
     """The shipped agents carry the search constants they were measured with (docs/recipes.md, (c))."""
     from gotk.cli.player_options import PlayerOptions
 
-    assert read_agent_files(resolve_agent(name))[0]["search"] == {"batch": 1, "c_puct": 1.6, "fpu": 0.5}
+    expected = {"lcb": 0.0, **SHIPPED_SEARCH[name]}
+    assert read_agent_files(resolve_agent(name))[0]["search"] == SHIPPED_SEARCH[name]
     cfg = PlayerOptions(visits=16).make_player(name, seed=1).search.cfg
-    assert (cfg.batch, cfg.c_puct, cfg.fpu) == (1, 1.6, 0.5)
+    assert {k: getattr(cfg, k) for k in expected} == expected
 
 
 @pytest.mark.slow
