@@ -33,6 +33,25 @@ def test_help_has_no_type_placeholders_or_double_backticks(command: list[str]) -
     assert "--help" in res.output
 
 
+BRACKETED = re.compile(r"\[[^\]\[]+\]")
+
+
+def _words(text: str) -> str:
+    """The help's words in order, without the box drawing and line breaks of the rich layout."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_keeps_every_bracketed_default(command: str) -> None:
+    """Options give defaults as ``[...]`` in their help; rich would read ``[cores / workers]`` as a style tag
+    and drop it, so every one must reach the printed help."""
+    click_cmd = typer.main.get_command(app).commands[command]
+    wanted = [b for p in click_cmd.params for b in BRACKETED.findall(getattr(p, "help", None) or "")]
+    shown = _words(runner.invoke(app, [command, "--help"], terminal_width=100).output)
+    for b in wanted:
+        assert _words(b.replace("``", "`")) in shown, (command, b)
+
+
 def test_help_shows_value_names_and_nothing_after_flags() -> None:
     out = runner.invoke(app, ["replay", "--help"], terminal_width=120).output
     line = {ln.split()[1]: ln for ln in out.splitlines() if ln.startswith("│ --")}

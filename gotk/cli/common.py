@@ -51,7 +51,8 @@ def check_output_file(path: Path | None, flag: str) -> None:
 class _PlainHelp:
     """What ``--help`` shows, made to read like any command-line tool's: click's value names (``INTEGER``,
     ``TEXT``, ``PATH``...) instead of typer's type annotations (``<bool>``, ``<list[Path]>``), nothing after a
-    flag, and docstrings' reStructuredText double backticks shown as single ones."""
+    flag, docstrings' reStructuredText double backticks shown as single ones, and square brackets (the defaults
+    that options' help gives as ``[...]``) shown as written."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -103,5 +104,12 @@ def value_name(param) -> str | None:
     return f"{name}..." if several else name
 
 
+try:  # typer renders help through rich, whose markup would swallow "[cores / workers]" as a style tag
+    from rich.markup import escape as _escape_markup
+except ImportError:  # typer without rich prints help as it is
+    def _escape_markup(text: str) -> str:
+        return text
+
+
 def _plain_text(text: str | None) -> str | None:
-    return text.replace("``", "`") if text else text
+    return _escape_markup(text.replace("``", "`")) if text else text
