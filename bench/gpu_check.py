@@ -28,6 +28,9 @@ step still runs; the exit status is 1 when any step failed):
    move a full search, the agent on the GPU with bf16 autocast: positions/s, network evaluations/s, the mean
    batch and the share of the time spent outside the network. A short probe first measures one move's cost,
    and a run is shortened (fewer moves per game, said in the report) so that it fits ``--selfplay-seconds``.
+6. ``selfplay_workers`` (only when named in ``--steps``: about 2 more minutes): ``gotk selfplay --device`` through
+   its command line with the last self-play model, one process and then ``--selfplay-workers`` (8) processes
+   sharing the GPU, each playing ``--selfplay-games`` games together for ``--workers-moves`` (16) moves.
 
 ``--tiny`` runs the same code on CPU in under a minute (a few built-in games, a 1x8 resnet for a few steps,
 4 self-play games): a check that the script works, not a result. ``tests/test_gpu_check.py`` runs it.
@@ -56,7 +59,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # run as a script: make ``bench`` and ``gotk`` importable
     sys.path.insert(0, str(REPO_ROOT))
 
-STEPS = ("encode", "train", "evaluate", "throughput", "selfplay")
+STEPS = ("encode", "train", "evaluate", "throughput", "selfplay", "selfplay_workers")
+DEFAULT_STEPS = STEPS[:5]  # selfplay_workers is asked for by name (--steps): it adds about 2 minutes
 REPORT_NAME = "gpu_check.json"
 TINY_GAMES = (8, 3)  # tiny mode without --kgs: train/val games from the built-in 2017-01, test games from 2017-02
 
@@ -311,8 +315,52 @@ def step_selfplay(args, ctx: dict) -> dict:
     return {"runs": runs, "skipped": skipped}
 
 
+def step_selfplay_workers(args, ctx: dict) -> dict:
+    """``gotk selfplay`` through its command line on ``--device``: one process, then ``--selfplay-workers``
+    processes sharing the device (each its own batch of ``--selfplay-games`` games), with the self-play step's
+    last model and settings. A process walks its trees on one core, so several processes are how the host side
+    keeps up with a GPU; the speeds are over each command's wall time, start-up included."""
+    import torch
+
+    spec = args.selfplay_models.split(",")[-1]
+    blocks, filters = (int(x) for x in spec.lower().split("x"))
+    cores = os.cpu_count() or 1
+    runs = []
+    warm = [sys.executable, "-m", "gotk", "selfplay", "--init", "random", "--model", "zero", "--blocks", "1",
+            "--filters", "8", "--size", "9", "--games", "2", "--chunk-games", "2", "--visits", "2", "--fast-visits",
+            "2", "--max-moves", "2", "--device", args.device, "--out", str(args.work / "selfplay-cli-warm")]
+    shutil.rmtree(args.work / "selfplay-cli-warm", ignore_errors=True)
+    subprocess.run(warm, cwd=REPO_ROOT, capture_output=True, timeout=600, check=True)  # numba's cache, not timed
+    for workers in dict.fromkeys((1, args.selfplay_workers)):
+        out = args.work / f"selfplay-cli-w{workers}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "gotk", "selfplay", "--init", "random", "--model", "zero", "--blocks", str(blocks),
+               "--filters", str(filters), "--size", "9", "--games", str(args.selfplay_games * workers),
+               "--chunk-games", str(args.selfplay_games), "--workers", str(workers), "--visits",
+               str(args.simulations), "--fast-visits", str(args.simulations), "--full-fraction", "1", "--no-resign",
+               "--max-moves", str(args.workers_moves), "--device", args.device, "--threads",
+               str(max(1, cores // workers)), "--out", str(out), "--seed", "0", "--json"]
+        print("+ " + " ".join(cmd), flush=True)
+        r = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+        sys.stdout.write(r.stderr[-2000:])
+        if r.returncode != 0:
+            raise RuntimeError(f"exit status {r.returncode}: {r.stderr[-3000:]}")
+        rep = json.loads(r.stdout)
+        run = {"workers": workers, "games": rep["games"], "moves_per_game": args.workers_moves,
+               "positions": rep["positions"], "wall_s": rep["wall_s"], "positions_per_s": rep["positions_per_s"],
+               "evaluations_per_s": rep["evaluations_per_s"], "outside_network_share": rep["outside_network_share"],
+               "device": rep.get("device"), "model": f"zero {blocks}x{filters}"}
+        runs.append(run)
+        print(f"gotk selfplay --workers {workers}: {run['positions_per_s']:,.0f} positions/s, "
+              f"{run['evaluations_per_s']:,.0f} evaluations/s over {run['wall_s']:.0f} s", flush=True)
+    if args.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    speedup = runs[-1]["positions_per_s"] / runs[0]["positions_per_s"] if len(runs) > 1 else None
+    return {"runs": runs, "speedup": round(speedup, 2) if speedup else None}
+
+
 STEP_FUNCS = {"encode": step_encode, "train": step_train, "evaluate": step_evaluate,
-              "throughput": step_throughput, "selfplay": step_selfplay}
+              "throughput": step_throughput, "selfplay": step_selfplay, "selfplay_workers": step_selfplay_workers}
 
 
 # --- driver --------------------------------------------------------------------------------------
@@ -352,6 +400,9 @@ def summary(report: dict) -> str:
                                          f"{r['evaluations_per_s']:,.0f} evals/s, batch {r['mean_batch']}, "
                                          f"outside {r['outside_network_share']:.0%}" for r in e["runs"])
          + "".join(f"; {x['model']} skipped" for x in e["skipped"]))
+    line("selfplay_workers", lambda e: "; ".join(f"{r['workers']} process(es): {r['positions_per_s']:,.0f} positions/s"
+                                                 for r in e["runs"])
+         + (f" ({e['speedup']}x)" if e["speedup"] else ""))
     return "\n".join(lines)
 
 
@@ -385,9 +436,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--simulations", type=int, default=None, help="Simulations per move (default: 64; --tiny: 4).")
     ap.add_argument("--max-moves", type=int, default=None, help="Moves per self-play game (default: 60; --tiny: 4).")
     ap.add_argument("--selfplay-seconds", type=float, default=None, help="Time per self-play model (default: 30).")
+    ap.add_argument("--selfplay-workers", type=int, default=None, help="selfplay_workers: processes of the second "
+                    "run (default: 8; --tiny: 2).")
+    ap.add_argument("--workers-moves", type=int, default=None, help="selfplay_workers: moves per game (default: 16; "
+                    "--tiny: 3).")
     ap.add_argument("--budget-minutes", type=float, default=None, help="The whole check's target (default: 8); the "
                     "self-play step stops starting models past it.")
-    ap.add_argument("--steps", default=",".join(STEPS), help=f"Steps to run (default: {','.join(STEPS)}).")
+    ap.add_argument("--steps", default=",".join(DEFAULT_STEPS), help=f"Steps to run, of {','.join(STEPS)} "
+                    f"(default: {','.join(DEFAULT_STEPS)}).")
     ap.add_argument("--tiny", action="store_true", help="A few games and steps on CPU: a check of the script.")
     args = ap.parse_args(argv)
     tiny = args.tiny
@@ -396,7 +452,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "train_steps": 6 if tiny else None, "log_every": 2 if tiny else 100, "eval_batch": 256 if tiny else 2048,
         "selfplay_models": "1x8" if tiny else "6x64,10x128", "selfplay_games": 4 if tiny else 256,
         "simulations": 4 if tiny else 64, "max_moves": 4 if tiny else 60, "selfplay_seconds": 10 if tiny else 30,
-        "budget_minutes": 1.0 if tiny else 8.0,
+        "budget_minutes": 1.0 if tiny else 8.0, "selfplay_workers": 2 if tiny else 8,
+        "workers_moves": 3 if tiny else 16,
         "work": REPO_ROOT / "runs" / ("gpu-check-tiny" if tiny else "gpu-check"),
         "out": Path(os.environ["OUT"]) if os.environ.get("OUT") else Path("gpu-check"),
     }

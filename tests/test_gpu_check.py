@@ -33,7 +33,8 @@ def test_gpu_check_tiny(tiny_kgs: Path, tmp_path: Path) -> None:
 
     out = tmp_path / "out"
     rc = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(out),
-                         "--work", str(tmp_path / "work"), "--encode-workers", "1"])
+                         "--work", str(tmp_path / "work"), "--encode-workers", "1",
+                         "--steps", ",".join(gpu_check.STEPS)])
     report = json.loads((out / "gpu_check.json").read_text())
     assert rc == 0, {k: v.get("error") for k, v in report["steps"].items()}
     steps = report["steps"]
@@ -63,6 +64,11 @@ def test_gpu_check_tiny(tiny_kgs: Path, tmp_path: Path) -> None:
     assert run["positions"] == run["games"] * run["max_moves"] > 0  # every move a full search, recorded
     assert run["positions_per_s"] > 0 and run["evaluations_per_s"] > 0 and run["mean_batch"] > 0
     assert 0.0 <= run["outside_network_share"] <= 1.0 and run["simulations"] == 4
+
+    one, two = steps["selfplay_workers"]["runs"]  # gotk selfplay's command line, 1 then 2 processes
+    assert (one["workers"], two["workers"], one["device"]) == (1, 2, "cpu")
+    assert two["games"] == 2 * one["games"] == 8 and two["positions"] == 2 * one["positions"] == 8 * 3
+    assert steps["selfplay_workers"]["speedup"] > 0
 
     agent = load_agent(out / "agent.gotk")
     assert agent.board_size == 19 and agent.meta["model"]["name"] == "resnet"

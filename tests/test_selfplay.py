@@ -237,3 +237,46 @@ def test_two_worker_processes_write_the_same_games(tmp_path):
     assert one["games"] == two["games"] == 4 and one["positions"] == two["positions"]
     for name in ("chunk-00000.parquet", "chunk-00001.parquet"):
         assert (tmp_path / "w1" / "chunks" / name).read_bytes() == (tmp_path / "w2" / "chunks" / name).read_bytes()
+
+
+def test_selfplay_device_is_checked_before_any_work(tmp_path):
+    out = tmp_path / "o"
+    base = ["selfplay", "--init", "random", "--size", "5", "--games", "1", "--blocks", "1", "--filters", "8",
+            "--out", str(out)]
+    r = _cli(*base, "--device", "tpu", check=False)
+    assert r.returncode == 2 and r.stderr.strip().endswith("--device must be auto, cpu, cuda or cuda:N, not 'tpu'")
+    assert len(r.stderr.strip().splitlines()) == 1
+    if torch.cuda.device_count() == 0:
+        r = _cli(*base, "--device", "cuda", check=False)
+        assert r.returncode == 2 and "torch sees no CUDA device" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(*base, "--device", "cuda:x", check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert not out.exists()  # not even the random network was written
+    # auto is the CPU on a host without a GPU, and the report says which device played
+    if torch.cuda.device_count() == 0:
+        rep = json.loads(_cli(*base, "--device", "auto", "--visits", "2", "--fast-visits", "2", "--json").stdout)
+        assert rep["device"] == "cpu" and rep["games"] == 1
+
+
+_MARK: list[int] = []
+
+
+def _marked() -> int:
+    return len(_MARK)
+
+
+def test_local_executor_spawns_fresh_workers_when_asked():
+    """Workers that use CUDA must be spawned (a forked child cannot use CUDA once its parent has): a module-level
+    change made in the parent reaches forked workers and not spawned ones."""
+    from gotk.jobs.executors import LocalExecutor
+
+    _MARK.append(1)
+    try:
+        for method, seen in (("fork", 1), ("spawn", 0)):
+            ex = LocalExecutor(2, method)
+            try:
+                assert ex.submit(_marked).result(timeout=120) == seen, method
+            finally:
+                ex.shutdown()
+    finally:
+        _MARK.clear()

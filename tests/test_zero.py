@@ -83,6 +83,8 @@ def test_zero_refuses_bad_options(tmp_path):
     assert r.returncode == 2 and "not a gotk zero run" in r.stderr and "Traceback" not in r.stderr
     r = _zero(tmp_path / "z2", "--generations", "1", "--gnugo-levels", "x", check=False)
     assert r.returncode == 2 and "--gnugo-levels" in r.stderr
+    r = _zero(tmp_path / "z3", "--generations", "1", "--device", "gpu", check=False)
+    assert r.returncode == 2 and "--device must be" in r.stderr and not (tmp_path / "z3").exists()
 
 
 @pytest.mark.slow

@@ -43,6 +43,8 @@ def selfplay_cmd(
     executor: str = typer.Option("local", "--executor", help="local or dask (as gotk encode)."),
     scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://HOST:PORT)."),
     threads: int = typer.Option(None, "--threads", help="torch threads per process [cores / workers]."),
+    device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto (CUDA when torch sees a GPU); "
+                               "the network runs with bf16 autocast on CUDA."),
     seed: int = typer.Option(0, "--seed"),
     model: str = typer.Option("zero", "--model", help="--init random: the network."),
     blocks: int = typer.Option(None, "--blocks", help="--init random: residual blocks."),
@@ -67,10 +69,11 @@ def selfplay_cmd(
                          early_pass=early_pass)
     try:
         cfg.validate()
+        opts = SelfPlayOptions(agent=str(out / INIT_NAME if init is not None else agent), out=str(out), games=games,
+                               config=cfg, chunk_games=chunk_games, workers=workers, executor=executor,
+                               scheduler=scheduler, seed=seed, threads=threads, device=device).validate()
         if init is not None:
-            agent = new_agent(out / INIT_NAME, size, model, encoder, seed, blocks=blocks, filters=filters)
-        opts = SelfPlayOptions(agent=str(agent), out=str(out), games=games, config=cfg, chunk_games=chunk_games,
-                               workers=workers, executor=executor, scheduler=scheduler, seed=seed, threads=threads)
+            new_agent(out / INIT_NAME, size, model, encoder, seed, blocks=blocks, filters=filters)
 
         def progress(rec: dict) -> None:
             typer.echo(f"chunk {rec['chunk']:>5}: {rec['count']} games, {rec['rows']} positions, "
@@ -129,6 +132,8 @@ def zero_cmd(
     eval_every: int = typer.Option(1, "--eval-every", help="Play the anchors every this many generations."),
     no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
     threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [cores]."),
+    device: str = typer.Option("auto", "--device", help="Self-play and training: cpu, cuda, cuda:N or auto (CUDA "
+                               "when torch sees a GPU)."),
     gnugo_levels: str = typer.Option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma "
                                      "separated ('' for none; skipped when gnugo is not installed)."),
     workers: int = typer.Option(1, "--workers", help="Self-play processes."),
@@ -156,7 +161,8 @@ def zero_cmd(
                        init_agent=str(init_agent) if init_agent else None, window=window, train_steps=train_steps,
                        batch_size=batch_size, lr=lr, optimizer=optimizer, gating=gating, gate=gate,
                        gating_games=gating_games, eval_games=eval_games, eval_visits=eval_visits,
-                       eval_every=eval_every, aux_targets=not no_aux, threads=threads, gnugo_levels=levels,
+                       eval_every=eval_every, aux_targets=not no_aux, threads=threads, device=device,
+                       gnugo_levels=levels,
                        workers=workers, chunk_games=chunk_games, seed=seed)
     try:
         report = zero(opts, log=lambda line: typer.echo(line, err=True))

@@ -6,7 +6,7 @@ scan units in flight), ``start()``, ``submit(fn, *args) -> concurrent.futures.Fu
 :mod:`gotk.jobs.workers`; they write their own files atomically and return small dicts, so the
 output does not depend on the executor (see ``docs/dask.md``).
 
-* :class:`LocalExecutor` — in-process for one worker, otherwise a ``fork`` process pool.
+* :class:`LocalExecutor` — in-process for one worker, otherwise a ``fork`` process pool (``spawn`` on request).
 * :class:`DaskExecutor` — a ``dask.distributed`` cluster: a :class:`~distributed.LocalCluster`
   (worker processes, one thread each) or an existing scheduler (``tcp://HOST:PORT``). Needs the
   ``dask`` extra (``pip install 'gotk[dask]'``).
@@ -81,18 +81,20 @@ def _die_with_parent(parent: int) -> None:
 
 
 class LocalExecutor:
-    """``workers`` ≤ 1: inline; otherwise a process pool (``fork`` where available)."""
+    """``workers`` ≤ 1: inline; otherwise a process pool (``fork`` where available, or ``start_method``: ``spawn``
+    for workers that use CUDA, which a forked process cannot once its parent has)."""
 
     name = "local"
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
         self.workers = max(1, int(workers or os.cpu_count() or 1))
         if self.workers <= 1:
             self._pool: Any = _Inline()
         else:
             import multiprocessing as mp
 
-            ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+            method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else None)
+            ctx = mp.get_context(method) if method else None
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_die_with_parent,
                                              initargs=(os.getpid(),))
 
@@ -208,9 +210,10 @@ class DaskExecutor:
             self._cluster.close()
 
 
-def make_executor(kind: str, workers: int | None = None, scheduler: str | None = None) -> Executor:
-    """``"local"`` or ``"dask"``; ``scheduler`` only with ``"dask"``."""
+def make_executor(kind: str, workers: int | None = None, scheduler: str | None = None,
+                  start_method: str | None = None) -> Executor:
+    """``"local"`` or ``"dask"``; ``scheduler`` only with ``"dask"``; ``start_method`` only for local pools."""
     require(kind, scheduler)
     if kind == "dask":
         return DaskExecutor(workers, scheduler)
-    return LocalExecutor(workers)
+    return LocalExecutor(workers, start_method)

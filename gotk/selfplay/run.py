@@ -51,6 +51,7 @@ class SelfPlayOptions:
     scheduler: str | None = None
     seed: int = 0
     threads: int | None = None  # torch threads per worker (default: cores / workers)
+    device: str = "auto"  # cpu, cuda, cuda:N or auto (CUDA when torch sees a GPU); bf16 autocast on CUDA
 
     def validate(self) -> SelfPlayOptions:
         if not 1 <= self.games <= 10_000_000:
@@ -60,6 +61,12 @@ class SelfPlayOptions:
         if self.workers < 1:
             raise SelfPlayError(f"--workers must be >= 1, not {self.workers}")
         self.config.validate()
+        from gotk.train.config import resolve_device
+
+        try:
+            self.device = str(resolve_device(self.device))
+        except ValueError as e:
+            raise SelfPlayError(str(e)) from None
         return self
 
 
@@ -70,25 +77,28 @@ def _chunk_name(chunk: int) -> str:
 _AGENTS: dict[str, object] = {}
 
 
-def _load(agent_path: str):
-    """The agent of a worker process (loaded once per process and file)."""
+def _load(agent_path: str, device: str = "cpu"):
+    """The agent of a worker process (loaded once per process, file and device); bf16 autocast on CUDA."""
     from gotk.nets.agent import load_agent
 
-    if agent_path not in _AGENTS:
+    key = f"{agent_path}@{device}"
+    if key not in _AGENTS:
         _AGENTS.clear()
-        _AGENTS[agent_path] = load_agent(agent_path)
-    return _AGENTS[agent_path]
+        agent = load_agent(agent_path, device=device)
+        agent.amp = agent.device.type == "cuda"
+        _AGENTS[key] = agent
+    return _AGENTS[key]
 
 
 def play_chunk(agent_path: str, config: dict, out: str, chunk: int, first: int, count: int, seed: int,
-               threads: int | None, generator: dict) -> dict:
+               threads: int | None, generator: dict, device: str = "cpu") -> dict:
     """Play games ``first .. first+count-1`` together and write the chunk's files; returns its done-record. A
     work unit: top-level, arguments plain, so that any executor (process pool, Dask) can run it."""
     import torch
 
     if threads:
         torch.set_num_threads(threads)
-    agent = _load(agent_path)
+    agent = _load(agent_path, device)
     cfg = SelfPlayConfig(**config)
     batch = SelfPlayBatch(agent, cfg, [(first + i, seed) for i in range(count)], seed=seed * 1_000_003 + chunk)
     games = batch.run()
@@ -263,11 +273,11 @@ class SelfPlayRun:
                      "seed": opts.seed}
         cfg = asdict(opts.config)
         if todo:
-            executor = make_executor(opts.executor, opts.workers if opts.executor == "local" else opts.workers,
-                                     opts.scheduler)
+            spawn = opts.device.startswith("cuda") and opts.executor == "local" and opts.workers > 1
+            executor = make_executor(opts.executor, opts.workers, opts.scheduler, "spawn" if spawn else None)
             try:
                 futures = [executor.submit(play_chunk, str(self.agent_file), cfg, str(self.out.resolve()),
-                                           c, first, count, opts.seed, threads, generator)
+                                           c, first, count, opts.seed, threads, generator, opts.device)
                            for c, first, count in todo]
                 for f in futures:
                     rec = f.result()
@@ -280,6 +290,7 @@ class SelfPlayRun:
         ordered = [records[c] for c in sorted(records)]
         self._assemble(ordered)
         report = summarize(ordered, wall, reused, [records[c] for c, _, _ in todo])
+        report["device"] = opts.device
         with atomic_path(self.out / REPORT_NAME) as tmp:
             Path(tmp).write_text(json.dumps(report, indent=2) + "\n")
         return report

@@ -72,6 +72,7 @@ class ZeroOptions:
     eval_every: int = 1  # evaluate against the anchors every this many generations (and the last one)
     aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
     threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
+    device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
     eval_visits: int = 32
     gnugo_levels: tuple[int, ...] = (1,)
     gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
@@ -92,6 +93,12 @@ class ZeroOptions:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
+        from gotk.train.config import resolve_device
+
+        try:
+            resolve_device(self.device)
+        except ValueError as e:
+            raise ZeroError(str(e)) from None
         return self
 
     def record(self) -> dict:
@@ -99,6 +106,7 @@ class ZeroOptions:
         d.pop("hours")
         d.pop("generations")
         d.pop("threads")
+        d.pop("device")
         d["gnugo_levels"] = list(self.gnugo_levels)
         return d
 
@@ -245,7 +253,7 @@ class ZeroRun:
         log(f"generation {g}: self-play, {o.games} games")
         return selfplay(SelfPlayOptions(agent=str(self.agent_path(g)), out=str(out), games=o.games,
                                         config=o.selfplay, chunk_games=o.chunk_games, workers=o.workers,
-                                        seed=o.seed * 100_003 + g, threads=o.threads))
+                                        seed=o.seed * 100_003 + g, threads=o.threads, device=o.device))
 
     def window_dataset(self, g: int) -> Path:
         """``gen-g/window``: a dataset over the self-play shards of generations ``g - window + 1 .. g``."""
@@ -300,7 +308,7 @@ class ZeroRun:
                           lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
                           checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
                           init_agent=str(prev), tensorboard=False, schedule="none", max_val_positions=4096,
-                          threads=o.threads, **({} if o.aux_targets else NO_AUX))
+                          threads=o.threads, device=o.device, **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
         val = {f"val_{k}": v for k, v in (result.get("val") or {}).items()
