@@ -31,6 +31,12 @@ step still runs; the exit status is 1 when any step failed):
 6. ``selfplay_workers`` (only when named in ``--steps``: about 2 more minutes): ``gotk selfplay --device`` through
    its command line with the last self-play model, one process and then ``--selfplay-workers`` (8) processes
    sharing the GPU, each playing ``--selfplay-games`` games together for ``--workers-moves`` (16) moves.
+7. ``gnugo`` (only when named in ``--steps``): the trained agent against GNU Go level 10, ``gotk match``
+   processes of one game each on the host's cores for ``--match-minutes`` (4); the finished games' wins, Wilson
+   interval and colours, and ``gnugo-match.json`` for ``gotk elo``.
+
+``--head both`` (with ``--value-weight``, ``--positions-per-game`` and ``--encoder-option player_plane=true``)
+trains both heads; the evaluate step then adds the test value MSE and the komi/handicap baseline.
 
 ``--tiny`` runs the same code on CPU in under a minute (a few built-in games, a 1x8 resnet for a few steps,
 4 self-play games): a check that the script works, not a result. ``tests/test_gpu_check.py`` runs it.
@@ -46,6 +52,7 @@ import argparse
 import collections
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,8 +66,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # run as a script: make ``bench`` and ``gotk`` importable
     sys.path.insert(0, str(REPO_ROOT))
 
-STEPS = ("encode", "train", "evaluate", "throughput", "selfplay", "selfplay_workers")
-DEFAULT_STEPS = STEPS[:5]  # selfplay_workers is asked for by name (--steps): it adds about 2 minutes
+STEPS = ("encode", "train", "evaluate", "throughput", "selfplay", "selfplay_workers", "gnugo")
+DEFAULT_STEPS = STEPS[:5]  # selfplay_workers and gnugo are asked for by name (--steps): minutes each
+# gotk match's search for the gnugo step: the constants measured best for the shipped agents (docs/recipes.md)
+MATCH_SEARCH = ["--batch", "1", "--c-puct", "1.6", "--fpu", "0.5", "--lcb", "0.1"]
 REPORT_NAME = "gpu_check.json"
 TINY_GAMES = (8, 3)  # tiny mode without --kgs: train/val games from the built-in 2017-01, test games from 2017-02
 
@@ -154,8 +163,10 @@ def step_encode(args, ctx: dict) -> dict:
         raise FileNotFoundError(f"no archives in {folder}")
     test_from = [args.test_from] if args.test_from else [bench_train.TEST_GLOB if not (args.tiny and args.kgs is None)
                                                          else "*tiny-test*"]
-    data = args.work / f"data-{args.encoder}{'-tiny' if args.tiny else ''}"
-    opts = EncodeOptions(encoder=args.encoder, split=bench_train.SPLIT, test_from=test_from)
+    tag = "".join(f"-{k}={v}" for k, v in sorted(args.encoder_options.items()))
+    data = args.work / f"data-{args.encoder}{tag}{'-tiny' if args.tiny else ''}"
+    opts = EncodeOptions(encoder=args.encoder, encoder_options=args.encoder_options, split=bench_train.SPLIT,
+                         test_from=test_from)
     workers = args.encode_workers or os.cpu_count() or 1
     m = encode_dataset([str(p) for p in archives], data, opts, workers=workers, resume=True, progress=False)
     ctx["data"] = data
@@ -164,7 +175,8 @@ def step_encode(args, ctx: dict) -> dict:
     if not splits.get("test", {}).get("rows"):
         raise RuntimeError(f"no test rows: no archive of {folder} matches --test-from {test_from}")
     return {"kgs": str(folder), "archives": [p.name for p in archives], "test_from": test_from,
-            "encoder": args.encoder, "workers": workers, "data": str(data), "splits": splits, "rows": m["rows"],
+            "encoder": args.encoder, "encoder_options": args.encoder_options,
+            "workers": workers, "data": str(data), "splits": splits, "rows": m["rows"],
             "already_complete": bool(run.get("already_complete")), "encode_wall_s": run.get("wall_s"),
             "positions_per_s": run.get("positions_per_s"), "games_per_s": run.get("games_per_s")}
 
@@ -211,6 +223,12 @@ def step_train(args, ctx: dict) -> dict:
            "--max-val-positions", str(args.max_val_positions), "--warmup-steps", str(r.warmup_steps)]
     if args.train_steps:
         cmd += ["--max-steps", str(args.train_steps)]
+    if args.head:
+        cmd += ["--head", args.head]
+    if args.value_weight is not None:
+        cmd += ["--value-weight", f"{args.value_weight:g}"]
+    if args.positions_per_game is not None:
+        cmd += ["--positions-per-game", str(args.positions_per_game)]
     t = time.perf_counter()
     run_logged(cmd)
     wall = time.perf_counter() - t
@@ -222,10 +240,12 @@ def step_train(args, ctx: dict) -> dict:
     steps = [x for x in recs if x.get("kind") == "step"]
     epochs = [x for x in recs if x.get("kind") == "epoch"]
     last = epochs[-1] if epochs else {}
-    return {"settings": vars(r), "train_minutes": args.train_minutes, "wall_s": round(wall, 1),
+    heads = {"head": args.head, "value_weight": args.value_weight, "positions_per_game": args.positions_per_game}
+    return {"settings": {**vars(r), **heads}, "train_minutes": args.train_minutes, "wall_s": round(wall, 1),
             "steps": steps[-1]["step"] if steps else None,
             "samples_seen": steps[-1]["step"] * r.batch_size if steps else None,
-            "val_top1": last.get("val_top1"), "val_top5": last.get("val_top5"), "run": str(run),
+            "val_top1": last.get("val_top1"), "val_top5": last.get("val_top5"),
+            "val_value_mse": last.get("val_value_mse"), "run": str(run),
             "agent": str(ctx["agent"])}
 
 
@@ -240,9 +260,15 @@ def step_evaluate(args, ctx: dict) -> dict:
     r = evaluate(agent, ctx["data"], "test", max_positions=args.eval_positions, batch_size=args.eval_batch)
     if not r.get("positions"):
         raise RuntimeError("the test split has no positions")
-    return {"split": "test", "amp": agent.amp, **{k: r.get(k) for k in ("positions", "top1", "top5", "nll")},
-            "eval_seconds": r.get("seconds"),
-            "positions_per_s": round(r["positions"] / r["seconds"], 1) if r.get("seconds") else None}
+    out = {"split": "test", "amp": agent.amp, **{k: r.get(k) for k in ("positions", "top1", "top5", "nll")},
+           "eval_seconds": r.get("seconds"),
+           "positions_per_s": round(r["positions"] / r["seconds"], 1) if r.get("seconds") else None}
+    if agent.has_value:  # the value head against the komi/handicap baseline, on the games with a result
+        base = r.get("baselines", {}).get("value", {}).get("komi_handicap", {})
+        late = r.get("by_phase", {}).get("151+", {})
+        out.update({k: r.get(k) for k in ("value_positions", "value_mse", "value_sign_accuracy")},
+                   komi_handicap_mse=base.get("value_mse"), value_mse_after_150=late.get("value_mse"))
+    return out
 
 
 def step_throughput(args, ctx: dict) -> dict:
@@ -359,8 +385,105 @@ def step_selfplay_workers(args, ctx: dict) -> dict:
     return {"runs": runs, "speedup": round(speedup, 2) if speedup else None}
 
 
+def gnugo_command(args) -> list[str]:
+    """GNU Go's GTP command line: ``--gnugo``, else ``gnugo`` on the PATH, else Debian's ``/usr/games/gnugo``;
+    raises when it does not start (a copied binary may need ``LD_LIBRARY_PATH`` for its libraries)."""
+    engine = args.gnugo or shutil.which("gnugo") or "/usr/games/gnugo"
+    try:
+        r = subprocess.run([engine, "--version"], capture_output=True, text=True, timeout=30)
+    except OSError as e:
+        raise FileNotFoundError(f"GNU Go does not start ({engine}: {e}): give --gnugo PATH") from None
+    if r.returncode != 0:
+        raise RuntimeError(f"{engine} --version: exit status {r.returncode}: {(r.stderr or r.stdout)[-300:]}")
+    return [engine, "--mode", "gtp", "--level", str(args.gnugo_level), "--chinese-rules"]
+
+
+def step_gnugo(args, ctx: dict) -> dict:
+    """The trained agent against GNU Go on the host's cores for ``--match-minutes``: ``gotk match`` processes of one
+    game each (``--match-processes`` at a time, the agent's colour alternating from game to game), the agent on
+    one CPU thread with bf16 autocast, searching ``--match-visits`` or ``--match-seconds`` a move. A new game starts
+    only while the time left exceeds the mean finished game's; games still running at the end are stopped and
+    reported as ``cut``, not counted. The finished games also go to ``gnugo-match.json`` (a ``gotk match --json``
+    report that ``gotk elo`` reads) and their SGF records to ``gnugo-games/``."""
+    from gotk.play.results import wilson_interval
+
+    if "agent" not in ctx:
+        raise RuntimeError("no trained agent (the train step failed)")
+    engine = gnugo_command(args)
+    procs = args.match_processes or max(1, (os.cpu_count() or 2) - 2)
+    games_dir = args.out / "gnugo-games"
+    shutil.rmtree(games_dir, ignore_errors=True)
+    games_dir.mkdir(parents=True)
+    start = time.perf_counter()
+    deadline = start + args.match_minutes * 60
+    running: dict[int, tuple[subprocess.Popen, float]] = {}
+    per_game: list[dict] = []
+    walls: list[float] = []
+    failed: list[str] = []
+    number = 0
+
+    def launch() -> None:
+        nonlocal number
+        number += 1
+        cmd = [sys.executable, "-m", "gotk", "match", "--agent", str(ctx["agent"]), "--opponent", shlex.join(engine),
+               "--games", "1", "--agent-first", "black" if number % 2 else "white", "--size", "19", "--komi", "7.5",
+               "--max-moves", str(args.match_max_moves), "--timeout", f"{args.match_timeout:g}", "--threads", "1",
+               "--bf16", "--visits", str(args.match_visits), *MATCH_SEARCH, "--seed", str(number),
+               "--sgf-out", str(games_dir / f"game-{number:03d}"), "--json"]
+        if args.match_seconds:
+            cmd += ["--seconds", f"{args.match_seconds:g}"]
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        running[number] = (proc, time.perf_counter())
+
+    for _ in range(procs):
+        launch()
+    while running:
+        time.sleep(0.2)
+        now = time.perf_counter()
+        for n, (proc, t) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[n]
+            out, err = proc.communicate()
+            if proc.returncode != 0:
+                failed.append(f"game {n}: exit status {proc.returncode}: {err.strip()[-300:]}")
+                continue
+            game = json.loads(out)["per_game"][0]
+            per_game.append({**game, "game": n, "wall_s": round(now - t, 1)})
+            walls.append(now - t)
+            if deadline - now > sum(walls) / len(walls):
+                launch()
+        if now > deadline:
+            for proc, _ in running.values():
+                proc.kill()
+                proc.communicate()
+            break
+    cut = len(running)
+    if failed and not per_game:
+        raise RuntimeError("; ".join(failed[:3]))
+    per_game.sort(key=lambda g: g["game"])
+    decided = [g for g in per_game if g["winner"] is not None]
+    wins = sum(g["winner"] == g["agent_colour"] for g in per_game)
+    lo, hi = wilson_interval(wins, len(decided)) if decided else (None, None)
+    by_colour = {c: {"games": sum(g["agent_colour"] == c for g in per_game),
+                     "wins": sum(g["winner"] == g["agent_colour"] == c for g in per_game)} for c in "BW"}
+    opponent = f"gnugo-{args.gnugo_level}"
+    report = {"agent": "gpu-check-agent", "opponent": opponent, "size": 19, "komi": 7.5, "games": len(per_game),
+              "wins": wins, "losses": len(decided) - wins, "draws": len(per_game) - len(decided),
+              "per_game": per_game}
+    (args.out / "gnugo-match.json").write_text(json.dumps(report, indent=1) + "\n")
+    return {"opponent": shlex.join(engine), "processes": procs, "visits": args.match_visits,
+            "seconds_per_move": args.match_seconds, "search": " ".join(MATCH_SEARCH), "games": len(per_game),
+            "wins": wins, "win_rate": round(wins / len(decided), 4) if decided else None,
+            "ci95": [round(lo, 4), round(hi, 4)] if decided else None, "by_colour": by_colour, "cut": cut,
+            "failed": failed, "mean_game_s": round(sum(walls) / len(walls), 1) if walls else None,
+            "mean_moves": round(sum(g["moves"] for g in per_game) / len(per_game), 1) if per_game else None,
+            "report": str(args.out / "gnugo-match.json")}
+
+
 STEP_FUNCS = {"encode": step_encode, "train": step_train, "evaluate": step_evaluate,
-              "throughput": step_throughput, "selfplay": step_selfplay, "selfplay_workers": step_selfplay_workers}
+              "throughput": step_throughput, "selfplay": step_selfplay, "selfplay_workers": step_selfplay_workers,
+              "gnugo": step_gnugo}
 
 
 # --- driver --------------------------------------------------------------------------------------
@@ -392,7 +515,9 @@ def summary(report: dict) -> str:
          + (", reused" if e["already_complete"] else f", {e['positions_per_s']:,.0f} positions/s"))
     line("train", lambda e: f"{e['steps']} steps in {e['wall_s']:.0f} s, val top-1 {e['val_top1']}")
     line("evaluate", lambda e: f"test top-1 {100 * e['top1']:.2f}%, top-5 {100 * e['top5']:.2f}% on "
-         f"{e['positions']:,} positions")
+         f"{e['positions']:,} positions"
+         + (f"; value MSE {e['value_mse']:.4f} (komi/handicap {e['komi_handicap_mse']:.4f})"
+            if e.get("value_mse") is not None and e.get("komi_handicap_mse") is not None else ""))
     line("throughput", lambda e: f"{e['samples_per_s']:,.0f} samples/s x {e['train_flops_per_sample'] / 1e9:.3f} "
          f"GFLOP = {e['achieved_tflops']:.3f} TFLOP/s; peak share "
          + ("n/a (device not in the peak table)" if e["peak_share"] is None else f"{100 * e['peak_share']:.2f}%"))
@@ -403,6 +528,8 @@ def summary(report: dict) -> str:
     line("selfplay_workers", lambda e: "; ".join(f"{r['workers']} process(es): {r['positions_per_s']:,.0f} positions/s"
                                                  for r in e["runs"])
          + (f" ({e['speedup']}x)" if e["speedup"] else ""))
+    line("gnugo", lambda e: f"{e['wins']} wins of {e['games']} against {e['opponent']} (95% {e['ci95']}), "
+         f"{e['cut']} cut, mean game {e['mean_game_s']} s")
     return "\n".join(lines)
 
 
@@ -444,6 +571,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     "self-play step stops starting models past it.")
     ap.add_argument("--steps", default=",".join(DEFAULT_STEPS), help=f"Steps to run, of {','.join(STEPS)} "
                     f"(default: {','.join(DEFAULT_STEPS)}).")
+    ap.add_argument("--head", default=None, help="gotk train --head (default: recipe (b)'s policy head; both: "
+                    "the evaluate step adds the test value MSE).")
+    ap.add_argument("--value-weight", type=float, default=None, help="gotk train --value-weight.")
+    ap.add_argument("--positions-per-game", type=int, default=None, help="gotk train --positions-per-game.")
+    ap.add_argument("--encoder-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="Encoder option (repeatable), e.g. player_plane=true for a value head.")
+    ap.add_argument("--gnugo", default=None, help="gnugo: GNU Go's binary (default: gnugo on the PATH, else "
+                    "/usr/games/gnugo).")
+    ap.add_argument("--gnugo-level", type=int, default=None, help="gnugo: GNU Go's level (default: 10; --tiny: 1).")
+    ap.add_argument("--match-timeout", type=float, default=None, help="gnugo: seconds GNU Go may take a command "
+                    "(default: 120; --tiny: 5, as its final_score of an unfinished 19x19 game takes minutes: gotk "
+                    "scores the game then).")
+    ap.add_argument("--match-processes", type=int, default=None, help="gnugo: games at a time (default: cores - 2).")
+    ap.add_argument("--match-minutes", type=float, default=None, help="gnugo: the step's time (default: 4).")
+    ap.add_argument("--match-visits", type=int, default=None, help="gnugo: the agent's visits a move (default: "
+                    "800; 0: the policy alone).")
+    ap.add_argument("--match-seconds", type=float, default=None, help="gnugo: the agent's seconds a move, whichever "
+                    "of visits and seconds comes first (default: 1; 0: no limit).")
+    ap.add_argument("--match-max-moves", type=int, default=None, help="gnugo: moves before a game is scored "
+                    "(default: 400).")
     ap.add_argument("--tiny", action="store_true", help="A few games and steps on CPU: a check of the script.")
     args = ap.parse_args(argv)
     tiny = args.tiny
@@ -453,7 +600,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "selfplay_models": "1x8" if tiny else "6x64,10x128", "selfplay_games": 4 if tiny else 256,
         "simulations": 4 if tiny else 64, "max_moves": 4 if tiny else 60, "selfplay_seconds": 10 if tiny else 30,
         "budget_minutes": 1.0 if tiny else 8.0, "selfplay_workers": 2 if tiny else 8,
-        "workers_moves": 3 if tiny else 16,
+        "workers_moves": 3 if tiny else 16, "match_processes": 2 if tiny else None,
+        "match_minutes": 1.0 if tiny else 4.0, "match_visits": 2 if tiny else 800,
+        "match_seconds": 0.0 if tiny else 1.0, "match_max_moves": 6 if tiny else 400,
+        "gnugo_level": 1 if tiny else 10, "match_timeout": 5.0 if tiny else 120.0,
         "work": REPO_ROOT / "runs" / ("gpu-check-tiny" if tiny else "gpu-check"),
         "out": Path(os.environ["OUT"]) if os.environ.get("OUT") else Path("gpu-check"),
     }
@@ -468,6 +618,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         from bench.train import ENCODER
 
         args.encoder = ENCODER
+    from typer import BadParameter
+
+    from gotk.cli.common import parse_key_values
+
+    try:
+        args.encoder_options = parse_key_values(args.encoder_option)
+    except BadParameter as e:
+        ap.error(e.format_message())
     args.steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in args.steps if s not in STEPS]
     if unknown:

@@ -11,6 +11,9 @@ import pytest
 
 from bench import gpu_check
 
+GNUGO = Path("/usr/games/gnugo")
+NO_GNUGO = [s for s in gpu_check.STEPS if s != "gnugo"]  # the gnugo step has a test of its own
+
 
 @pytest.fixture(scope="module")
 def tiny_kgs(tmp_path_factory, sample_archive) -> Path:
@@ -34,11 +37,11 @@ def test_gpu_check_tiny(tiny_kgs: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     rc = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(out),
                          "--work", str(tmp_path / "work"), "--encode-workers", "1",
-                         "--steps", ",".join(gpu_check.STEPS)])
+                         "--steps", ",".join(NO_GNUGO)])
     report = json.loads((out / "gpu_check.json").read_text())
     assert rc == 0, {k: v.get("error") for k, v in report["steps"].items()}
     steps = report["steps"]
-    assert list(steps) == list(gpu_check.STEPS) and report["ok"] is True
+    assert list(steps) == NO_GNUGO and report["ok"] is True
     assert all(s["ok"] and s["seconds"] >= 0 for s in steps.values())
 
     enc = steps["encode"]
@@ -73,6 +76,53 @@ def test_gpu_check_tiny(tiny_kgs: Path, tmp_path: Path) -> None:
     agent = load_agent(out / "agent.gotk")
     assert agent.board_size == 19 and agent.meta["model"]["name"] == "resnet"
     assert (out / "train-metrics.jsonl").is_file()
+
+
+@pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
+def test_gpu_check_tiny_value_head_and_gnugo(tiny_kgs: Path, tmp_path: Path) -> None:
+    """Both heads on planes with the colour to move: the evaluate step reports the test value MSE beside the
+    komi/handicap baseline; the gnugo step plays the trained agent against the real GNU Go, colours alternating,
+    and writes a report that ``gotk elo`` reads."""
+    from gotk.play.elo import read_match_reports
+
+    out = tmp_path / "out"
+    rc = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(out),
+                         "--work", str(tmp_path / "work"), "--encode-workers", "1", "--head", "both",
+                         "--value-weight", "2", "--positions-per-game", "4", "--encoder-option", "player_plane=true",
+                         "--match-processes", "2", "--match-minutes", "0.3", "--steps", "encode,train,evaluate,gnugo"])
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert rc == 0, {k: v.get("error") for k, v in report["steps"].items()}
+    steps = report["steps"]
+    assert steps["encode"]["encoder_options"] == {"player_plane": True}
+    assert Path(steps["encode"]["data"]).name == "data-alphago-player_plane=True-tiny"
+    s = steps["train"]["settings"]
+    assert (s["head"], s["value_weight"], s["positions_per_game"]) == ("both", 2.0, 4)
+    assert "val_value_mse" in steps["train"]  # None here: the tiny archives leave no validation games
+    ev = steps["evaluate"]
+    assert 0 < ev["value_positions"] <= ev["positions"] and 0.0 <= ev["value_mse"] <= 4.0
+    assert 0.0 <= ev["komi_handicap_mse"] <= 4.0 and 0.0 <= ev["value_sign_accuracy"] <= 1.0
+
+    g = steps["gnugo"]
+    assert g["opponent"].endswith("--mode gtp --level 1 --chinese-rules") and g["processes"] == 2
+    assert g["games"] >= 2 and not g["failed"]
+    games = json.loads((out / "gnugo-match.json").read_text())["per_game"]
+    assert [x["game"] for x in games] == list(range(1, len(games) + 1))  # no game was cut in a tiny run
+    assert [x["agent_colour"] for x in games] == ["B", "W"] * (len(games) // 2) + ["B"] * (len(games) % 2)
+    assert all(x["moves"] <= 6 and Path(x["sgf"]).is_file() for x in games)
+    assert g["wins"] == sum(x["winner"] == x["agent_colour"] for x in games)
+    assert g["by_colour"]["B"]["games"] + g["by_colour"]["W"]["games"] == g["games"]
+    pairs = read_match_reports([out / "gnugo-match.json"])  # (black, white, black's score) of each decided game
+    assert len(pairs) == sum(x["winner"] is not None for x in games)
+    for (black, white, score), x in zip(pairs, [x for x in games if x["winner"] is not None], strict=True):
+        assert (black, white) == (("gpu-check-agent", "gnugo-1") if x["agent_colour"] == "B"
+                                  else ("gnugo-1", "gpu-check-agent"))
+        assert score == (1.0 if x["winner"] == "B" else 0.0)
+
+    bad = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(tmp_path / "bad"),
+                          "--work", str(tmp_path / "work"), "--encode-workers", "1", "--gnugo",
+                          str(tmp_path / "no-gnugo"), "--steps", "encode,train,gnugo"])
+    err = json.loads((tmp_path / "bad" / "gpu_check.json").read_text())["steps"]["gnugo"]["error"]
+    assert bad == 1 and "GNU Go does not start" in err and "--gnugo PATH" in err
 
 
 def test_a_failing_step_is_recorded_and_the_next_runs(tmp_path: Path) -> None:

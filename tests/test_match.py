@@ -103,6 +103,26 @@ def test_cli_match_json_with_agent_file(tmp_path: Path) -> None:
     assert "game" in proc.stderr and "max_moves" in proc.stderr  # the live table goes to stderr with --json
 
 
+def test_cli_match_agent_first_white(tmp_path: Path) -> None:
+    """``--agent-first white``: the agent takes white in game 1 and colours alternate from there (split runs of
+    one match start on both colours); the records name the agent on its own side."""
+    out = tmp_path / "games"
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--seed", "2", "--opponent",
+           shlex.join(RANDOM_ENGINE), "--games", "3", "--size", "5", "--max-moves", "12", "--agent-first", "white",
+           "--sgf-out", str(out), "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert [g["agent_colour"] for g in d["per_game"]] == ["W", "B", "W"]
+    for g in d["per_game"]:
+        root = sgf.Sgf_game.from_bytes(Path(g["sgf"]).read_bytes()).get_root()
+        mine = root.get("PW" if g["agent_colour"] == "W" else "PB")
+        assert mine == d["agent"] and root.get("PB" if g["agent_colour"] == "W" else "PW") == d["opponent"]
+    bad = subprocess.run([*cmd[:-3], "--agent-first", "red"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert bad.returncode == 2 and "--agent-first must be black or white, not 'red'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 @pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
 def test_match_against_gnugo(tmp_path: Path) -> None:
     cfg = MatchConfig(size=9, komi=7.5, games=2, max_moves=30, timeout=60, sgf_out=tmp_path)

@@ -38,7 +38,9 @@ def match_cmd(
     opponent: str = typer.Option(..., "--opponent", help='GTP engine command line, e.g. "/usr/games/gnugo --mode '
                                  'gtp --level 10" or "python -m gotk gtp --random".'),
     agent: str = typer.Option(..., "--agent", help="Agent package (agent.gotk), or 'random' (the random player)."),
-    games: int = typer.Option(2, help="Games to play (colours alternate, the agent is black first)."),
+    games: int = typer.Option(2, help="Games to play (colours alternate, the agent is --agent-first in game 1)."),
+    agent_first: str = typer.Option("black", "--agent-first", help="The agent's colour in game 1: black or white "
+                                    "(split runs of one match start on both colours)."),
     size: int = typer.Option(None, help="Board size (default: the agent's, else 19)."),
     komi: float = typer.Option(7.5),
     max_moves: int = typer.Option(None, "--max-moves", help="Stop and score a game after this many moves "
@@ -51,6 +53,7 @@ def match_cmd(
     player: PlayerOptions,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
+    from gotk.game.state import BLACK, WHITE
     from gotk.play.match import Match, MatchConfig, OpponentUnavailable, match_report
     from gotk.play.results import summarize
 
@@ -61,6 +64,9 @@ def match_cmd(
         _fail("--games must be >= 1")
     if max_moves is not None and max_moves < 1:
         _fail("--max-moves must be >= 1")
+    first = {"black": BLACK, "b": BLACK, "white": WHITE, "w": WHITE}.get(agent_first.lower())
+    if first is None:
+        _fail(f"--agent-first must be black or white, not {agent_first!r}")
     agent_player = player.make_player(agent, seed)
     _check_size(agent_player, size)
     size = size or getattr(agent_player, "board_size", None) or 19
@@ -74,7 +80,8 @@ def match_cmd(
         emit(f"{r.game:>4}  {r.agent_colour:<5}  {r.result:<8}  {r.moves:>5}  {r.reason:<22}  {r.seconds:>6.1f}  "
              f"{r.sgf or '-'}")
 
-    cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=timeout, sgf_out=sgf_out)
+    cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=timeout, sgf_out=sgf_out,
+                      agent_first=first)
     match = Match(agent_player, argv, cfg, on_game=on_game)
     try:
         results = match.run()

@@ -46,6 +46,7 @@ class MatchConfig:
     max_moves: int | None = None  # default: 2 * size * size
     timeout: float = 30.0
     sgf_out: Path | None = None
+    agent_first: int = BLACK  # the agent's colour in game 1; colours alternate from there
 
 
 class Match:
@@ -92,7 +93,8 @@ class Match:
     def run(self) -> list[GameResult]:
         try:
             for i in range(self.cfg.games):
-                res = self.play_game(i + 1, BLACK if i % 2 == 0 else WHITE)
+                first = self.cfg.agent_first
+                res = self.play_game(i + 1, first if i % 2 == 0 else 3 - first)
                 self.results.append(res)
                 if self.on_game:
                     self.on_game(res)
