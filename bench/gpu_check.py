@@ -54,6 +54,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -401,7 +402,8 @@ def gnugo_command(args) -> list[str]:
 def step_gnugo(args, ctx: dict) -> dict:
     """The trained agent against GNU Go on the host's cores for ``--match-minutes``: ``gotk match`` processes of one
     game each (``--match-processes`` at a time, the agent's colour alternating from game to game), the agent on
-    one CPU thread with bf16 autocast, searching ``--match-visits`` or ``--match-seconds`` a move. A new game starts
+    one CPU thread with bf16 autocast, searching ``--match-visits`` or ``--match-seconds`` a move (an agent
+    without a value head plays its policy alone). A new game starts
     only while the time left exceeds the mean finished game's; games still running at the end are stopped and
     reported as ``cut``, not counted. The finished games also go to ``gnugo-match.json`` (a ``gotk match --json``
     report that ``gotk elo`` reads) and their SGF records to ``gnugo-games/``."""
@@ -409,7 +411,10 @@ def step_gnugo(args, ctx: dict) -> dict:
 
     if "agent" not in ctx:
         raise RuntimeError("no trained agent (the train step failed)")
+    from gotk.nets.agent import load_agent
+
     engine = gnugo_command(args)
+    visits = args.match_visits if load_agent(ctx["agent"]).has_value else 0  # search needs a value head
     procs = args.match_processes or max(1, (os.cpu_count() or 2) - 2)
     games_dir = args.out / "gnugo-games"
     shutil.rmtree(games_dir, ignore_errors=True)
@@ -428,11 +433,12 @@ def step_gnugo(args, ctx: dict) -> dict:
         cmd = [sys.executable, "-m", "gotk", "match", "--agent", str(ctx["agent"]), "--opponent", shlex.join(engine),
                "--games", "1", "--agent-first", "black" if number % 2 else "white", "--size", "19", "--komi", "7.5",
                "--max-moves", str(args.match_max_moves), "--timeout", f"{args.match_timeout:g}", "--threads", "1",
-               "--bf16", "--visits", str(args.match_visits), *MATCH_SEARCH, "--seed", str(number),
+               "--bf16", "--visits", str(visits), "--seed", str(number),
                "--sgf-out", str(games_dir / f"game-{number:03d}"), "--json"]
-        if args.match_seconds:
-            cmd += ["--seconds", f"{args.match_seconds:g}"]
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if visits:
+            cmd += [*MATCH_SEARCH, *(["--seconds", f"{args.match_seconds:g}"] if args.match_seconds else [])]
+        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)  # its own group: a cut game stops GNU Go with it
         running[number] = (proc, time.perf_counter())
 
     for _ in range(procs):
@@ -445,17 +451,20 @@ def step_gnugo(args, ctx: dict) -> dict:
                 continue
             del running[n]
             out, err = proc.communicate()
-            if proc.returncode != 0:
-                failed.append(f"game {n}: exit status {proc.returncode}: {err.strip()[-300:]}")
+            try:
+                if proc.returncode != 0:
+                    raise RuntimeError(f"exit status {proc.returncode}: {err.strip()[-300:]}")
+                game = json.loads(out)["per_game"][0]
+            except (RuntimeError, ValueError, KeyError, IndexError) as e:
+                failed.append(f"game {n}: {e}")
                 continue
-            game = json.loads(out)["per_game"][0]
             per_game.append({**game, "game": n, "wall_s": round(now - t, 1)})
             walls.append(now - t)
             if deadline - now > sum(walls) / len(walls):
                 launch()
         if now > deadline:
-            for proc, _ in running.values():
-                proc.kill()
+            for proc, _ in running.values():  # GNU Go too: in a final_score it would not read its stdin for minutes
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
             break
     cut = len(running)
@@ -472,8 +481,9 @@ def step_gnugo(args, ctx: dict) -> dict:
               "wins": wins, "losses": len(decided) - wins, "draws": len(per_game) - len(decided),
               "per_game": per_game}
     (args.out / "gnugo-match.json").write_text(json.dumps(report, indent=1) + "\n")
-    return {"opponent": shlex.join(engine), "processes": procs, "visits": args.match_visits,
-            "seconds_per_move": args.match_seconds, "search": " ".join(MATCH_SEARCH), "games": len(per_game),
+    return {"opponent": shlex.join(engine), "processes": procs, "visits": visits,
+            "seconds_per_move": args.match_seconds if visits else None,
+            "search": " ".join(MATCH_SEARCH) if visits else "the policy alone (no value head)", "games": len(per_game),
             "wins": wins, "win_rate": round(wins / len(decided), 4) if decided else None,
             "ci95": [round(lo, 4), round(hi, 4)] if decided else None, "by_colour": by_colour, "cut": cut,
             "failed": failed, "mean_game_s": round(sum(walls) / len(walls), 1) if walls else None,

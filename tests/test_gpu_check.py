@@ -4,6 +4,8 @@ the held-out month, throughput, self-play) on a few real games, so that the one 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -12,6 +14,16 @@ import pytest
 from bench import gpu_check
 
 GNUGO = Path("/usr/games/gnugo")
+SLOW_ENGINE = """#!PYTHON
+import sys, time
+if "--version" in sys.argv:
+    print("slowgo 1")
+    sys.exit(0)
+for line in sys.stdin:
+    if line.startswith("genmove"):
+        time.sleep(600)
+    print("= slowgo\\n" if line.startswith("name") else "= \\n", flush=True)
+"""
 NO_GNUGO = [s for s in gpu_check.STEPS if s != "gnugo"]  # the gnugo step has a test of its own
 
 
@@ -104,6 +116,7 @@ def test_gpu_check_tiny_value_head_and_gnugo(tiny_kgs: Path, tmp_path: Path) -> 
 
     g = steps["gnugo"]
     assert g["opponent"].endswith("--mode gtp --level 1 --chinese-rules") and g["processes"] == 2
+    assert g["visits"] == 2 and g["search"] == " ".join(gpu_check.MATCH_SEARCH)
     assert g["games"] >= 2 and not g["failed"]
     games = json.loads((out / "gnugo-match.json").read_text())["per_game"]
     assert [x["game"] for x in games] == list(range(1, len(games) + 1))  # no game was cut in a tiny run
@@ -117,6 +130,20 @@ def test_gpu_check_tiny_value_head_and_gnugo(tiny_kgs: Path, tmp_path: Path) -> 
         assert (black, white) == (("gpu-check-agent", "gnugo-1") if x["agent_colour"] == "B"
                                   else ("gnugo-1", "gpu-check-agent"))
         assert score == (1.0 if x["winner"] == "B" else 0.0)
+
+    slow = tmp_path / "slowgo"  # a GTP engine that never answers genmove and ignores the end of its input
+    slow.write_text(SLOW_ENGINE.replace("PYTHON", sys.executable))
+    slow.chmod(0o755)
+    cut = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(tmp_path / "cut"),
+                          "--work", str(tmp_path / "work"), "--encode-workers", "1", "--match-processes", "2",
+                          "--match-minutes", "0.15", "--match-timeout", "300", "--gnugo", str(slow),
+                          "--steps", "encode,train,gnugo"])
+    g = json.loads((tmp_path / "cut" / "gpu_check.json").read_text())["steps"]["gnugo"]
+    # a policy-only agent plays its policy; both games are cut, and the engine stops with them
+    assert (g["visits"], g["search"]) == (0, "the policy alone (no value head)")
+    assert cut == 0 and (g["games"], g["cut"], g["wins"], g["ci95"]) == (0, 2, 0, None)
+    left = subprocess.run(["pgrep", "-f", str(slow)], capture_output=True)
+    assert left.returncode == 1, left.stdout
 
     bad = gpu_check.main(["--tiny", "--device", "cpu", "--kgs", str(tiny_kgs), "--out", str(tmp_path / "bad"),
                           "--work", str(tmp_path / "work"), "--encode-workers", "1", "--gnugo",
