@@ -403,27 +403,25 @@ def step_gnugo(args, ctx: dict) -> dict:
     """The trained agent against GNU Go on the host's cores for ``--match-minutes``: ``gotk match`` processes of one
     game each (``--match-processes`` at a time, the agent's colour alternating from game to game), the agent on
     one CPU thread with bf16 autocast, searching ``--match-visits`` or ``--match-seconds`` a move (an agent
-    without a value head plays its policy alone). A new game starts
-    only while the time left exceeds the mean finished game's; games still running at the end are stopped and
-    reported as ``cut``, not counted. The finished games also go to ``gnugo-match.json`` (a ``gotk match --json``
-    report that ``gotk elo`` reads) and their SGF records to ``gnugo-games/``."""
-    from gotk.play.results import wilson_interval
+    without a value head plays its policy alone). A new game starts only while the time left exceeds the mean
+    finished game's; games still running at the end are stopped and reported as ``cut``, not counted. The finished
+    games also go to ``gnugo-match.json`` (a ``gotk match --json`` report that ``gotk elo`` reads) and their SGF
+    records to ``gnugo-games/``."""
+    from gotk.nets.agent import load_agent
+    from gotk.play.results import GameResult, summarize
 
     if "agent" not in ctx:
         raise RuntimeError("no trained agent (the train step failed)")
-    from gotk.nets.agent import load_agent
-
     engine = gnugo_command(args)
     visits = args.match_visits if load_agent(ctx["agent"]).has_value else 0  # search needs a value head
     procs = args.match_processes or max(1, (os.cpu_count() or 2) - 2)
     games_dir = args.out / "gnugo-games"
     shutil.rmtree(games_dir, ignore_errors=True)
     games_dir.mkdir(parents=True)
-    start = time.perf_counter()
-    deadline = start + args.match_minutes * 60
+    deadline = time.perf_counter() + args.match_minutes * 60
     running: dict[int, tuple[subprocess.Popen, float]] = {}
-    per_game: list[dict] = []
-    walls: list[float] = []
+    results: list[GameResult] = []
+    walls: dict[int, float] = {}
     failed: list[str] = []
     number = 0
 
@@ -454,40 +452,33 @@ def step_gnugo(args, ctx: dict) -> dict:
             try:
                 if proc.returncode != 0:
                     raise RuntimeError(f"exit status {proc.returncode}: {err.strip()[-300:]}")
-                game = json.loads(out)["per_game"][0]
-            except (RuntimeError, ValueError, KeyError, IndexError) as e:
+                results.append(GameResult(**{**json.loads(out)["per_game"][0], "game": n}))
+            except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as e:
                 failed.append(f"game {n}: {e}")
                 continue
-            per_game.append({**game, "game": n, "wall_s": round(now - t, 1)})
-            walls.append(now - t)
-            if deadline - now > sum(walls) / len(walls):
+            walls[n] = now - t
+            if deadline - now > sum(walls.values()) / len(walls):
                 launch()
         if now > deadline:
             for proc, _ in running.values():  # GNU Go too: in a final_score it would not read its stdin for minutes
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
             break
-    cut = len(running)
-    if failed and not per_game:
+    if failed and not results:
         raise RuntimeError("; ".join(failed[:3]))
-    per_game.sort(key=lambda g: g["game"])
-    decided = [g for g in per_game if g["winner"] is not None]
-    wins = sum(g["winner"] == g["agent_colour"] for g in per_game)
-    lo, hi = wilson_interval(wins, len(decided)) if decided else (None, None)
-    by_colour = {c: {"games": sum(g["agent_colour"] == c for g in per_game),
-                     "wins": sum(g["winner"] == g["agent_colour"] == c for g in per_game)} for c in "BW"}
-    opponent = f"gnugo-{args.gnugo_level}"
-    report = {"agent": "gpu-check-agent", "opponent": opponent, "size": 19, "komi": 7.5, "games": len(per_game),
-              "wins": wins, "losses": len(decided) - wins, "draws": len(per_game) - len(decided),
-              "per_game": per_game}
+    results.sort(key=lambda r: r.game)
+    summary = summarize(results).as_dict()
+    report = {**summary, "agent": "gpu-check-agent", "opponent": f"gnugo-{args.gnugo_level}", "size": 19,
+              "komi": 7.5, "per_game": [{**r.as_dict(), "wall_s": round(walls[r.game], 1)} for r in results]}
     (args.out / "gnugo-match.json").write_text(json.dumps(report, indent=1) + "\n")
     return {"opponent": shlex.join(engine), "processes": procs, "visits": visits,
             "seconds_per_move": args.match_seconds if visits else None,
-            "search": " ".join(MATCH_SEARCH) if visits else "the policy alone (no value head)", "games": len(per_game),
-            "wins": wins, "win_rate": round(wins / len(decided), 4) if decided else None,
-            "ci95": [round(lo, 4), round(hi, 4)] if decided else None, "by_colour": by_colour, "cut": cut,
-            "failed": failed, "mean_game_s": round(sum(walls) / len(walls), 1) if walls else None,
-            "mean_moves": round(sum(g["moves"] for g in per_game) / len(per_game), 1) if per_game else None,
+            "search": " ".join(MATCH_SEARCH) if visits else "the policy alone (no value head)", **summary,
+            "by_colour": {c: {"games": sum(r.agent_colour == c for r in results),
+                              "wins": sum(r.agent_won and r.agent_colour == c for r in results)} for c in "BW"},
+            "cut": len(running), "failed": failed,
+            "mean_game_s": round(sum(walls.values()) / len(walls), 1) if walls else None,
+            "mean_moves": round(sum(r.moves for r in results) / len(results), 1) if results else None,
             "report": str(args.out / "gnugo-match.json")}
 
 

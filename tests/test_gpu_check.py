@@ -141,7 +141,7 @@ def test_gpu_check_tiny_value_head_and_gnugo(tiny_kgs: Path, tmp_path: Path) -> 
     g = json.loads((tmp_path / "cut" / "gpu_check.json").read_text())["steps"]["gnugo"]
     # a policy-only agent plays its policy; both games are cut, and the engine stops with them
     assert (g["visits"], g["search"]) == (0, "the policy alone (no value head)")
-    assert cut == 0 and (g["games"], g["cut"], g["wins"], g["ci95"]) == (0, 2, 0, None)
+    assert cut == 0 and (g["games"], g["cut"], g["wins"], g["ci95"]) == (0, 2, 0, [0.0, 1.0])
     left = subprocess.run(["pgrep", "-f", str(slow)], capture_output=True)
     assert left.returncode == 1, left.stdout
 
