@@ -9,13 +9,17 @@ checkout (each imports its own ``gotk``; numba caches are per checkout), best of
   arrays per game (moves/s; the final position hashes must agree between the sides);
 * ``encoders``: each encoder's ``encode_game`` on 300 games of 2017-03 (positions/s), alphago with and
   without ladders; the SHA-256 of every encoder's planes must agree between the sides;
-* ``search``: PUCT playouts/s of the default 6x64 network (untrained, both heads) at batch 8, one torch thread,
-  200 visits on each of 4 positions of the built-in sample, ``c_puct`` 1.25 and ``fpu`` 0.25 on both sides.
+* ``search``: PUCT playouts/s of the default 6x64 network (untrained, both heads) at batch 1 and 8, one torch
+  thread, 200 visits on each of 4 positions of the built-in sample, ``c_puct`` 1.25, ``fpu`` 0.25 and pass a
+  candidate at every move on both sides; the root's visit counts must agree between the sides;
+* ``selfplay``: 16 games of 9x9 self-play (a random 6x64 ``zero`` network, one torch thread, 60 moves): with every
+  move a full Gumbel search of 32 simulations (positions/s; the moves and policy targets must agree between the
+  sides: the same seeds give the same targets), and with each side's defaults (recorded positions/s).
 
 Usage::
 
     git archive BASE_COMMIT | (mkdir -p BASE_CHECKOUT && tar -x -C BASE_CHECKOUT)
-    python bench/ab.py --baseline BASE_CHECKOUT [--rounds 3] [--repeat 5] [--what sgf,kernel,encoders,search]
+    python bench/ab.py --baseline BASE_CHECKOUT [--rounds 3] [--repeat 5] [--what sgf,kernel,encoders,search,selfplay]
         [--json-out F]
 """
 
@@ -117,8 +121,9 @@ out["_check"] = planes.hexdigest()
 print(json.dumps(out))
 """,
     "search": _LOAD + """
-import tempfile
+import dataclasses, hashlib, tempfile
 from pathlib import Path
+import numpy as np
 import torch
 torch.set_num_threads(1)
 from bench.agent import positions
@@ -132,16 +137,59 @@ path = save_agent(Path(tmp.name) / "a.gotk", build_model("resnet", enc.num_plane
                   {"blocks": 6, "filters": 64}, enc.describe())
 agent = load_agent(path)
 states = positions(4, 23)
-def run():
-    done = 0
-    for state in states:
-        # the same selection constants on both sides (their defaults may differ between checkouts)
-        search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=200, batch=8, c_puct=1.25, fpu=0.25))
-        search.set_position(state)
-        done += search.run(visits=200)
-    return done
-n, t = best(run)
-print(json.dumps({"search, 6x64 batch 8 (playouts/s)": n / t}))
+# the same constants on both sides (their defaults may differ between checkouts), pass offered at every move
+same = {"c_puct": 1.25, "fpu": 0.25}
+if "pass_rule" in {f.name for f in dataclasses.fields(SearchConfig)}:
+    same["pass_rule"] = "always"
+out, check = {}, hashlib.sha256()
+for batch in (1, 8):
+    def run():
+        done = 0
+        for state in states:
+            search = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=200, batch=batch, **same))
+            search.set_position(state)
+            done += search.run(visits=200)
+            kids = search.tree.children(0)
+            check.update(np.asarray(search.tree.N[kids], dtype=np.float64).tobytes())
+        return done
+    n, t = best(run)
+    out[f"search, 6x64 batch {batch} (playouts/s)"] = n / t
+out["_check"] = check.hexdigest()
+print(json.dumps(out))
+""",
+    "selfplay": _LOAD + """
+import dataclasses, hashlib, tempfile
+from pathlib import Path
+import numpy as np
+import torch
+torch.set_num_threads(1)
+from gotk.nets import load_agent
+from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
+from gotk.selfplay.run import new_agent
+tmp = tempfile.TemporaryDirectory()
+agent = load_agent(new_agent(Path(tmp.name) / "z.gotk", 9, "zero", "simple", 0, blocks=6, filters=64))
+fields = {f.name for f in dataclasses.fields(SelfPlayConfig)}
+out = {}
+# the targets: every move a full (fresh, recorded) Gumbel search, no pass floor: the same rules on both sides
+same = {"pass_prior": 0.0} if "pass_prior" in fields else {}
+targets = hashlib.sha256()
+def full():
+    games = SelfPlayBatch(agent, SelfPlayConfig(size=9, visits=32, full_fraction=1.0, max_moves=60, **same),
+                          [(i, 0) for i in range(16)], seed=0).run()
+    for g in games:
+        targets.update(np.asarray(g.moves, dtype=np.int64).tobytes() + g.policy.tobytes())
+    return sum(len(g.move_number) for g in games)
+n, t = best(full)
+out["self-play, Gumbel 32 sims, every move full (positions/s)"] = n / t
+out["_check"] = targets.hexdigest()
+# the defaults of each side (a quarter of the moves full, the rest fast; the fast ones reuse the tree where the
+# checkout does): recorded positions a second
+def defaults():
+    games = SelfPlayBatch(agent, SelfPlayConfig(size=9, max_moves=60), [(i, 0) for i in range(16)], seed=0).run()
+    return sum(len(g.move_number) for g in games)
+n, t = best(defaults)
+out["self-play, the defaults (recorded positions/s)"] = n / t
+print(json.dumps(out))
 """,
 }
 

@@ -23,14 +23,18 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "threads": (["--threads"], 1, "torch CPU threads for inference (0: torch's default)."),
     "value_agent": (["--value-agent"], None, "Agent giving the search's leaf values (same encoder and board size); "
                     "default: the agent's own value head."),
-    "visits": (["--visits"], 0, "PUCT search with this many root visits per move; 0 or 1 plays the policy alone."),
+    "visits": (["--visits"], 0, "Search with this many root visits per move; 0 or 1 plays the policy alone."),
     "seconds": (["--seconds"], None, "Search for this many seconds per move (with --visits: whichever comes "
                 "first)."),
+    "search": (["--search"], None, "The search's root rule: puct (AlphaGo Zero) or gumbel (Gumbel AlphaZero, as "
+               "gotk selfplay trains with it) [the agent's own, else puct]."),
     "batch": (["--batch"], None, "Leaves evaluated per network call (virtual loss) [the agent's own, else 8]."),
     "c_puct": (["--c-puct"], None, "PUCT exploration constant [the agent's own, else 5.0]."),
     "fpu": (["--fpu"], None, "First-play-urgency reduction for unvisited moves [the agent's own, else 0.0]."),
     "lcb": (["--lcb"], None, "0 plays the most visited move; R > 0 the move with the best lower confidence bound on "
             "its value among those with more than R x the most visits (Leela Zero: 0.1) [the agent's own, else 0.0]."),
+    "pass_rule": (["--pass-rule"], None, "answer: pass only when no sensible move is left or to answer a pass; "
+                  "always: pass is a candidate at every move [the agent's own, else answer]."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
     "bf16": (["--bf16"], False, "Run the network under bf16 autocast: faster on CPUs with AVX512-BF16 or AMX and on "
              "GPUs, not bit-exact (BENCHMARKS.md, search speed)."),
@@ -84,12 +88,13 @@ def test_gtp_random_plays_with_the_shared_options():
 def test_search_options_default_to_the_search_defaults():
     """``gotk gtp`` / ``gotk match`` search with :class:`SearchConfig`'s defaults unless told otherwise (or the
     agent says otherwise: below), and the help texts name those defaults."""
-    from gotk.search.puct import SearchConfig
+    from gotk.search.config import SearchConfig
 
     cfg = PlayerOptions().search_config(seed=None)
     default = SearchConfig()
-    assert (cfg.batch, cfg.c_puct, cfg.fpu, cfg.lcb) == (default.batch, default.c_puct, default.fpu, default.lcb)
-    for name in ("batch", "c_puct", "fpu", "lcb"):
+    names = ("search", "batch", "c_puct", "fpu", "lcb", "pass_rule")
+    assert [getattr(cfg, n) for n in names] == [getattr(default, n) for n in names]
+    for name in names:
         assert EXPECTED[name][2].endswith(f"[the agent's own, else {getattr(default, name)}].")
 
 
@@ -115,7 +120,7 @@ def test_an_agents_own_search_constants_apply_unless_given(tmp_path):
 
 
 def test_an_agent_without_search_constants_gets_the_defaults(tmp_path):
-    from gotk.search.puct import SearchConfig
+    from gotk.search.config import SearchConfig
 
     cfg = PlayerOptions(visits=8).make_player(str(_agent_with_search(tmp_path, None)), seed=1).search.cfg
     assert (cfg.batch, cfg.c_puct, cfg.fpu) == (SearchConfig().batch, SearchConfig().c_puct, SearchConfig().fpu)

@@ -208,7 +208,7 @@ def test_tree_reuse_keeps_the_subtree(agent) -> None:
     grand = tree.children(child)
     reply = int(tree.move[grand[np.argmax(tree.N[grand])]])
     grand_n = tree.N[grand].max()
-    size = T.subtree_size(child, tree.first, tree.nchild, tree.status)
+    size = tree.subtree_size(child)
     state.play(move)
     assert player.search.set_position(state) and player.search.root_visits == kept_n
     assert player.search.tree.size == size
@@ -222,7 +222,7 @@ def test_tree_reuse_keeps_the_subtree(agent) -> None:
 def test_t_quantile_matches_closed_forms_and_tables() -> None:
     import math
 
-    from gotk.search.puct import t_quantile
+    from gotk.search.lcb import t_quantile
 
     p = 1 - 1e-5
     assert t_quantile(1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-9)  # Cauchy

@@ -317,8 +317,8 @@ def test_analyse_searches_with_agents_that_have_a_value_head(client, agents) -> 
     """``visits`` runs gotk's PUCT search per agent: the same visits, win rates and principal variations as
     :class:`gotk.search.Search` run directly with the same settings; agents that cannot search say why."""
     from gotk.nets.agent import load_agent
+    from gotk.search import Search, SearchConfig
     from gotk.search.evaluate import NetEvaluator
-    from gotk.search.puct import Search, SearchConfig
     from gotk.serve.agents import build_state
 
     moves = ["D4", "Q16", "C16"]

@@ -46,6 +46,11 @@ def test_killed_run_resumes_with_the_same_generations(tmp_path):
     window = json.loads((whole / "gen-001" / "window" / "manifest.json").read_text())
     files = [e["file"] for s in window["splits"].values() for e in s["shards"]]
     assert any(f.startswith("../../gen-000/") for f in files) and any(f.startswith("../selfplay/") for f in files)
+    # each network carries the search it was trained with, and is evaluated with it at the run's komi
+    meta = read_agent_files(whole / "gen-001" / "candidate.gotk")[0]
+    assert meta["search"]["search"] == "gumbel" and meta["search"]["pass_rule"] == "answer"
+    evaluation = json.loads((whole / "gen-001" / "eval" / "vs-random.json").read_text())
+    assert evaluation["komi"] == 7.5 and evaluation["agent"].startswith("net-")
 
     # the same run killed in generation 1's self-play, then resumed by the same command
     killed = tmp_path / "killed"

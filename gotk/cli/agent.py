@@ -98,11 +98,11 @@ def _search_settings(items: list[str]) -> dict:
             out[key] = None
             continue
         try:
-            out[key] = SEARCH_KEYS[key](text)
+            out[key] = SEARCH_KEYS[key](text.strip())
         except ValueError:
             _fail(f"--search {item!r}: {key} takes {'an integer' if SEARCH_KEYS[key] is int else 'a number'}")
+    from gotk.search.config import SearchConfig
     from gotk.search.evaluate import SearchSetupError
-    from gotk.search.puct import SearchConfig
 
     try:
         SearchConfig(**{k: v for k, v in out.items() if v is not None}).validate()

@@ -39,12 +39,14 @@ class PlayerOptions:
     threads: int = _option(1, help="torch CPU threads for inference (0: torch's default).")
     value_agent: Path | None = _option(None, "--value-agent", help="Agent giving the search's leaf values (same "
                                        "encoder and board size); default: the agent's own value head.")
-    visits: int = _option(0, "--visits", help="PUCT search with this many root visits per move; 0 or 1 plays the "
+    visits: int = _option(0, "--visits", help="Search with this many root visits per move; 0 or 1 plays the "
                           "policy alone.")
     seconds: float | None = _option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
                                     "whichever comes first).")
-    # unset: the agent's own (agent.json "search"), else the search's defaults (gotk.search.puct.SearchConfig;
+    # unset: the agent's own (agent.json "search"), else the search's defaults (gotk.search.config.SearchConfig;
     # tests/test_player_options.py holds the help texts equal to them)
+    search: str | None = _option(None, "--search", help="The search's root rule: puct (AlphaGo Zero) or gumbel "
+                                 "(Gumbel AlphaZero, as gotk selfplay trains with it) [the agent's own, else puct].")
     batch: int | None = _option(None, "--batch", help="Leaves evaluated per network call (virtual loss) "
                                 "[the agent's own, else 8].")
     c_puct: float | None = _option(None, "--c-puct", help="PUCT exploration constant [the agent's own, else 5.0].")
@@ -53,6 +55,9 @@ class PlayerOptions:
     lcb: float | None = _option(None, "--lcb", help="0 plays the most visited move; R > 0 the move with the best "
                                 "lower confidence bound on its value among those with more than R x the most visits "
                                 "(Leela Zero: 0.1) [the agent's own, else 0.0].")
+    pass_rule: str | None = _option(None, "--pass-rule", help="answer: pass only when no sensible move is left or "
+                                    "to answer a pass; always: pass is a candidate at every move [the agent's own, "
+                                    "else answer].")
     resign_min_move: int = _option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
     bf16: bool = _option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
@@ -61,12 +66,13 @@ class PlayerOptions:
     @property
     def given_search_constants(self) -> dict:
         """The search constants given on the command line (the others come from the agent or the defaults)."""
-        return {k: v for k in ("batch", "c_puct", "fpu", "lcb") if (v := getattr(self, k)) is not None}
+        return {k: v for k in ("search", "batch", "c_puct", "fpu", "lcb", "pass_rule")
+                if (v := getattr(self, k)) is not None}
 
     def search_config(self, seed: int | None):
-        """The :class:`gotk.search.puct.SearchConfig` of these options (no resignation under ``--no-resign``);
+        """The :class:`gotk.search.config.SearchConfig` of these options (no resignation under ``--no-resign``);
         constants not given keep the search's defaults (the agent's own replace them in :meth:`make_player`)."""
-        from gotk.search.puct import SearchConfig
+        from gotk.search.config import SearchConfig
 
         return SearchConfig(visits=self.visits, seconds=self.seconds, temperature=self.temperature,
                             resign_threshold=self.resign_threshold if self.resign else None,

@@ -129,7 +129,8 @@ def zero_cmd(
     gate: float = typer.Option(0.55, "--gate"),
     gating_games: int = typer.Option(20, "--gating-games"),
     eval_games: int = typer.Option(10, "--eval-games", help="Games against each anchor per generation (0: none)."),
-    eval_visits: int = typer.Option(32, "--eval-visits", help="Search visits of the networks in evaluation games."),
+    eval_visits: int = typer.Option(None, "--eval-visits", help="Search visits of the networks in evaluation games "
+                                    "(with the search they were trained with) [self-play's --visits]."),
     eval_every: int = typer.Option(1, "--eval-every", help="Play the anchors every this many generations."),
     no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
     threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [cores]."),

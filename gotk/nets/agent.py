@@ -6,7 +6,8 @@ the training data manifest, metrics at save time, and the sha256 plus name/shape
 tensor. An agent with a value head also records ``value_baseline``: the komi/handicap baseline fit on its
 training games (:class:`gotk.train.value_eval.KomiHandicapBaseline`) with the validation MSE of both the
 value head and that baseline (:func:`value_head_warning` compares them). An optional ``search`` object holds the
-search constants the agent plays best with (:data:`SEARCH_KEYS`: ``batch``, ``c_puct``, ``fpu``, ``lcb``), which a
+search settings the agent plays best with (:data:`SEARCH_KEYS`: the root rule ``search`` it was trained with,
+``batch``, ``c_puct``, ``fpu``, ``lcb``, Gumbel's ``considered``, ``c_visit``, ``c_scale``, the ``pass_rule``), which a
 search built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). Loading never
 unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every
 tensor's name and shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
@@ -48,7 +49,9 @@ MAX_TENSORS = 4096
 MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
 BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs-lz.gotk"}  # name -> file in BUILTIN_DIR (docs/recipes.md)
-SEARCH_KEYS = {"batch": int, "c_puct": float, "fpu": float, "lcb": float}  # agent.json "search": what a search takes
+# agent.json "search": what a search takes (gotk.search.config.SearchConfig's fields of these names)
+SEARCH_KEYS: dict[str, type] = {"search": str, "batch": int, "c_puct": float, "fpu": float, "lcb": float,
+                                "considered": int, "c_visit": float, "c_scale": float, "pass_rule": str}
 
 
 class AgentError(GotkError):
@@ -132,12 +135,15 @@ def _validate_meta(meta: object, path) -> dict:
     _require(isinstance(w, dict) and isinstance(w.get("sha256"), str) and isinstance(w.get("tensors"), dict),
              "agent.json has no weights sha256/tensors", path)
     _require(_search_settings_ok(meta.get("search", {})),
-             f"agent.json 'search' must map {', '.join(SEARCH_KEYS)} to numbers, not {meta.get('search')!r}", path)
+             f"agent.json 'search' must map {', '.join(SEARCH_KEYS)} to values of their types, not "
+             f"{meta.get('search')!r}", path)
     return meta
 
 
 def _search_settings_ok(search: object) -> bool:
     def number(v: object, kind: type) -> bool:
+        if kind is str:
+            return isinstance(v, str)
         return (isinstance(v, int) if kind is int else isinstance(v, (int, float))) and not isinstance(v, bool) \
             and math.isfinite(v)
 
@@ -416,7 +422,8 @@ def convert_agent(path: str | os.PathLike, out: str | os.PathLike, fp16: bool = 
     if search:
         merged = {k: v for k, v in {**extra.get("search", {}), **search}.items() if v is not None}
         if not _search_settings_ok(merged):
-            raise ValueError(f"search settings must map {', '.join(SEARCH_KEYS)} to numbers, not {search!r}")
+            raise ValueError(f"search settings must map {', '.join(SEARCH_KEYS)} to values of their types, not "
+                             f"{search!r}")
         extra["search"] = merged
         if not merged:
             del extra["search"]

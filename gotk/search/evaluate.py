@@ -13,14 +13,7 @@ import time
 import numpy as np
 
 from gotk.datasets.symmetry import NUM_SYMMETRIES, apply_symmetries_, label_permutations
-from gotk.errors import GotkError
-
-
-class SearchSetupError(GotkError):
-    """The agents given cannot search (``bad_search``): no value head, mismatched value agent, bad options."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("bad_search", message)
+from gotk.search.config import SearchSetupError
 
 
 def _encoder_key(agent) -> tuple:
@@ -28,11 +21,14 @@ def _encoder_key(agent) -> tuple:
     return enc.get("name"), enc.get("version"), enc.get("num_planes"), repr(sorted((enc.get("options") or {}).items()))
 
 
-def check_agents(agent, value_agent=None) -> None:
-    """Raise :class:`SearchSetupError` when ``agent`` (+ ``value_agent``) cannot give priors and values."""
+def check_agents(agent, value_agent=None, need_value: bool = True) -> None:
+    """Raise :class:`SearchSetupError` when ``agent`` (+ ``value_agent``) cannot give priors (and values, unless
+    ``need_value`` is false: a player of the policy alone)."""
     if not getattr(agent, "has_policy", False):
         raise SearchSetupError("the agent has no policy head: search needs priors from a policy")
     if value_agent is None:
+        if not need_value:
+            return
         if not getattr(agent, "has_value", False):
             raise SearchSetupError("search needs a value head: this agent is policy-only (train it with --head both, "
                                    "or give --value-agent FILE); --visits 0 plays the policy alone")
@@ -51,8 +47,9 @@ def check_agents(agent, value_agent=None) -> None:
 class NetEvaluator:
     """Priors over ``size*size+1`` moves and values (mover's view, −1..1) for a batch of states."""
 
-    def __init__(self, agent, value_agent=None, symmetries: bool = True, seed: int | None = None) -> None:
-        check_agents(agent, value_agent)
+    def __init__(self, agent, value_agent=None, symmetries: bool = True, seed=None,
+                 need_value: bool = True) -> None:
+        check_agents(agent, value_agent, need_value)
         self.agent = agent
         self.value_agent = value_agent
         self.board_size = agent.board_size
@@ -89,7 +86,19 @@ class NetEvaluator:
         probs = np.exp(logp.astype(np.float64))
         # the net saw point perm[s][p] where the board has p: read it back
         probs = np.take_along_axis(probs, self.perms[syms], axis=1)
-        return probs, np.asarray(val, dtype=np.float64).reshape(-1)
+        values = np.zeros(feats.shape[0]) if val is None else np.asarray(val, dtype=np.float64).reshape(-1)
+        return probs, values
+
+    def evaluate(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Network outputs for planes ``(B, C, H, W)`` in board orientation, each evaluated under a random symmetry
+        (``feats`` is left as it is)."""
+        x = feats.copy()
+        if self.symmetries:
+            syms = self.rng.integers(0, NUM_SYMMETRIES, size=x.shape[0])
+            apply_symmetries_(x, syms)
+        else:
+            syms = np.zeros(x.shape[0], dtype=np.int64)
+        return self.run(x, syms)
 
     def __call__(self, states) -> tuple[np.ndarray, np.ndarray]:
         return self.run(*self.encode(states))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Collection
 
+from gotk.search.config import SearchConfig
 from gotk.search.evaluate import SearchSetupError
-from gotk.search.puct import SearchConfig
 
 
 def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
@@ -34,7 +34,7 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     import torch
 
     from gotk.nets.agent import load_agent
-    from gotk.search.puct import SearchPlayer
+    from gotk.search.player import SearchPlayer
 
     if threads:
         torch.set_num_threads(threads)

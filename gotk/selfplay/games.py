@@ -1,30 +1,31 @@
 """Many self-play games advanced together, their network evaluations batched.
 
-Every game in a :class:`SelfPlayBatch` needs exactly one network evaluation per step: its root at the start
-of a move, else the leaf its next simulation reached. The step gathers one position from each game still
-playing, evaluates them in one call (each under a random board symmetry), and gives each game its result.
-This is what keeps the network busy with a batch the size of the game count on CPUs and GPUs alike, with no
-virtual loss: each tree has one walk in flight.
-
-A walk plays its path's moves on the game's one :class:`~gotk.game.state.GameState` (the engine's recorded
-``play``), encodes the leaf there and takes the moves back with ``undo``: no position is copied.
+Every game in a :class:`SelfPlayBatch` has its own :class:`gotk.search.core.Search`, the one search that play and
+analysis use too, and needs one network evaluation per step: its root at the start of a move, else the leaf its
+next simulation reached. The step gathers one leaf from each game still playing (:meth:`Search.gather`), evaluates
+them in one call (each under a random board symmetry, :class:`gotk.search.evaluate.NetEvaluator`), and gives each
+game its result (:meth:`Search.absorb`). This is what keeps the network busy with a batch the size of the game
+count on CPUs and GPUs alike: each tree has one walk in flight, so no virtual loss bends its rules.
 
 Per move (see :class:`SelfPlayConfig`):
 
-* a **full** search (probability ``full_fraction``; ``visits`` simulations), recorded as a training row with
-  the search's policy target, or a **fast** one (``fast_visits``), not recorded (KataGo's playout-cap
-  randomisation: more games for the value target at the same cost);
-* ``search="gumbel"``: Gumbel AlphaZero at the root (:mod:`gotk.selfplay.gumbel`), target the improved policy
-  π'; ``search="puct"``: AlphaZero's PUCT with Dirichlet noise on the root priors, target the visit counts;
+* a **full** search (probability ``full_fraction``; ``visits`` simulations on a fresh tree), recorded as a
+  training row with the search's policy target, or a **fast** one (``fast_visits`` simulations on the subtree
+  kept from the moves before), not recorded (KataGo's playout-cap randomisation: more games for the value target
+  at the same cost);
+* ``search="gumbel"``: Gumbel AlphaZero at the root and inside (:mod:`gotk.search.gumbel`), target the improved
+  policy π'; ``search="puct"``: AlphaZero's PUCT with Dirichlet noise on a full search's root priors, target the
+  visit counts;
 * the first ``sample_moves`` moves are sampled from the target, later ones are the search's choice (Gumbel: the
   sequential-halving winner; PUCT: the most visited move);
 * resignation when the root value stays below ``resign_threshold`` for ``resign_moves`` of the player's moves
   in a row (never before ``resign_min_move``), except in a ``resign_disabled`` share of the games, which play on
   and tell how often a resignation would have been wrong;
-* the moves considered are the legal ones that fill no own eye; pass only when none is left or to answer the
-  opponent's pass (``early_pass`` makes it a candidate everywhere). A network whose value says one side wins
-  anyway would otherwise pass from the first moves on, and the games would teach nothing of the board; without it
-  the games are played out until the stones settle, which is also what area scoring with every stone alive needs;
+* the moves considered are the search's pass rule (:mod:`gotk.search.core`): the legal ones that fill no own eye;
+  pass only when none is left or to answer the opponent's pass (``early_pass``: the ``"always"`` rule, a
+  candidate everywhere). A network whose value says one side wins anyway would otherwise pass from the first moves
+  on, and the games would teach nothing of the board; without it the games are played out until the stones
+  settle, which is also what area scoring with every stone alive needs;
 * a game ends after two passes (area score, every stone counted alive, komi included) or ``max_moves``.
 
 ``policy_only=True`` is AlphaGo's value-data recipe: no search, moves sampled from the network's policy at
@@ -39,16 +40,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gotk.datasets.symmetry import NUM_SYMMETRIES, apply_symmetries_, label_permutations
 from gotk.errors import GotkError
 from gotk.game.scoring import area_ownership
 from gotk.game.state import GameState
-from gotk.play.players import sensible_moves
-from gotk.search import tree as T
-from gotk.selfplay import gumbel as G
+from gotk.search.config import ROOTS, SearchConfig
+from gotk.search.core import Search, candidates
+from gotk.search.evaluate import NetEvaluator
 
 BLACK, WHITE = 1, 2
-SEARCHES = ("gumbel", "puct")
+SEARCHES = ROOTS
 
 
 class SelfPlayError(GotkError):
@@ -84,6 +84,8 @@ class SelfPlayConfig:
     temperature: float = 1.0  # policy-only mode
     symmetries: bool = True
     early_pass: bool = False  # pass a candidate at every move, not only when no sensible move is left or to answer one
+    pass_prior: float = 0.1  # least prior of a pass that would end the game (the search's pass rule)
+    reuse: bool = True  # fast searches start from the subtree of the moves before
 
     def validate(self) -> SelfPlayConfig:
         def bad(msg: str) -> None:
@@ -111,7 +113,31 @@ class SelfPlayConfig:
             bad(f"--max-moves must be >= 1, not {self.max_moves}")
         if not 0 < self.temperature <= 100:
             bad(f"--temperature must be in (0, 100], not {self.temperature}")
+        if not 0 <= self.pass_prior <= 1:
+            bad(f"pass prior must be in 0..1, not {self.pass_prior}")
         return self
+
+    def search_config(self) -> SearchConfig:
+        """The search these games are played with (its noise is applied to full searches only)."""
+        return SearchConfig(visits=self.visits, batch=1, search=self.search, c_puct=self.c_puct, fpu=0.0,
+                            considered=self.considered, c_visit=self.c_visit, c_scale=self.c_scale,
+                            noise_fraction=self.noise_fraction if self.search == "puct" else 0.0,
+                            dirichlet_alpha=self.alpha, pass_rule=self.pass_rule, pass_prior=self.pass_prior,
+                            symmetries=self.symmetries, resign_threshold=None, reuse=self.reuse)
+
+    @property
+    def pass_rule(self) -> str:
+        return "always" if self.early_pass else "answer"
+
+    def agent_search(self) -> dict:
+        """The search settings an agent trained on these games carries (agent.json ``search``), so that it is
+        played, and evaluated, with the search it was trained with."""
+        out: dict = {"search": self.search, "pass_rule": self.pass_rule}
+        if self.search == "gumbel":
+            out.update(considered=self.considered, c_visit=self.c_visit, c_scale=self.c_scale)
+        else:
+            out.update(c_puct=self.c_puct, fpu=0.0)
+        return out
 
     @property
     def move_cap(self) -> int:
@@ -167,14 +193,11 @@ class _Game:
     state: GameState
     rng: np.random.Generator
     resign_enabled: bool
-    tree: T.Tree = field(default_factory=lambda: T.Tree(1024))
-    path: np.ndarray = field(default_factory=lambda: np.zeros(64, dtype=np.int64))
-    budget: int = 0
+    search: Search
+    searching: bool = False  # a move's search is under way
     full: bool = False
-    sims: int = 0
-    gumbel: np.ndarray | None = None
-    schedule: np.ndarray | None = None
-    pending: tuple | None = None  # ("root", moves) | ("leaf", path, moves) | ("policy",)
+    pending: bool = False  # a leaf (or, policy-only, the position) waits for the network
+    moves: np.ndarray | None = None  # policy-only: the candidates of the pending position
     root_planes: np.ndarray | None = None
     low_streak: list[int] = field(default_factory=lambda: [0, 0, 0])
     would_resign: int = 0
@@ -184,23 +207,6 @@ class _Game:
     rows: list[tuple] = field(default_factory=list)
     random_at: int = -1  # policy-only: the move number of the random move
     record_next: bool = False
-
-
-def _candidates(state: GameState, early_pass: bool = False) -> np.ndarray:
-    """The moves a search or policy considers: the legal moves that fill no own eye, and pass when none is left or
-    when the opponent has just passed (passing then ends the game, which the search values exactly), or always with
-    ``early_pass``."""
-    moves = sensible_moves(state)
-    if early_pass or moves.size == 0 or state.passes >= 1:
-        moves = np.append(moves, state.pass_point)
-    return moves.astype(np.int32)
-
-
-def _terminal_value(state: GameState) -> float:
-    """After two passes: +1/−1/0 for the player who moved last (into the node)."""
-    score = state.score_area()
-    mover_in = 3 - state.to_play
-    return 0.0 if score == 0 else (1.0 if (score > 0) == (mover_in == BLACK) else -1.0)
 
 
 class SelfPlayBatch:
@@ -214,21 +220,31 @@ class SelfPlayBatch:
         self.encoder = agent.encoder
         self.size = self.cfg.size
         self.nm = self.size * self.size + 1
-        self.perms = label_permutations(self.size)
-        self.sym_rng = np.random.default_rng([seed, 7])
+        self.evaluator = NetEvaluator(agent, symmetries=self.cfg.symmetries, seed=[seed, 7],
+                                      need_value=not self.cfg.policy_only)
+        search_cfg = self.cfg.search_config()
         self.games = []
         for index, game_seed in games:
             rng = np.random.default_rng([game_seed, index])
             g = _Game(index, GameState(self.size, komi=self.cfg.komi), rng,
-                      resign_enabled=bool(rng.random() >= self.cfg.resign_disabled))
+                      resign_enabled=bool(rng.random() >= self.cfg.resign_disabled),
+                      search=Search(None, search_cfg, encoder=self.encoder, rng=rng, capacity=1024))
             if self.cfg.policy_only:
                 g.random_at = int(rng.integers(0, self.size * self.size))
             self.games.append(g)
-        self.scratch = np.zeros(self.nm + 1, dtype=np.float64)
-        self.net_seconds = 0.0
         self.seconds = 0.0
-        self.evaluations = 0
-        self.calls = 0
+
+    @property
+    def net_seconds(self) -> float:
+        return self.evaluator.seconds
+
+    @property
+    def evaluations(self) -> int:
+        return self.evaluator.positions
+
+    @property
+    def calls(self) -> int:
+        return self.evaluator.calls
 
     # --- the step loop --------------------------------------------------------------------------
 
@@ -245,167 +261,68 @@ class SelfPlayBatch:
                 elif g.done:
                     finished.append(self._finish(g))
             if batch:
-                probs, values = self._evaluate(feats[: len(batch)])
-                for g, p, v in zip(batch, probs, values, strict=True):
-                    self._absorb(g, p, float(v))
+                probs, values = self.evaluator.evaluate(feats[: len(batch)])
+                for i, g in enumerate(batch):
+                    self._absorb(g, probs[i: i + 1], values[i: i + 1])
             active = [g for g in active if not g.done]
         self.seconds += time.perf_counter() - t0
         return sorted(finished, key=lambda f: f.index)
 
-    def _evaluate(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n = feats.shape[0]
-        x = feats.copy()
-        if self.cfg.symmetries:
-            syms = self.sym_rng.integers(0, NUM_SYMMETRIES, size=n)
-            apply_symmetries_(x, syms)
-        else:
-            syms = np.zeros(n, dtype=np.int64)
-        t = time.perf_counter()
-        logp, val = self.agent.predict(x)
-        self.net_seconds += time.perf_counter() - t
-        self.calls += 1
-        self.evaluations += n
-        probs = np.take_along_axis(np.exp(logp.astype(np.float64)), self.perms[syms], axis=1)
-        values = np.zeros(n) if val is None else np.asarray(val, dtype=np.float64).reshape(-1)
-        return probs, values
-
     # --- one game ------------------------------------------------------------------------------
 
     def _prepare(self, g: _Game, feats: np.ndarray, row: int) -> bool:
-        """Advance ``g`` until it needs an evaluation (encoded into ``feats[row]``: True) or ends (False)."""
+        """Advance ``g`` until it needs an evaluation (written into ``feats[row]``: True) or ends (False)."""
         if self.cfg.policy_only:
             return self._prepare_policy(g, feats, row)
-        state, tree = g.state, g.tree
+        search, cfg = g.search, self.cfg
         while True:
-            if g.pending is None:  # a new move: evaluate the root
+            if not g.searching:  # a new move
                 if self._game_over(g):
                     return False
-                moves = _candidates(state, self.cfg.early_pass)
+                moves = candidates(g.state, cfg.pass_rule)
                 if moves.size == 1:  # only pass: nothing to search
                     self._play(g, int(moves[0]), "forced")
                     continue
-                tree.reset()
-                g.full = bool(g.rng.random() < self.cfg.full_fraction)
-                g.budget = self.cfg.visits if g.full else self.cfg.fast_visits
-                g.sims = 0
-                feats[row] = self.encoder.encode(state)
-                g.root_planes = feats[row].copy()
-                g.pending = ("root", moves)
-                return True
-            if g.sims >= g.budget:
+                g.full = bool(g.rng.random() < cfg.full_fraction)
+                search.set_position(g.state)
+                if g.full or not cfg.reuse:
+                    search.clear_tree()  # a recorded search starts afresh: its target is the search's own
+                new = cfg.visits if g.full else cfg.fast_visits
+                search.begin(search.root_visits + new + (0 if search.root_visits else 1), noise=g.full)
+                g.searching = True
+            if search.finished:
                 self._decide(g)
                 continue
-            # one simulation: walk to a leaf
-            if g.path.shape[0] < tree.size + 2:
-                g.path = np.zeros(2 * tree.size + 2, dtype=np.int64)
-            if self.cfg.search == "gumbel":
-                visits = int(g.schedule[g.sims])
-                child = G.root_pick(tree.first, tree.nchild, tree.N, tree.W, tree.P, tree.RV, g.gumbel,
-                                    self.cfg.c_visit, self.cfg.c_scale, visits, self.scratch)
-                if child < 0:  # the schedule's visit count is gone (a terminal child's): the most visited
-                    child = G.root_pick(tree.first, tree.nchild, tree.N, tree.W, tree.P, tree.RV, g.gumbel,
-                                        self.cfg.c_visit, self.cfg.c_scale, -1, self.scratch)
-                length = G.descend(child, tree.first, tree.nchild, tree.N, tree.W, tree.P, tree.RV, tree.status,
-                                   self.cfg.c_visit, self.cfg.c_scale, self.scratch, g.path)
-                leaf = int(g.path[length - 1])
-                if tree.status[leaf] == T.TERMINAL:
-                    G.backup_path(tree.N, tree.W, tree.W2, g.path, length, tree.TV[leaf])
-                    g.sims += 1
-                    continue
-            else:
-                code, length = T.select(*tree.stats(), self.cfg.c_puct, 0.0, g.path)
-                if code == T.TERMINAL_LEAF:
-                    g.sims += 1
-                    continue
-                leaf = int(g.path[length - 1])
-            path = g.path[:length].copy()
-            for m in tree.move[path[1:]]:
-                state.play(int(m))
-            if state.passes >= 2:
-                v = _terminal_value(state)
-                for _ in range(length - 1):
-                    state.undo()
-                tree.status[leaf] = T.TERMINAL
-                tree.TV[leaf] = v
-                self._backup(tree, path, v)
-                g.sims += 1
-                continue
-            feats[row] = self.encoder.encode(state)
-            moves = _candidates(state, self.cfg.early_pass)
-            for _ in range(length - 1):
-                state.undo()
-            g.pending = ("leaf", path, moves)
-            return True
+            if search.gather(feats, row, 1):
+                g.pending = True
+                return True
 
-    def _backup(self, tree: T.Tree, path: np.ndarray, value: float) -> None:
-        if self.cfg.search == "gumbel":
-            G.backup_path(tree.N, tree.W, tree.W2, path, path.shape[0], value)
-        else:
-            tree.backup(path, value)
-
-    def _absorb(self, g: _Game, probs: np.ndarray, value: float) -> None:
+    def _absorb(self, g: _Game, probs: np.ndarray, values: np.ndarray) -> None:
+        g.pending = False
         if self.cfg.policy_only:
-            self._absorb_policy(g, probs, value)
-            return
-        kind = g.pending[0]
-        tree = g.tree
-        if kind == "root":
-            moves = g.pending[1]
-            pri = self._priors(g.state, moves, probs)
-            if self.cfg.search == "puct" and g.full and self.cfg.noise_fraction > 0:
-                noise = g.rng.dirichlet(np.full(moves.size, self.cfg.alpha))
-                pri = (1 - self.cfg.noise_fraction) * pri + self.cfg.noise_fraction * noise
-            tree.expand(0, moves, pri, value)
-            tree.N[0] = 1.0
-            tree.W[0] = -value
-            tree.W2[0] = value * value
-            if self.cfg.search == "gumbel":
-                g.gumbel = g.rng.gumbel(size=moves.size)
-                g.schedule = G.considered_visits(min(self.cfg.considered, moves.size), g.budget)
-            g.pending = ("searching",)
-            return
-        _, path, moves = g.pending
-        leaf = int(path[-1])
-        pri = self._priors(None, moves, probs)
-        tree.expand(leaf, moves, pri, value)
-        self._backup(tree, path, -value)
-        g.sims += 1
-        g.pending = ("searching",)
-
-    @staticmethod
-    def _priors(state, moves: np.ndarray, probs: np.ndarray) -> np.ndarray:
-        pri = probs[moves]
-        total = pri.sum()
-        if not (total > 0 and np.isfinite(total)):
-            return np.full(moves.size, 1.0 / moves.size)
-        return pri / total
+            self._absorb_policy(g, probs[0], float(values[0]))
+        else:
+            g.search.absorb(probs, values)
 
     def _decide(self, g: _Game) -> None:
         """The search is done: record the position (full search), check resignation, play the move."""
-        tree, cfg, state = g.tree, self.cfg, g.state
-        kids = g.tree.children(0)
+        search, cfg, state = g.search, self.cfg, g.state
+        tree = search.tree
+        kids = tree.children(0)
         moves = tree.move[kids].astype(np.int64)
-        if cfg.search == "gumbel":
-            target = G.improved_policy(tree, cfg.c_visit, cfg.c_scale, self.scratch)
-        else:
-            n = tree.N[kids]
-            target = n / n.sum() if n.sum() > 0 else tree.P[kids] / tree.P[kids].sum()
-        root_value = float(-tree.W[0] / tree.N[0])
-        sampling = state.move_number < cfg.sampled_moves
-        if sampling:
+        target = search.policy_target()
+        root_value = search.root_value()
+        if state.move_number < cfg.sampled_moves:
             choice = int(moves[g.rng.choice(moves.size, p=target / target.sum())])
-        elif cfg.search == "gumbel":
-            best = G.root_pick(tree.first, tree.nchild, tree.N, tree.W, tree.P, tree.RV, g.gumbel, cfg.c_visit,
-                               cfg.c_scale, -1, self.scratch)
-            choice = int(tree.move[best])
         else:
-            choice = int(moves[int(np.argmax(tree.N[kids]))])
+            choice = search.choose(0.0)
         if g.full:
             policy = np.zeros(self.nm, dtype=np.float32)
             policy[moves] = target
-            g.rows.append((g.root_planes, state.move_number, state.to_play, choice, policy, root_value, 1.0))
-        g.pending = None
-        # resignation: the search's best value for the player to move
+            g.rows.append((self.encoder.encode(state), state.move_number, state.to_play, choice, policy, root_value,
+                           1.0))
+        g.searching = False
+        # resignation: the search's value for the player to move
         mover = state.to_play
         if cfg.resign_threshold is not None:
             if root_value < cfg.resign_threshold:
@@ -425,7 +342,6 @@ class SelfPlayBatch:
     def _play(self, g: _Game, move: int, note: str) -> None:
         g.state.play(move)
         g.comments.append(note)
-        g.pending = None
 
     def _game_over(self, g: _Game) -> bool:
         if g.state.passes >= 2 or g.state.move_number >= self.cfg.move_cap:
@@ -439,7 +355,7 @@ class SelfPlayBatch:
         while True:
             if self._game_over(g):
                 return False
-            moves = _candidates(state, self.cfg.early_pass)
+            moves = candidates(state, self.cfg.pass_rule)
             if state.move_number == g.random_at:  # AlphaGo's one random move, then record the next position
                 self._play(g, int(moves[g.rng.integers(0, moves.size)]), "random")
                 g.record_next = True
@@ -450,13 +366,16 @@ class SelfPlayBatch:
                 continue
             feats[row] = self.encoder.encode(state)
             g.root_planes = feats[row].copy() if g.record_next else None
-            g.pending = ("policy", moves)
+            g.moves = moves
             return True
 
     def _absorb_policy(self, g: _Game, probs: np.ndarray, value: float) -> None:
-        moves = g.pending[1]
+        moves = g.moves
+        pri = probs[moves]
+        total = pri.sum()
+        pri = pri / total if total > 0 and np.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
         with np.errstate(divide="ignore"):
-            logits = np.log(np.maximum(self._priors(None, moves, probs), 1e-300)) / self.cfg.temperature
+            logits = np.log(np.maximum(pri, 1e-300)) / self.cfg.temperature
         w = np.exp(logits - logits.max())
         choice = int(moves[g.rng.choice(moves.size, p=w / w.sum())])
         if g.record_next:

@@ -231,8 +231,8 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: 
     root's visits, playouts, seconds, the root's value and win rate for the player to move, and the ``top`` root
     moves by visits with their visits, win rate (``(q + 1) / 2``), prior and principal variation (GTP).
     ServeError (400) for an agent that cannot search (the random player, no value head)."""
+    from gotk.search import Search, SearchConfig
     from gotk.search.evaluate import NetEvaluator, SearchSetupError
-    from gotk.search.puct import Search, SearchConfig
 
     check_size(slot, state.size)
     if slot.agent is None:

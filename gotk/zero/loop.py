@@ -73,7 +73,7 @@ class ZeroOptions:
     aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
     threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
     device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
-    eval_visits: int = 32
+    eval_visits: int | None = None  # None: self-play's full-search visits (the search the network was trained with)
     gnugo_levels: tuple[int, ...] = (1,)
     gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
     workers: int = 1
@@ -89,7 +89,8 @@ class ZeroOptions:
             raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
         if not 0.5 <= self.gate <= 1:
             raise ZeroError(f"--gate must be in 0.5..1, not {self.gate}")
-        if self.eval_games < 0 or self.gating_games < 1 or self.eval_visits < 2 or self.eval_every < 1:
+        if self.eval_games < 0 or self.gating_games < 1 or (self.eval_visits is not None and self.eval_visits < 2) \
+                or self.eval_every < 1:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
@@ -286,8 +287,12 @@ class ZeroRun:
                          generator={"name": "gotk zero", "generation": g})
         return out
 
+    @property
+    def eval_visits(self) -> int:
+        return self.opts.eval_visits or max(2, self.opts.selfplay.visits)
+
     def _train(self, g: int, log) -> dict:
-        from gotk.nets.agent import load_agent
+        from gotk.nets.agent import convert_agent, load_agent
         from gotk.train.config import TrainConfig
         from gotk.train.trainer import train
 
@@ -314,8 +319,8 @@ class ZeroRun:
         val = {f"val_{k}": v for k, v in (result.get("val") or {}).items()
                if isinstance(v, (int, float)) and not isinstance(v, bool)}
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last, **val}
-        with atomic_path(nxt) as tmp:
-            shutil.copyfile(out / "agent.gotk", tmp)
+        # the network carries the search it was trained with: gotk gtp / match and the evaluations below play it so
+        convert_agent(out / "agent.gotk", nxt, fp16=False, search=o.selfplay.agent_search())
         with atomic_path(summary_path) as tmp:
             Path(tmp).write_text(json.dumps(summary, indent=2) + "\n")
         return summary
@@ -341,7 +346,7 @@ class ZeroRun:
         if o.gating:
             best = self.state["best"]
             rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(g)),
-                                  "--visits", str(o.eval_visits), "--seed", str(g)],
+                                  "--visits", str(self.eval_visits), "--seed", str(g)],
                               _net(best), o.gating_games, edir / "vs-best.json", log)
             out["gating_win_rate"] = rep["win_rate"]
             out["gating_against"] = best
@@ -351,14 +356,15 @@ class ZeroRun:
         if path.is_file():
             return json.loads(path.read_text())
         from gotk.play.match import Match, MatchConfig, match_report
+        from gotk.search.config import SearchConfig
         from gotk.search.factory import make_search_player
-        from gotk.search.puct import SearchConfig
 
         o = self.opts
-        player = make_search_player(str(self.candidate_path(g)), SearchConfig(visits=o.eval_visits, seed=g),
+        # the candidate's own search settings (the ones it was trained with) apply: make_search_player
+        player = make_search_player(str(self.candidate_path(g)), SearchConfig(visits=self.eval_visits, seed=g),
                                     warn=lambda _: None)
         log(f"  {_net(g + 1)} vs {opponent}: {games} games")
-        match = Match(player, argv, MatchConfig(size=o.size, komi=7.0, games=games, timeout=120))
+        match = Match(player, argv, MatchConfig(size=o.size, komi=o.selfplay.komi, games=games, timeout=120))
         results = match.run()
         report = match_report(match, results, agent=_net(g + 1), opponent=opponent)
         with atomic_path(path) as tmp:

@@ -1,0 +1,413 @@
+"""The one search: a tree over positions of one game, with the parts of :mod:`gotk.search.config` plugged in, that
+play (GTP, matches, analysis, the web app), self-play and the zero loop's evaluations all drive.
+
+A search of one move goes :meth:`Search.set_position` (the tree of earlier moves is kept when the new position
+continues it), :meth:`Search.begin` (the visits to reach), then rounds of :meth:`Search.gather` (walks to leaves,
+each leaf's planes written into a batch the caller owns) and :meth:`Search.absorb` (the network's priors and
+values for those leaves: expansion and backup) until :attr:`Search.finished`. :meth:`Search.run` is that loop for
+one game with its own evaluator and ``batch`` leaves a call under virtual loss; :class:`gotk.selfplay.games.
+SelfPlayBatch` runs it for many games at once, one leaf each, in one network call.
+
+Every walk plays its path's moves on the search's one :class:`~gotk.game.state.GameState` (the engine's recorded
+``play``), encodes the leaf there, and takes the moves back with ``undo``: no position is copied. Leaves:
+
+* children are the candidates of the pass rule (``pass_rule``): the *sensible* moves (legal, not filling an own
+  eye: :func:`gotk.play.players.sensible_moves`), plus pass when none is left or the opponent has just passed
+  (``"answer"``), or always (``"always"``). Priors are the policy restricted to them and renormalised; a pass that
+  would end the game gets at least ``pass_prior``;
+* a position after two passes is terminal: its value is exact, from gotk's area score (every stone alive,
+  komi included): +1 win, −1 loss, 0 draw. This is how the search decides to pass: by its value, not a fixed rule;
+* else the value head's estimate (the mover's view).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gotk.game.state import GameState
+from gotk.play.players import sensible_moves
+from gotk.search import gumbel as G
+from gotk.search import tree as T
+from gotk.search.config import SearchConfig
+from gotk.search.lcb import lower_bounds
+
+BLACK = 1
+
+
+def candidates(state: GameState, pass_rule: str = "answer") -> np.ndarray:
+    """The moves a search considers in ``state`` under ``pass_rule`` (module docstring), pass last when present."""
+    moves = sensible_moves(state)
+    if pass_rule == "always" or moves.size == 0 or state.passes >= 1:
+        moves = np.append(moves, state.pass_point)
+    return moves.astype(np.int32)
+
+
+def terminal_value(state: GameState) -> float:
+    """After two passes: +1 / −1 / 0 for the player who moved last (into the node), by area score."""
+    score = state.score_area()
+    mover_in = 3 - state.to_play
+    return 0.0 if score == 0 else (1.0 if (score > 0) == (mover_in == BLACK) else -1.0)
+
+
+class Search:
+    """A search tree over positions of one game. ``evaluator`` (``evaluate(planes) → (probs, values)``, e.g.
+    :class:`gotk.search.evaluate.NetEvaluator`) is needed by :meth:`run` only; ``encoder`` writes the leaves' planes
+    (default: the evaluator's); ``rng`` draws the root's noise and sampled moves (default: seeded from
+    ``config.seed``)."""
+
+    def __init__(self, evaluator, config: SearchConfig | None = None, encoder=None,
+                 rng: np.random.Generator | None = None, capacity: int = 4096) -> None:
+        self.evaluator = evaluator
+        self.cfg = (config or SearchConfig()).validate()
+        self.encoder = encoder if encoder is not None else getattr(evaluator, "encoder", None)
+        seed = self.cfg.seed
+        self.rng = rng if rng is not None else np.random.default_rng(None if seed is None else seed + 1)
+        self.tree = T.Tree(capacity)
+        self.root_state: GameState | None = None
+        self.path = np.zeros(256, dtype=np.int64)
+        self.scratch = np.zeros(64, dtype=np.float64)
+        self.feats: np.ndarray | None = None
+        self.pending: list[tuple[int, np.ndarray, np.ndarray, bool]] = []  # (node, path, candidates, answers a pass)
+        self.target: int | None = None  # root visits this move's search reaches
+        self.started = False  # the root's rule has its per-search draws (noise, Gumbel, schedule)
+        self.noise = True
+        self.gumbel: np.ndarray | None = None
+        self.schedule: np.ndarray | None = None
+        self.base: np.ndarray | None = None  # root children's visits when the rule started (reused ones)
+        self.n_start = 0.0  # the root's visits then
+        self.playouts = 0  # playouts of the last run()
+        self.reused = 0  # root visits kept by the last set_position()
+        self.seconds = 0.0  # wall time of the last run()
+        self.net_seconds = 0.0  # ... of it inside the network
+        self.folds = 0  # times the tree was full and its least visited expansions were folded (see _room)
+
+    # --- the root ---------------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        self.tree.reset()
+        self.root_state = None
+        self.pending = []
+
+    def clear_tree(self) -> None:
+        """Forget the statistics but keep the root position."""
+        self.tree.reset()
+        self.pending = []
+        self.started = False
+
+    def set_position(self, state: GameState) -> bool:
+        """Search ``state`` next; keep the subtree when it continues the current root. True when kept."""
+        old = self.root_state
+        kept = False
+        tree = self.tree
+        self.pending = []
+        if old is not None and self.cfg.reuse and self._continues(old, state):
+            node = 0
+            mover = old.to_play
+            for color, point in state.history[len(old.history):]:
+                if color != mover or tree.status[node] != T.EXPANDED:
+                    node = -1
+                    break
+                kids = tree.children(node)
+                hit = kids[tree.move[kids] == point]
+                if hit.size == 0:
+                    node = -1
+                    break
+                node = int(hit[0])
+                mover = 3 - mover
+            if node >= 0 and mover == state.to_play:
+                tree.reroot(node)
+                kept = True
+        if not kept:
+            tree.reset()
+        elif tree.status[0] == T.PENDING:
+            tree.status[0] = T.UNEXPANDED
+        self.root_state = state.copy()
+        self.reused = int(tree.N[0])
+        self.started = False
+        return kept
+
+    @staticmethod
+    def _continues(old: GameState, new: GameState) -> bool:
+        n = len(old.history)
+        return (old.size == new.size and old.komi == new.komi and old.rules == new.rules
+                and old._setup == new._setup and len(new.history) >= n and new.history[:n] == old.history)
+
+    def begin(self, target: int | None, noise: bool = True) -> None:
+        """Start a move's search: until the root has ``target`` visits (None: no bound; reused visits count).
+        ``noise``: the PUCT root's Dirichlet noise (``noise_fraction``) is added this time."""
+        if self.root_state is None:
+            raise RuntimeError("set_position() first")
+        self.target = target
+        self.noise = noise
+        self.started = False
+        self.pending = []
+        if self.tree.status[0] == T.EXPANDED:
+            self._start_root()
+
+    def _start_root(self) -> None:
+        """The root rule's per-search draws, once the root's children are known."""
+        tree, cfg = self.tree, self.cfg
+        kids = tree.children(0)
+        k = kids.size
+        if cfg.search == "puct" and self.noise and cfg.noise_fraction > 0:
+            noise = self.rng.dirichlet(np.full(k, cfg.alpha(self.root_state.size)))
+            tree.P[kids] = (1 - cfg.noise_fraction) * tree.P[kids] + cfg.noise_fraction * noise
+        if cfg.search == "gumbel":
+            self.gumbel = self.rng.gumbel(size=k) * cfg.gumbel_scale
+            self.base = tree.N[kids].copy()
+            self.n_start = float(tree.N[0])
+            budget = self.cfg.visits if self.target is None else max(0, int(self.target - tree.N[0]))
+            self.schedule = G.considered_visits(min(cfg.considered, k), budget)
+        if self.scratch.shape[0] < k + 1:
+            self.scratch = np.zeros(2 * k + 2, dtype=np.float64)
+        self.started = True
+
+    @property
+    def finished(self) -> bool:
+        """The move's search is done: its target reached (or the root is a finished game), nothing in flight."""
+        status = self.tree.status[0]
+        if self.pending or status == T.UNEXPANDED or status == T.PENDING:
+            return False
+        return status == T.TERMINAL or (self.target is not None and self.tree.N[0] >= self.target)
+
+    # --- walks and leaves ------------------------------------------------------------------------------
+
+    def gather(self, feats: np.ndarray, row: int = 0, limit: int = 1) -> int:
+        """Up to ``limit`` walks from the root, each to a new leaf whose planes go to ``feats[row + i]`` (a finished
+        game on the way is backed up at once, with its exact value); stops early at a collision with a leaf in
+        flight or at the target. Returns the leaves written, for :meth:`absorb`."""
+        tree, cfg, state = self.tree, self.cfg, self.root_state
+        if not self.pending and tree.status[0] == T.EXPANDED and not self.started:
+            self._start_root()
+        rule = T.GUMBEL if cfg.interior_rule == "gumbel" else T.PUCT
+        gumbel_root = cfg.search == "gumbel"
+        for _ in range(limit):
+            t = tree.nodes
+            if tree.status[0] == T.EXPANDED:
+                if self.target is not None and t.N[0] + t.VL[0] >= self.target:
+                    break
+                start = self._root_child() if gumbel_root else 0
+            elif tree.status[0] == T.TERMINAL:
+                break
+            else:
+                start = 0
+            if self.path.shape[0] < tree.size + 2:
+                self.path = np.zeros(2 * tree.size + 2, dtype=np.int64)
+            code, length = T.walk(t, start, rule, cfg.c_puct, cfg.fpu, cfg.c_visit, cfg.c_scale, self.scratch,
+                                  self.path)
+            if code == T.TERMINAL_LEAF:
+                continue
+            if code == T.COLLISION:
+                break
+            path = self.path[:length].copy()
+            node = int(path[-1])
+            played = 0
+            try:
+                for m in tree.move[path[1:]]:
+                    state.play(int(m))
+                    played += 1
+                if state.passes >= 2:
+                    v = terminal_value(state)
+                    tree.status[node] = T.TERMINAL
+                    tree.TV[node] = v
+                    tree.backup(path, v)
+                    continue
+                feats[row + len(self.pending)] = self.encoder.encode(state)
+                self.pending.append((node, path, candidates(state, cfg.pass_rule), state.passes == 1))
+            finally:
+                for _ in range(played):
+                    state.undo()
+        return len(self.pending)
+
+    def _root_child(self) -> int:
+        """Gumbel's root rule: the candidate that sequential halving visits next."""
+        t = self.tree.nodes
+        cfg = self.cfg
+        k = int(t.N[0] + t.VL[0] - self.n_start)
+        visits = int(self.schedule[k]) if k < self.schedule.shape[0] else -1
+        child = G.root_pick(t, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, visits, self.scratch)
+        if child < 0:  # the schedule's visit count is gone (a terminal child's): the most visited
+            child = G.root_pick(t, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, -1, self.scratch)
+        return int(child)
+
+    def absorb(self, probs: np.ndarray, values: np.ndarray) -> None:
+        """The network's move probabilities ``(B, size²+1)`` and values ``(B,)`` (the mover's view) for the leaves
+        of the last :meth:`gather`, in its order: each leaf is expanded and its value backed up."""
+        tree, cfg = self.tree, self.cfg
+        for (node, path, moves, answers), p, v in zip(self.pending, probs, values, strict=True):
+            pri = p[moves]
+            if answers and moves[-1] == self.root_state.pass_point and cfg.pass_prior > 0:
+                pri[-1] = max(pri[-1], cfg.pass_prior * max(pri.sum(), 1e-12))
+            total = pri.sum()
+            pri = pri / total if total > 0 and np.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
+            tree.expand(node, moves, pri, float(v))
+            tree.backup(path, -float(v))
+        self.pending = []
+
+    # --- one game's loop --------------------------------------------------------------------------------
+
+    def run(self, visits: int | None = None, seconds: float | None = None,
+            stop: Callable[[], bool] | None = None, on_batch: Callable[[], None] | None = None) -> int:
+        """Search until the root has ``visits`` visits, ``seconds`` have passed or ``stop()`` is true (checked
+        between batches; at least one batch runs when the root is not expanded). Returns the playouts done."""
+        self.begin(visits)
+        t0 = time.perf_counter()
+        net0 = self.evaluator.seconds
+        tree = self.tree
+        if self.feats is None or self.feats.shape[0] < self.cfg.batch:
+            self.feats = np.zeros((self.cfg.batch, *self.encoder.shape), dtype=self.encoder.np_dtype)
+        done = 0
+        while True:
+            if tree.status[0] == T.EXPANDED:
+                if self.finished or not self._room(self.cfg.batch):
+                    break
+                if seconds is not None and time.perf_counter() - t0 >= seconds:
+                    break
+                if stop is not None and stop():
+                    break
+            before = tree.N[0]
+            try:
+                n = self.gather(self.feats, 0, self.cfg.batch)
+                if n:
+                    self.absorb(*self.evaluator.evaluate(self.feats[:n]))
+            except BaseException:
+                self.clear_tree()  # leaves left pending would block every later walk
+                raise
+            got = int(tree.N[0] - before)
+            if got == 0:
+                break
+            done += got
+            if on_batch is not None:
+                on_batch()
+            if tree.status[0] == T.TERMINAL:
+                break
+        self.playouts = done
+        self.seconds = time.perf_counter() - t0
+        self.net_seconds = self.evaluator.seconds - net0
+        return done
+
+    def _room(self, leaves: int) -> bool:
+        """Room in the tree for ``leaves`` more expansions, folding the least visited ones when the tree would
+        pass ``max_nodes`` rows (down to half of it, so that folds are rare). False only when even that cannot
+        make room (``max_nodes`` smaller than a few expansions): the search has reached its limit."""
+        need = leaves * (self.root_state.pass_point + 1)
+        if self.tree.size + need <= self.cfg.max_nodes:
+            return True
+        self.tree.prune(min(self.cfg.max_nodes // 2, self.cfg.max_nodes - need))
+        self.folds += 1
+        return self.tree.size + need <= self.cfg.max_nodes
+
+    # --- results ----------------------------------------------------------------------------------------
+
+    @property
+    def root_visits(self) -> int:
+        return int(self.tree.N[0])
+
+    def root_value(self) -> float:
+        """The search's value of the root for its player to move (−1..1)."""
+        n = self.tree.N[0]
+        return float(-self.tree.W[0] / n) if n > 0 else 0.0
+
+    def pv(self, node: int, limit: int = 30) -> list[int]:
+        """Moves from ``node`` on, following the most visited child."""
+        tree = self.tree
+        out = [int(tree.move[node])]
+        while len(out) < limit and tree.status[node] == T.EXPANDED:
+            kids = tree.children(node)
+            best = kids[np.argmax(tree.N[kids])]
+            if tree.N[best] <= 0:
+                break
+            node = int(best)
+            out.append(int(tree.move[node]))
+        return out
+
+    def lower_bounds(self, kids: np.ndarray) -> np.ndarray:
+        """The lower confidence bound of each root child's value (the root mover's view, −1..1; :mod:`.lcb`)."""
+        tree = self.tree
+        return lower_bounds(tree.N[kids], tree.W[kids], tree.W2[kids])
+
+    def gumbel_choice(self) -> int:
+        """Gumbel's final choice: the root child (row) with the largest ``g + log π + σ(q)`` among the most visited
+        since the search began (−1 without a Gumbel root or children)."""
+        tree = self.tree
+        if self.cfg.search != "gumbel" or tree.status[0] != T.EXPANDED:
+            return -1
+        if not self.started:
+            self._start_root()
+        base = self.base if tree.N[0] > self.n_start else np.zeros_like(self.base)
+        return int(G.root_pick(tree.nodes, self.gumbel, base, self.cfg.c_visit, self.cfg.c_scale, -1,
+                               self.scratch))
+
+    def policy_target(self) -> np.ndarray:
+        """The search's policy over the root's children (in child order): Gumbel's improved policy π', else the
+        visit shares (the priors before any visit)."""
+        tree = self.tree
+        kids = tree.children(0)
+        if self.cfg.search == "gumbel":
+            return G.improved_policy(tree.nodes, self.cfg.c_visit, self.cfg.c_scale, self.scratch)
+        n = tree.N[kids]
+        return n / n.sum() if n.sum() > 0 else tree.P[kids] / tree.P[kids].sum()
+
+    def infos(self, min_moves: int = 0, max_moves: int | None = None, pv_limit: int = 30) -> list[MoveInfo]:
+        """Root children ordered best first: the final choice's move first (Gumbel's; with ``lcb``, the children
+        with enough visits for it by their lower bound), then by visits, value and prior: the visited ones, and
+        unvisited ones by prior up to ``min_moves``; at most ``max_moves``. The first is the move played at
+        temperature 0."""
+        tree = self.tree
+        kids = tree.children(0)
+        if kids.size == 0:
+            return []
+        n = tree.N[kids]
+        q = np.where(n > 0, tree.W[kids] / np.maximum(n, 1), 0.0)
+        keys = [-tree.P[kids], -q, -n]
+        if self.cfg.search == "gumbel":
+            keys.append(kids != self.gumbel_choice())
+        elif self.cfg.lcb > 0:
+            able = (n > 2) & (n > self.cfg.lcb * n.max())
+            bound = np.zeros(kids.size)
+            bound[able] = self.lower_bounds(kids[able])
+            keys += [-bound, ~able]
+        order = np.lexsort(keys)
+        out = []
+        for i in order:
+            c = int(kids[i])
+            if n[i] <= 0 and len(out) >= min_moves:
+                break
+            out.append(MoveInfo(int(tree.move[c]), int(n[i]), float(q[i]), float(tree.P[c]),
+                                self.pv(c, pv_limit) if n[i] > 0 else [int(tree.move[c])]))
+            if max_moves is not None and len(out) >= max_moves:
+                break
+        return out
+
+    def choose(self, temperature: float, rng: np.random.Generator | None = None) -> int:
+        """The move to play: the first of :meth:`infos` at temperature 0 (Gumbel's choice, the most visits, or the
+        best lower confidence bound with ``lcb``), else sampled ∝ N^(1/T)."""
+        rng = rng if rng is not None else self.rng
+        infos = [i for i in self.infos() if i.visits > 0]
+        if not infos:
+            kids = self.tree.children(0)
+            return int(self.tree.move[kids[np.argmax(self.tree.P[kids])]]) if kids.size else \
+                self.root_state.pass_point
+        if temperature <= 0 or len(infos) == 1:
+            return infos[0].move
+        n = np.array([i.visits for i in infos], dtype=np.float64)
+        w = np.exp((np.log(n) - np.log(n.max())) / temperature)
+        return infos[int(rng.choice(len(infos), p=w / w.sum()))].move
+
+
+@dataclass
+class MoveInfo:
+    """One root child, for choosing and for analysis output (values from the root mover's view)."""
+
+    move: int
+    visits: int
+    q: float  # mean value, −1..1 (0 when unvisited)
+    prior: float
+    pv: list[int]
+
+
+__all__ = ["MoveInfo", "Search", "candidates", "terminal_value"]

@@ -1,0 +1,104 @@
+"""A player that searches: :class:`SearchPlayer` runs the one search (:mod:`gotk.search.core`) for each move's
+visits, seconds or clock budget and plays its choice, or resigns.
+
+The move played is the search's final choice (:meth:`gotk.search.core.Search.choose`): at ``temperature`` 0 the
+most visited root child, or with ``lcb`` > 0 the move whose value has the best lower confidence bound among those
+with more than ``lcb`` times the most visits (and more than 2; Leela Zero 0.17's rule, :mod:`gotk.search.lcb`), or
+with a Gumbel root Gumbel's choice; above 0, one sampled with probability ∝ ``N^(1/T)``. The tree is kept between
+moves: the next search starts from the subtree of the moves played since (ours and the opponent's), when the new
+position continues the old one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gotk.game.state import GameState
+from gotk.nets.agent import value_head_warning
+from gotk.play.players import RESIGN
+from gotk.search.clock import Clock
+from gotk.search.config import SearchConfig
+from gotk.search.core import Search
+from gotk.search.evaluate import NetEvaluator
+
+
+class SearchPlayer:
+    """A :class:`~gotk.play.players.Player` that searches: ``choose(state)`` runs the search for the
+    configured visits / seconds / clock budget and plays its choice, or resigns (see :class:`SearchConfig`)."""
+
+    def __init__(self, agent, value_agent=None, config: SearchConfig | None = None, name: str | None = None,
+                 evaluator=None) -> None:
+        self.cfg = (config or SearchConfig()).validate()
+        self.agent = agent
+        self.value_agent = value_agent
+        self.evaluator = evaluator or NetEvaluator(agent, value_agent, symmetries=self.cfg.symmetries,
+                                                   seed=self.cfg.seed)
+        self.rng = np.random.default_rng(None if self.cfg.seed is None else self.cfg.seed + 1)
+        self.search = Search(self.evaluator, self.cfg, rng=self.rng)
+        self.clock = Clock()
+        self.has_value = True
+        limit = f"{self.cfg.visits}v" if self.cfg.seconds is None else f"{self.cfg.seconds:g}s"
+        self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}-{self.cfg.search}{limit}"
+        self.low_value_streak = 0
+        self.last_value: float | None = None
+        # one line when the leaf values come from a head no better than the komi/handicap baseline, else None
+        leaf = value_agent or agent
+        self.warning = value_head_warning(leaf) if isinstance(getattr(leaf, "meta", None), dict) else None
+
+    @property
+    def board_size(self) -> int | None:
+        return getattr(self.agent, "board_size", None)
+
+    def reset(self) -> None:
+        """A new game: fresh tree, resignation streak and clock (random streams continue)."""
+        self.search.clear()
+        self.low_value_streak = 0
+        self.last_value = None
+        self.clock.reset()
+
+    def policy(self, state: GameState) -> np.ndarray:
+        return self.agent.policy(state)
+
+    def value(self, state: GameState) -> float:
+        return float((self.value_agent or self.agent).value(state))
+
+    def budget(self, state: GameState) -> float | None:
+        """Seconds for this move: ``--seconds`` and the clock's budget, the smaller."""
+        moves_to_go = max(0.0, (0.75 * state.size * state.size - state.move_number) / 2)
+        clock = self.clock.budget(state.to_play, moves_to_go)
+        caps = [c for c in (self.cfg.seconds, clock) if c is not None]
+        return min(caps) if caps else None
+
+    def think(self, state: GameState, stop: Callable[[], bool] | None = None,
+              on_batch: Callable[[], None] | None = None) -> None:
+        """Search ``state`` for this move's visits / time (the tree of earlier moves is reused)."""
+        self.search.set_position(state)
+        seconds = self.budget(state)
+        visits = self.cfg.visits if self.cfg.visits > 1 else (None if seconds is not None else 1)
+        self.search.run(visits=visits, seconds=seconds, stop=stop, on_batch=on_batch)
+
+    def decide(self, state: GameState) -> int:
+        """The move after :meth:`think` (or :data:`RESIGN`), resignation streak updated."""
+        infos = self.search.infos()
+        best_q = infos[0].q if infos and infos[0].visits > 0 else self.search.root_value()
+        self.last_value = best_q
+        thr = self.cfg.resign_threshold
+        if thr is not None:
+            self.low_value_streak = self.low_value_streak + 1 if best_q < thr else 0
+            if self.low_value_streak >= self.cfg.resign_moves and state.move_number >= self.cfg.resign_min_move:
+                return RESIGN
+        return self.search.choose(self.cfg.temperature, self.rng)
+
+    def choose(self, state: GameState, stop: Callable[[], bool] | None = None,
+               on_batch: Callable[[], None] | None = None) -> int:
+        t0 = time.perf_counter()
+        self.think(state, stop, on_batch)
+        move = self.decide(state)
+        self.clock.used(state.to_play, time.perf_counter() - t0)
+        return move
+
+
+__all__ = ["SearchPlayer"]
