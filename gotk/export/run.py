@@ -39,10 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from gotk import __version__
+from gotk import executors as X
 from gotk.export import writers as WR
 from gotk.export.inputs import dataset_sources, is_dataset, is_selfplay, selfplay_shards, selfplay_sources
 from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
-from gotk.jobs import executors as X
 from gotk.jobs import workers as W
 from gotk.jobs.encode import expand_sources, source_entries
 from gotk.jobs.progress import ProgressBars
@@ -153,7 +153,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
            unit_size: int = DEFAULT_UNIT_SIZE, executor: str = "local", scheduler: str | None = None) -> dict:
     """Run ``gotk export``; returns the export manifest (plus ``"run"``: the run report). Raises
     :class:`ExportError` for unusable options, inputs or output folders. ``executor``/``scheduler`` as
-    for ``gotk encode`` (:mod:`gotk.jobs.executors`: a local process pool, or Dask with the output on
+    for ``gotk encode`` (:mod:`gotk.executors`: a local process pool, or Dask with the output on
     a path every worker shares)."""
     t_start = time.perf_counter()
     opts.validate()

@@ -1,6 +1,6 @@
 """``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
 
-Design (one executor — a local process pool or Dask, see :mod:`gotk.jobs.executors` — and two
+Design (one executor — a local process pool or Dask, see :mod:`gotk.executors` — and two
 kinds of work unit: the scan unit in :mod:`gotk.jobs.workers`, the shard unit in :mod:`gotk.jobs.shard_unit`):
 
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
@@ -39,9 +39,9 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from gotk import executors as X
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
-from gotk.jobs import executors as X
 from gotk.jobs import precompile as P
 from gotk.jobs import shard_unit as SU
 from gotk.jobs import workers as W
@@ -49,11 +49,10 @@ from gotk.jobs.plan import Planner
 from gotk.jobs.progress import ProgressBars
 from gotk.jobs.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
 from gotk.sgf.fast import path_counts
-from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.shards.card import write_card
-from gotk.sources.archives import Skip, archive_stem, escape_name, is_archive, iter_sources
+from gotk.sources.archives import MAX_SGF_BYTES, Skip, archive_stem, escape_name, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
@@ -85,12 +84,13 @@ class EncodeOptions:
     shard_rows: int = DEFAULT_SHARD_ROWS
     row_group_rows: int = S.ROW_GROUP_ROWS
     max_member_bytes: int = MAX_SGF_BYTES
-    where: str | None = None  # gotk.jobs.filters expression over the games table
+    where: str | None = None  # gotk.shards.where expression over the games table
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
     max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
 
     def validate(self) -> list[tuple[str, float]]:
-        from gotk.jobs.filters import WhereError, check_game_filters
+        from gotk.jobs.splits import check_game_filters
+        from gotk.shards.where import WhereError
 
         try:
             splits = parse_split(self.split)
@@ -106,7 +106,7 @@ class EncodeOptions:
     def bot_patterns(self) -> tuple[str, ...]:
         """The bot-name patterns of this run (default list + $GOTK_BOTS + ``bots`` files), resolved in the
         parent so every worker uses the same list."""
-        from gotk.jobs.filters import check_game_filters
+        from gotk.jobs.splits import check_game_filters
 
         return check_game_filters(None, None, self.bots)
 
@@ -228,7 +228,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
     :class:`EncodeError` for unusable options or output folders. ``executor``: ``"local"``,
     ``"dask"`` (``scheduler``: ``tcp://HOST:PORT``, or None for a LocalCluster), or an
-    :class:`~gotk.jobs.executors.Executor` instance (shut down when the run ends); worker
+    :class:`~gotk.executors.Executor` instance (shut down when the run ends); worker
     options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
     be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
     :mod:`gotk.storage`)."""

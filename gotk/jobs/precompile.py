@@ -173,7 +173,7 @@ def fork_call(fn: Callable[[], object]) -> Helper | None:
         return Helper(pid)
     code = 1
     try:  # the helper
-        from gotk.jobs.executors import _die_with_parent
+        from gotk.executors import _die_with_parent
 
         _die_with_parent(parent)
         null = os.open(os.devnull, os.O_RDWR)

@@ -85,7 +85,7 @@ class ScanOptions:
     include_passes: bool = False
     skip_first: int = 0
     drop_partial: bool = False
-    where: str | None = None  # a gotk.jobs.filters expression over the games table
+    where: str | None = None  # a gotk.shards.where expression over the games table
     bot_patterns: tuple[str, ...] | None = None  # gotk.sgf.metadata.BotList patterns (None: the default list)
     max_moves: int = DEFAULT_MAX_MOVES
     storage_options: dict | None = None
@@ -236,7 +236,7 @@ def _scan_arrays(batch: GameBatch, offsets: np.ndarray, kept: list[int]) -> dict
 
 
 def _where(text: str | None):
-    from gotk.jobs.filters import compile_where
+    from gotk.shards.where import compile_where
 
     return compile_where(text, M.ENCODE_WHERE_COLUMNS) if text else None
 

@@ -61,7 +61,7 @@ class SelfPlayOptions:
         if self.workers < 1:
             raise SelfPlayError(f"--workers must be >= 1, not {self.workers}")
         self.config.validate()
-        from gotk.train.config import resolve_device
+        from gotk.devices import resolve_device
 
         try:
             self.device = str(resolve_device(self.device))
@@ -254,7 +254,7 @@ class SelfPlayRun:
 
     def execute(self, progress=None) -> dict:
         """Play every chunk not done yet, then write the dataset and the report; returns the report."""
-        from gotk.jobs.executors import make_executor
+        from gotk.executors import make_executor
 
         self._check_out()
         t0 = time.perf_counter()

@@ -149,7 +149,7 @@ def read_manifest(folder: str | os.PathLike, storage_options: dict | None = None
 def read_games(folder: str | os.PathLike, storage_options: dict | None = None,
                columns: list[str] | None = None, where=None) -> pa.Table:
     """The dataset's games table (``games.parquet``; only ``columns`` when given, only the rows a
-    :class:`gotk.jobs.filters.Where` keeps when ``where`` is given), local or at a URL. The manifest is
+    :class:`gotk.shards.where.Where` keeps when ``where`` is given), local or at a URL. The manifest is
     checked first, so a dataset of an older schema gets the re-encode message."""
     import pyarrow.parquet as pq
 

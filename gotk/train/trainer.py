@@ -41,12 +41,13 @@ import torch.nn.functional as F
 from gotk import __version__
 from gotk.atomic import write_text_atomic
 from gotk.datasets import ShardDataset
+from gotk.devices import resolve_device
 from gotk.distributed import dist_info, init_distributed
 from gotk.nets.networks import build_model, count_parameters
 from gotk.shards.manifest import read_games, read_manifest
 from gotk.storage import is_url
 from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer, resolve_device
+from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer
 from gotk.train.curves import plot_curves
 from gotk.train.evaluate import Metrics
 from gotk.train.losses import LossWeights, aux_sums, batch_losses, soft_policy_sums

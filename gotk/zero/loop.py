@@ -93,7 +93,7 @@ class ZeroOptions:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
-        from gotk.train.config import resolve_device
+        from gotk.devices import resolve_device
 
         try:
             resolve_device(self.device)
