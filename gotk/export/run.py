@@ -49,6 +49,7 @@ from gotk.jobs.progress import ProgressBars
 from gotk.jobs.splits import parse_min_rank
 
 __all__ = ["EXPORT_NAME", "FORMATS", "ExportError", "ExportOptions", "export", "katago_available", "plan_files"]
+from gotk.runfolder import RunFolderError, prepare_run_folder
 from gotk.sgf.record import parse_result
 from gotk.shards import manifest as M
 from gotk.sources.archives import Skip, is_archive, iter_sources
@@ -113,36 +114,13 @@ def plan_files(kept: list[tuple[int, int, str, int]], opts: ExportOptions, unit_
 
 
 def _prepare_out(out: Path, resume: bool, record: dict) -> bool:
-    """Check/create the output folder; True when a finished export with the same record is there."""
-    work = out / M.WORK_NAME
-    if out.exists() and not out.is_dir():
-        raise ExportError("out_not_dir", f"--out {out} exists and is not a folder")
-    nonempty = out.is_dir() and any(out.iterdir())
-    if nonempty and not resume:
-        raise ExportError("out_not_empty", f"output folder {out} is not empty: choose another --out, empty it, or "
-                          "pass --resume to finish an interrupted export with the same sources and options")
-    if nonempty:
-        run_file, done_file = work / "run.json", out / EXPORT_NAME
-        if run_file.is_file():
-            previous = json.loads(run_file.read_text())
-        elif done_file.is_file():
-            m = json.loads(done_file.read_text())
-            previous = {"options": m.get("options"), "sources": m.get("sources")}
-            if previous == json.loads(json.dumps(record)):
-                return True
-        else:
-            raise ExportError("out_not_resumable", f"{out} holds no interrupted gotk export (no "
-                              f"{M.WORK_NAME}/run.json or {EXPORT_NAME}); refusing to write into it")
-        current = json.loads(json.dumps(record))
-        if previous != current:
-            why = "; ".join(M.record_differences(previous, current))
-            raise ExportError("resume_mismatch", f"--resume: the sources or options differ from the export in {out}: "
-                              f"{why}; rerun with the same ones or use a new --out")
-        for leftover in out.rglob("*.tmp"):  # temp files of a killed run: never part of the output
-            leftover.unlink()
-    work.mkdir(parents=True, exist_ok=True)
-    M.write_json_atomic(work / "run.json", record)
-    return False
+    """Check/create the output folder (:func:`gotk.runfolder.prepare_run_folder`); True when a finished export
+    with the same record is there."""
+    try:
+        return prepare_run_folder(out, record, resume, run_file=f"{M.WORK_NAME}/run.json", finished_file=EXPORT_NAME,
+                                  finished_keys=("options", "sources"), command="gotk export", noun="export").finished
+    except RunFolderError as e:
+        raise ExportError(e.reason, e.message) from e
 
 
 # --- the run -------------------------------------------------------------------------------------

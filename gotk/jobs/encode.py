@@ -48,6 +48,7 @@ from gotk.jobs import workers as W
 from gotk.jobs.plan import Planner
 from gotk.jobs.progress import ProgressBars
 from gotk.jobs.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
+from gotk.runfolder import RunFolderError, prepare_run_folder
 from gotk.sgf.fast import path_counts
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -158,52 +159,25 @@ def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]
     return {"options": asdict(opts), "encoder": encoder_desc, "sources": sources}
 
 
-def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None,
-                     damaged: list | None = None) -> bool:
-    """Check/create the output folder. Returns True when a finished identical dataset is there and every file
-    it lists is intact (size, sha256, rows); a damaged one is appended to ``damaged`` and the run is redone."""
-    st = st if st is not None else Storage.for_url(out)
-    work = join(out, M.WORK_NAME)
-    if st.exists(out) and not st.isdir(out):
-        raise EncodeError("out_not_dir", f"--out {out} exists and is not a folder")
-    nonempty = st.isdir(out) and bool(st.listdir(out))
-    if nonempty and not resume:
-        raise EncodeError("out_not_empty", f"output folder {out} is not empty: choose another --out, empty it, or "
-                          "pass --resume to finish an interrupted run with the same sources and options")
-    if nonempty and resume:
-        run_file = join(work, "run.json")
-        manifest_file = join(out, M.MANIFEST_NAME)
-        run_file_found = st.isfile(run_file)
-        if run_file_found:
-            previous = json.loads(st.read_text(run_file))
-        elif st.isfile(manifest_file):
-            m = json.loads(st.read_text(manifest_file))
-            previous = {"options": m.get("options"), "encoder": m.get("encoder"), "sources": m.get("sources")}
-            if previous == json.loads(json.dumps(record)):
-                try:
-                    problems = M.verify_dataset(out, st.storage_options, m)["problems"]
-                except (KeyError, TypeError, ValueError, OSError) as e:
-                    problems = [{"file": M.MANIFEST_NAME, "problem": f"unreadable: {e}"}]
-                if not problems:
-                    return True
-                if damaged is not None:
-                    damaged.extend(problems)
-                st.rm(manifest_file)  # redo the run: the same sources and options give the same bytes
-                previous = json.loads(json.dumps(record))
-        else:
-            raise EncodeError("out_not_resumable", f"{out} holds no interrupted gotk encode run (no "
-                              f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
-        if previous != json.loads(json.dumps(record)):
-            why = "; ".join(M.record_differences(previous, json.loads(json.dumps(record))))
-            raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out}: "
-                              f"{why} (see {run_file if run_file_found else manifest_file}); "
-                              "rerun with the same ones or use a new --out")
-        for leftover in st.find(out):  # temp files of the killed run: never part of the output
-            if str(leftover).endswith(".tmp"):
-                st.rm(leftover)
-    st.makedirs(work)
-    M.write_json_atomic(join(work, "run.json"), record, st)
-    return False
+def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage, damaged: list) -> bool:
+    """Check/create the output folder (:func:`gotk.runfolder.prepare_run_folder`). Returns True when a finished
+    identical dataset is there and every file it lists is intact (size, sha256, rows); a damaged one is appended
+    to ``damaged`` and the run is redone."""
+
+    def verify(manifest: dict) -> list:
+        try:
+            return M.verify_dataset(out, st.storage_options, manifest)["problems"]
+        except (KeyError, TypeError, ValueError, OSError) as e:
+            return [{"file": M.MANIFEST_NAME, "problem": f"unreadable: {e}"}]
+
+    try:
+        found = prepare_run_folder(out, record, resume, run_file=f"{M.WORK_NAME}/run.json",
+                                   finished_file=M.MANIFEST_NAME, finished_keys=("options", "encoder", "sources"),
+                                   verify=verify, command="gotk encode run", st=st)
+    except RunFolderError as e:
+        raise EncodeError(e.reason, e.message) from e
+    damaged.extend(found.damaged)
+    return found.finished
 
 
 def source_entries(files: list[Path]) -> list[dict]:

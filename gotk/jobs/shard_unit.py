@@ -22,6 +22,7 @@ import numpy as np
 from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
 from gotk.jobs.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
+from gotk.runfolder import read_done_record, write_done_record
 from gotk.sgf.record import signed_value_targets, value_targets
 from gotk.shards import format as S
 from gotk.storage import Storage, join
@@ -261,9 +262,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         encoder.encode(spec["pieces"])
         info = writer.finish()
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
-    done = shard_done_path(options.work_dir, spec["split"], spec["index"])
-    record = json.dumps({"digest": spec["digest"], **entry}, sort_keys=True)
-    st.write_text_atomic(done, record)
+    write_done_record(shard_done_path(options.work_dir, spec["split"], spec["index"]),
+                      {"digest": spec["digest"], **entry}, st)
     total = time.perf_counter() - t0
     t_encode, t_write = encoder.encode_s, writer.write_s
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
@@ -275,13 +275,9 @@ def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
     """The entry of a shard finished by an earlier run with the same plan, or None (then it is encoded
     again): the file must still have the size and sha256 its done-record wrote (a damaged shard is redone)."""
     st = options.storage()
-    done = shard_done_path(options.work_dir, spec["split"], spec["index"])
-    try:
-        rec = json.loads(st.read_text(done))
-    except (OSError, ValueError):
-        return None
+    rec = read_done_record(shard_done_path(options.work_dir, spec["split"], spec["index"]), st, spec["digest"])
     path = join(options.out_dir, spec["file"])
-    if rec.get("digest") != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
+    if rec is None or not st.isfile(path) or st.size(path) != rec.get("bytes"):
         return None
     src = st.open_input(path)
     try:

@@ -137,7 +137,7 @@ class ZeroRun:
         if self.state_path.is_file():
             self.state = json.loads(self.state_path.read_text())
             if self.state.get("options") != rec:
-                from gotk.shards.manifest import record_differences
+                from gotk.runfolder import record_differences
 
                 diff = "; ".join(record_differences(self.state.get("options"), rec))
                 raise ZeroError(f"{self.root} holds a run with other settings ({diff}): use another --out")
