@@ -247,7 +247,7 @@ class EncodeRun:
         except (KeyError, ValueError, TypeError) as e:
             raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
         self.desc = encoder.describe()
-        self.board_only = bool(getattr(encoder, "board_only", False))
+        self.board_only = encoder.board_only
         self.out: Path | str = str(out_dir).rstrip("/") if is_url(out_dir) else Path(out_dir)
         self.files, self.sources_skipped = expand_sources(sources)
         missing = [s["path"] for s in self.sources_skipped if s["reason"] == "missing"]

@@ -78,9 +78,9 @@ class ShardEncoder:
         #: long games are encoded a piece at a time: about ``BATCH_BYTES`` of unpacked planes per piece
         self.chunk_moves = max(256, S.BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
         self.packed = self.desc["dtype"] != "int8"  # planes go through scratch to be packed
-        self.into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes by chunks
-        self.batchable = self.into is not None and getattr(enc, "batchable", False)
-        self.board_only = self.batchable and getattr(enc, "board_only", False)
+        self.into = enc.encode_game_into if enc.writes_into else None  # else the game goes by chunks
+        self.batchable = enc.writes_into and enc.batchable
+        self.board_only = self.batchable and enc.board_only
         self.encode_s = 0.0
         self._scratch: np.ndarray | None = None  # (chunk_moves, C, H*W) planes, made when first needed
         self._part_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # labels, moves, colours
