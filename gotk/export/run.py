@@ -43,6 +43,7 @@ from gotk import executors as X
 from gotk.export import writers as WR
 from gotk.export.inputs import dataset_sources, is_dataset, is_selfplay, selfplay_shards, selfplay_sources
 from gotk.export.options import FORMATS, ExportError, ExportOptions, katago_available
+from gotk.jobs import scan_files as SF
 from gotk.jobs import workers as W
 from gotk.jobs.encode import expand_sources, source_entries
 from gotk.jobs.progress import ProgressBars
@@ -237,7 +238,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
                 if unit is None:
                     exhausted = True
                     break
-                stats = W.read_scan_stats(W.scan_path(work, unit.unit_id)) if resume else None
+                stats = SF.read_scan_stats(SF.scan_path(work, unit.unit_id)) if resume else None
                 if stats is not None and stats.get("digest") == unit.digest:
                     counts["units_reused"] += 1
                     window.append((unit.unit_id, stats))
@@ -259,7 +260,7 @@ def export(sources: Sequence[str | os.PathLike], out_dir: str | os.PathLike, opt
             if not stats["candidates"]:
                 continue
             if table is None:
-                table = W.read_scan_table(W.scan_path(work, uid))
+                table = SF.read_scan_table(SF.scan_path(work, uid))
             t = table.select([c for c in table.column_names if not c.startswith("setup_")
                               and c not in ("colors", "points")]).to_pydict()
             for i, gid in enumerate(t["game_id"]):

@@ -19,23 +19,23 @@ import numpy as np
 from gotk.errors import GotkError
 from gotk.export.inputs import policy_rows
 from gotk.hashing import sha256_bytes, sha256_file
-from gotk.jobs import workers as W
+from gotk.jobs import scan_files as SF
 from gotk.runfolder import read_done_record, write_done_record
 from gotk.sgf.record import GameRecord, parse_result
 from gotk.storage import Storage, join
 
-_CACHE: dict[str, tuple[W._UnitGames, list]] = {}
+_CACHE: dict[str, tuple[SF.UnitGames, list]] = {}
 _CACHE_UNITS = 1024  # scan files are memory-mapped: holding many open costs address space, not memory
 
 
-def _games(work_dir: str, unit_id: int, st: Storage) -> tuple[W._UnitGames, list]:
+def _games(work_dir: str, unit_id: int, st: Storage) -> tuple[SF.UnitGames, list]:
     """A scan unit's games (numpy views) and result strings, kept open for the process: a file's games
     are shuffled across every chunk, so each unit is needed again and again."""
     key = f"{work_dir}:{unit_id}"
     got = _CACHE.get(key)
     if got is None:
-        table = W.read_scan_table(W.scan_path(work_dir, unit_id), st)
-        got = (W._UnitGames(table), table.column("result").to_pylist())
+        table = SF.read_scan_table(SF.scan_path(work_dir, unit_id), st)
+        got = (SF.UnitGames(table), table.column("result").to_pylist())
         if len(_CACHE) >= _CACHE_UNITS or any(not k.startswith(f"{work_dir}:") for k in _CACHE):
             _CACHE.clear()  # another run's units, or too many
         _CACHE[key] = got

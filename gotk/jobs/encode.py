@@ -43,6 +43,7 @@ from gotk import executors as X
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
 from gotk.jobs import precompile as P
+from gotk.jobs import scan_files as SF
 from gotk.jobs import shard_unit as SU
 from gotk.jobs import workers as W
 from gotk.jobs.plan import Planner
@@ -351,7 +352,7 @@ class EncodeRun:
             self.bars.close()
             raise
         finally:
-            W.forget_units()
+            SF.forget_units()
         self._await_encoder(stop=True)  # a run with no shard to encode
         executor.shutdown(wait=True)
         self.bars.close()
@@ -381,9 +382,9 @@ class EncodeRun:
     def _scan_result(self, unit: W.ScanUnit) -> Future | dict:
         """A unit's scan: reused from an earlier run's scan file when its digest matches, else submitted."""
         if self.resume:
-            stats = W.read_scan_stats(W.scan_path(self.work, unit.unit_id), self.storage)
+            stats = SF.read_scan_stats(SF.scan_path(self.work, unit.unit_id), self.storage)
             if (stats is not None and stats.get("digest") == unit.digest
-                    and W.scan_intact(self.work, unit.unit_id, self.storage)):
+                    and SF.scan_intact(self.work, unit.unit_id, self.storage)):
                 self.counts["units_reused"] += 1
                 return stats
         return self.executor.submit(W.scan_unit, unit, self.scan_opts)

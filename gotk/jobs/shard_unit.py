@@ -7,7 +7,7 @@
   ``WORK/shard-SPLIT-NNNNN.json`` marks it finished for ``--resume`` (:func:`reuse_shard`).
 
 It writes its output files itself (atomically) and returns a small picklable dict, so it runs in-process,
-in a process pool or under Dask alike. The scan units' games come from :func:`gotk.jobs.workers.unit_games`.
+in a process pool or under Dask alike. The scan units' games come from :func:`gotk.jobs.scan_files.unit_games`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import numpy as np
 
 from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
-from gotk.jobs.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
+from gotk.jobs.scan_files import UnitGames, unit_games
+from gotk.jobs.workers import ShardOptions, peak_rss_mib
 from gotk.runfolder import read_done_record, write_done_record
 from gotk.sgf.record import signed_value_targets, value_targets
 from gotk.shards import format as S
@@ -62,7 +63,7 @@ class ShardEncoder:
     * anything else: the encoder's ``encode_game_chunks``, :attr:`chunk_moves` rows at a time
       (:meth:`_put_chunks`).
 
-    Pieces come in unit order, so one scan unit's games (:func:`gotk.jobs.workers.unit_games`) are open at a
+    Pieces come in unit order, so one scan unit's games (:func:`gotk.jobs.scan_files.unit_games`) are open at a
     time. Every path checks that the encoder gave the rows the scan counted. :attr:`encode_s` is the time
     spent encoding (replay, planes, packing into the batch), the writer's :attr:`~ShardRowWriter.write_s`
     excluded."""
@@ -84,7 +85,7 @@ class ShardEncoder:
         self.encode_s = 0.0
         self._scratch: np.ndarray | None = None  # (chunk_moves, C, H*W) planes, made when first needed
         self._part_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # labels, moves, colours
-        self._unit: _UnitGames | None = None
+        self._unit: UnitGames | None = None
         self._unit_id: int | None = None
         self._whole: list[int] = []  # per game of the unit: its rows when the batch loop takes it whole, else -1
         self._run: list[int] = []  # whole games of the unit queued for _put_games
