@@ -173,9 +173,9 @@ def fork_call(fn: Callable[[], object]) -> Helper | None:
         return Helper(pid)
     code = 1
     try:  # the helper
-        from gotk.executors import _die_with_parent
+        from gotk.executors import die_with_parent
 
-        _die_with_parent(parent)
+        die_with_parent(parent)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
