@@ -174,16 +174,7 @@ class Trainer:
         self.events: EventLog | None = None
         if self.main:
             self.out.mkdir(parents=True, exist_ok=True)
-            write_run_config(
-                self.out, cfg,
-                data={"manifest_sha256": self.manifest_sha256, "encoder": self.encoder,
-                      "train_rows": int(self.train_ds.num_rows),
-                      "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
-                model={"name": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
-                       "parameters": count_parameters(self.model)},
-                run={"device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
-                     "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
-                     "world_size": self.world, "schedule_horizon_steps": self.horizon})
+            self._write_config()
             trim_after(self.out, self.step)
             if self.tensorboard:
                 self.events = EventLog(self.out, self.step if resume else None)
@@ -204,6 +195,19 @@ class Trainer:
         t = t.clone()
         torch.distributed.all_reduce(t)
         return t
+
+    def _write_config(self) -> None:
+        cfg = self.cfg
+        write_run_config(
+            self.out, cfg,
+            data={"manifest_sha256": self.manifest_sha256, "encoder": self.encoder,
+                  "train_rows": int(self.train_ds.num_rows),
+                  "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
+            model={"name": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
+                   "parameters": count_parameters(self.model)},
+            run={"device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
+                 "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
+                 "world_size": self.world, "schedule_horizon_steps": self.horizon})
 
     def log(self, record: dict) -> None:
         if self.main:
