@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import kgs_dir  # noqa: E402
-from gotk.jobs.filters import compile_where  # noqa: E402
 from gotk.sgf.metadata import default_bots, normalise_record  # noqa: E402
 from gotk.sgf.reader import iter_sgf  # noqa: E402
 from gotk.shards.manifest import ENCODE_WHERE_COLUMNS  # noqa: E402
+from gotk.shards.where import compile_where  # noqa: E402
 from gotk.sources.archives import SgfSource, iter_sources  # noqa: E402
 
 WHERE = "min(black_rank, white_rank) >= 5d and handicap = 0 and not (black_is_bot or white_is_bot) and year >= 2015"

@@ -92,7 +92,7 @@ def test_resume_mismatch_says_which_option_differs(sample_archive: Path, tmp_pat
 
 
 def test_record_differences() -> None:
-    from gotk.shards.manifest import record_differences
+    from gotk.runfolder import record_differences
 
     old = {"options": {"seed": 3, "split": "a"}, "sources": [{"path": "x"}, {"path": "y"}]}
     assert record_differences(old, old) == []

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, local_run_progressed, output_files, run_and_kill
 
+from gotk.executors import DaskExecutor, dask_available
 from gotk.jobs import shard_unit as SU
 from gotk.jobs import workers as W
 from gotk.jobs.encode import EncodeOptions, encode_dataset
-from gotk.jobs.executors import DaskExecutor, dask_available
 
 needs_dask = pytest.mark.skipif(not dask_available(), reason="dask.distributed is not installed "
                                 "(pip install 'gotk[dask]')")

@@ -468,3 +468,45 @@ def test_planes_said_to_write_every_point_do():
             fn(junk, *args, color, *params)
             assert np.array_equal(zeros, junk), fn.py_func.__name__
     assert get_encoder("oneplane").dense and not get_encoder("sevenplane").dense
+
+
+def test_the_contract_declares_the_fast_paths():
+    """``Encoder`` names every path ``gotk encode`` may take and the flags that say which an encoder offers: an
+    encoder with only the two required paths offers none (its fast paths refuse, it has no compiled shard loop,
+    so the encode run takes it by chunks); every compiled encoder writes into given arrays, and those without
+    per-game state also batch."""
+
+    class Plain(Encoder):
+        name = "plain"
+
+        def __init__(self, board_size: int = 9) -> None:
+            super().__init__(board_size)
+            self.inner = get_encoder("simple", board_size=board_size)
+
+        @property
+        def plane_names(self) -> list[str]:
+            return self.inner.plane_names
+
+        def encode(self, state):
+            return self.inner.encode(state)
+
+        def encode_game(self, record, include_passes=False, skip_first=0):
+            return self.inner.encode_game(record, include_passes, skip_first)
+
+    plain = Plain()
+    assert (plain.writes_into, plain.batchable, plain.board_only, plain.compile_ahead) == (False,) * 4
+    assert plain.shard_loop is None
+    rec = read_sgf(b"(;GM[1]SZ[9];B[ee];W[ec])")[0]
+    out = np.zeros((2, plain.num_planes, 81), dtype=np.uint8)
+    rows = (np.zeros(2, np.int16), np.zeros(2, np.int32), np.zeros(2, np.int8))
+    with pytest.raises(NotImplementedError):
+        plain.encode_game_into(rec, out, *rows)
+    with pytest.raises(NotImplementedError):
+        plain.encode_batch_into(None, out, *rows)
+    with pytest.raises(NotImplementedError):
+        plain.encode_traced_batch_into(None, None, out, *rows)
+    assert [len(p) for p in plain.encode_game_chunks(rec)] == [2]
+    for name in list_encoders():
+        enc = get_encoder(name, board_size=9)
+        assert enc.writes_into and enc.shard_loop is not None
+        assert enc.batchable == (enc.game_fill is None)

@@ -62,7 +62,7 @@ def test_cli_refusals(tmp_path, source):
 
 
 def test_where_filters_as_encode_does(tmp_path, source):
-    """--where (gotk.jobs.filters, applied by the shared scan): the games exported are the games a gotk encode
+    """--where (gotk.shards.where, applied by the shared scan): the games exported are the games a gotk encode
     with the same expression keeps (less those Leela Zero data cannot use), the filtered counts the same."""
     from gotk.jobs.encode import EncodeOptions, encode_dataset
 
@@ -83,7 +83,7 @@ def test_where_filters_as_encode_does(tmp_path, source):
 
 
 def test_dask_executor_same_bytes(tmp_path, source):
-    from gotk.jobs.executors import dask_available
+    from gotk.executors import dask_available
 
     if not dask_available():
         pytest.skip("dask.distributed is not installed (test extra)")

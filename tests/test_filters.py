@@ -1,4 +1,4 @@
-"""gotk.jobs.filters (--where) and where it is used: encode, replay, the loader, eval --by rank."""
+"""gotk.shards.where (--where) and where it is used: encode, replay, the loader, eval --by rank."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from test_train_cli import invoke, sample_dataset, trained_run
 
-from gotk.jobs.filters import WhereError, compile_where
 from gotk.shards import manifest as M
+from gotk.shards.where import WhereError, compile_where
 
 COLS = ["black_rank", "white_rank", "handicap", "black_is_bot", "white_is_bot", "year", "rules", "komi", "end"]
 ROWS = [

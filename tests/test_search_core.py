@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,26 +16,10 @@ from gotk.game.state import BLACK, GameState
 from gotk.search import NetEvaluator, Search, SearchConfig, SearchPlayer, SearchSetupError
 from gotk.search import tree as T
 from gotk.search.core import candidates
-from tests.test_search import material_agent_file, pts, tiny_agent_file
+from tests import test_search as base
+from tests.test_search import pts
 
-
-@pytest.fixture(scope="module")
-def agent_path(tmp_path_factory) -> Path:
-    return tiny_agent_file(tmp_path_factory.mktemp("core") / "tiny.gotk")
-
-
-@pytest.fixture(scope="module")
-def agent(agent_path):
-    from gotk.nets import load_agent
-
-    return load_agent(agent_path)
-
-
-@pytest.fixture(scope="module")
-def material(tmp_path_factory):
-    from gotk.nets import load_agent
-
-    return load_agent(material_agent_file(tmp_path_factory.mktemp("core") / "material.gotk"))
+agent_path, agent, material = base.agent_path, base.agent, base.material  # the same module-scoped fixtures
 
 
 def _capture_position() -> GameState:

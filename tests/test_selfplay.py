@@ -270,7 +270,7 @@ def _marked() -> int:
 def test_local_executor_spawns_fresh_workers_when_asked():
     """Workers that use CUDA must be spawned (a forked child cannot use CUDA once its parent has): a module-level
     change made in the parent reaches forked workers and not spawned ones."""
-    from gotk.jobs.executors import LocalExecutor
+    from gotk.executors import LocalExecutor
 
     _MARK.append(1)
     try:

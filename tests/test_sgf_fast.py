@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from gotk import coords
 from gotk.errors import SGFError
-from gotk.sgf.fast import Declined, read_fast
-from gotk.sgf.reader import iter_sgf
+from gotk.sgf.fast import Declined
+from gotk.sgf.reader import iter_sgf, read_fast
 
 
 def run(data: bytes, fast: bool, counts: Counter | None = None):

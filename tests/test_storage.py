@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from conftest import ENCODE_OPTS, ENCODE_UNIT, encode_cmd, output_files, run_and_kill
 
+from gotk.executors import dask_available
 from gotk.jobs.encode import EncodeOptions, encode_dataset
-from gotk.jobs.executors import dask_available
 from gotk.storage import Storage
 
 HAVE_S3 = all(importlib.util.find_spec(m) is not None for m in ("moto", "s3fs", "boto3"))

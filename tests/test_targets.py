@@ -18,6 +18,7 @@ from gotk.encoders import get_encoder
 from gotk.shards import format as S
 from gotk.shards.assemble import assemble_dataset
 from gotk.shards.manifest import load_manifest, read_games, summary_lines, verify_dataset
+from gotk.shards.position import read_row
 
 SIZE = 5
 POINTS = SIZE * SIZE
@@ -177,7 +178,7 @@ def test_assembled_window_over_two_generations(generations, tmp_path: Path) -> N
     assert sum(games.column("positions").to_pylist()) == len(rows)
     assert games.column("komi").to_pylist()[0] == 7.5
     # gotk show's reader follows the ../ paths too
-    table, _ = S.read_row(window, "val", 3)
+    table, _ = read_row(window, "val", 3)
     assert table.num_rows == 1 and S.schema_targets(table.schema) == S.TARGETS
     # a damaged generation shard is found through the window
     shard = window.parent / "gen-0002" / "val" / "part-00000.parquet"

@@ -25,9 +25,9 @@ def replay_cmd(
     could be replayed; 2 when no input is SGF at all, or with --strict when anything was skipped.
     """
     from gotk.cli.common import fail
-    from gotk.jobs.filters import WhereError
-    from gotk.jobs.replay_run import replay_paths
     from gotk.sgf.metadata import BotList
+    from gotk.shards.where import WhereError
+    from gotk.stats.replay import replay_paths
 
     targets = [str(p) for p in paths] if paths else [str(p) for p in sample_archives()]
     try:

@@ -24,11 +24,11 @@ def stats_cmd(
 
     Exit code: 0 with a report; 1 when no game was found; 2 for bad input (missing path, bad --where)."""
     from gotk.cli.common import fail, parse_key_values
-    from gotk.jobs.filters import WhereError, compile_where
-    from gotk.jobs.replay_run import REPLAY_WHERE_COLUMNS
     from gotk.sgf.metadata import BotList
     from gotk.shards.manifest import GAMES_SCHEMA
+    from gotk.shards.where import WhereError, compile_where
     from gotk.stats import build_report, dataset_games, format_report, source_games
+    from gotk.stats.replay import REPLAY_WHERE_COLUMNS
     from gotk.storage import StorageError, is_url
     from gotk.train.evaluate import is_shard_dir
 

@@ -176,8 +176,8 @@ def eval_cmd(
 ) -> None:
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against baselines; for a value
     head also its calibration, winner accuracy by phase and a komi/handicap-only baseline."""
+    from gotk.devices import resolve_device
     from gotk.nets.agent import AgentError, load_agent
-    from gotk.train.config import resolve_device
     from gotk.train.evaluate import evaluate, format_report, is_shard_dir
 
     if threads:

@@ -1,4 +1,5 @@
-"""Reading gotk shards for training: the split index, sampling, and the streaming torch dataset.
+"""Reading gotk shards for training: the split index, sampling, and the streaming torch dataset; batches of the same
+shape encoded from SGF on the fly (:mod:`gotk.datasets.sgf_batches`).
 
 ``ShardDataset`` (:mod:`gotk.datasets.torchdata`) is resolved lazily so importing gotk.datasets does not
 import torch.

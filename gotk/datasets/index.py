@@ -47,10 +47,10 @@ def _game_codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndar
 
 def selected_games(path: str | os.PathLike, where: str, storage_options: dict | None = None) -> np.ndarray:
     """The sorted :func:`game_index` values of the games of dataset folder ``path`` for which the
-    :mod:`gotk.jobs.filters` expression ``where`` over ``games.parquet`` is true (WhereError when it does
+    :mod:`gotk.shards.where` expression ``where`` over ``games.parquet`` is true (WhereError when it does
     not parse or names an unknown column; ValueError when ``path`` is not a dataset folder)."""
-    from gotk.jobs.filters import compile_where
     from gotk.shards.manifest import GAMES_SCHEMA, read_games
+    from gotk.shards.where import compile_where
 
     w = compile_where(where, GAMES_SCHEMA.names)
     table = read_games(path, storage_options, columns=sorted(w.used_columns() | {"game_id"}), where=w)

@@ -40,7 +40,7 @@ where positions of one game are highly correlated). The kept positions are a uni
 chosen again each epoch, deterministic from ``(seed, epoch, game)`` and independent of ranks and workers.
 Building it reads the ``game_id`` column of the split once (at construction).
 
-``where="<expression>"`` keeps only the rows of games for which a :mod:`gotk.jobs.filters` expression over
+``where="<expression>"`` keeps only the rows of games for which a :mod:`gotk.shards.where` expression over
 the dataset's ``games.parquet`` is true (e.g. ``"min(black_rank, white_rank) >= 7d and not white_is_bot"``),
 at read time, without re-encoding; it also reads the ``game_id`` column once, and batch counts stay exact.
 

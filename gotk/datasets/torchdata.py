@@ -72,7 +72,7 @@ class ShardDataset(IterableDataset):
         self.rank = rank
         self.world_size = world_size
         self.max_positions_per_game = max_positions_per_game
-        self.where = where  # a gotk.jobs.filters expression over games.parquet (rows of other games skipped)
+        self.where = where  # a gotk.shards.where expression over games.parquet (rows of other games skipped)
         self.cap = _row_filter(self.index, max_positions_per_game, where, storage_options)
         self.num_workers = num_workers
         self.epoch = epoch

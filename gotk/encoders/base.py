@@ -8,6 +8,13 @@ Two paths:
 * :meth:`Encoder.encode_game` — a whole :class:`~gotk.sgf.record.GameRecord` → every position
   in one compiled loop (replay + encode), into one preallocated array. Pipelines use this.
 
+An encoder may also offer the fast paths ``gotk encode``'s shard step takes when they are there, each declared
+here by a flag that says whether it is (:class:`~gotk.encoders.game_loop.FillEncoder` offers all three where its
+fill allows): :meth:`Encoder.encode_game_into` (``writes_into``: a game's rows into the caller's arrays),
+:meth:`Encoder.encode_batch_into` (``batchable``: many games of a :class:`~gotk.game.replay.GameBatch` in one
+compiled call) and :meth:`Encoder.encode_traced_batch_into` (``board_only``: the same over boards replayed before,
+without the engine). An encoder without them is encoded through :meth:`Encoder.encode_game_chunks`.
+
 Positions are "the state before a main-line move"; the player to move is the colour of that move.
 Labels are flat move indices (pass = ``size * size``).
 """
@@ -45,11 +52,16 @@ class EncodedGame:
 
 
 class Encoder(ABC):
-    """Base class: subclasses set the class attributes and implement the two paths."""
+    """Base class: subclasses set the class attributes and implement the two paths (and, where they say so by
+    their flags, the fast paths: see the module docstring)."""
 
     name: str = ""
     version: int = 1
     dtype: str = "bit"  # "bit" (0/1 planes, stored packed) or "int8"
+    writes_into: bool = False  # encode_game_into is there
+    batchable: bool = False  # encode_batch_into is there
+    board_only: bool = False  # encode_traced_batch_into is there: the planes read only the board
+    compile_ahead: bool = False  # a first gotk encode compiles its shard_loop in a helper (gotk.jobs.precompile)
 
     def __init__(self, board_size: int = 19, **options) -> None:
         if not coords.MIN_SIZE <= board_size <= coords.MAX_SIZE:
@@ -128,6 +140,35 @@ class Encoder(ABC):
         """:meth:`encode_game` as pieces of at most ``chunk_moves`` moves each (the same rows, in order), so a
         long game never holds all its planes at once. This default yields the whole game as one piece."""
         yield self.encode_game(record, include_passes, skip_first)
+
+    # --- fast paths (where the flags above say so) ------------------------------------------
+
+    @property
+    def shard_loop(self):
+        """The compiled function at the top of what ``gotk encode``'s shard step runs (numba's cache says whether it
+        is compiled already), or None when the encoder has none."""
+        return None
+
+    def encode_game_into(self, record, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                         to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
+        """:meth:`encode_game`'s rows written into the caller's arrays: ``out`` ``(cap, C, N)`` zeroed, ``labels``
+        int16, ``move_numbers`` int32, ``to_play`` int8, each at least :func:`kept_count` long. Returns ``(rows,
+        moves_replayed, error)``. Only where :attr:`writes_into`."""
+        raise NotImplementedError(f"{self.name} encodes no game into given arrays")
+
+    def encode_batch_into(self, batch, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                          to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
+        """:meth:`encode_game_into` of every game of ``batch`` (a :class:`~gotk.game.replay.GameBatch`) in one
+        compiled call, rows end to end: ``(result, rows, done)``, ``result[g]`` = (rows, moves replayed, status) of
+        game ``g``, ``done`` the games encoded (fewer when game ``done``'s setup stones are unusable). Only where
+        :attr:`batchable`."""
+        raise NotImplementedError(f"{self.name} has no batch loop")
+
+    def encode_traced_batch_into(self, batch, trace, out: np.ndarray, labels: np.ndarray, move_numbers: np.ndarray,
+                                 to_play: np.ndarray, include_passes: bool = False, skip_first: int = 0):
+        """:meth:`encode_batch_into` of games replayed before (``trace``: their
+        :class:`~gotk.game.replay.BoardTrace`), over the boards alone. Only where :attr:`board_only`."""
+        raise NotImplementedError(f"{self.name} reads more of a position than its board")
 
 
 def kept_count(points: np.ndarray, size: int, include_passes: bool = False, skip_first: int = 0) -> int:

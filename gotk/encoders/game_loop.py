@@ -30,17 +30,21 @@ from gotk.game.replay import BoardTrace, GameBatch, stop_error
 
 FILL_ARGS = "e, color"
 
+#: The game loop's source. Named placeholders: ``name``; ``fill_args``; ``state_param`` and ``state_arg``
+#: (``", state"`` each for a fill with a per-game state, else empty); ``track`` (the line that hands every
+#: position to the state's ``track``, or empty).
 LOOP_TEMPLATE = """\
-def {name}(out, labels, move_numbers, to_play, t, colors, points, allow_suicide, include_passes, skip_first):
+def {name}(out, labels, move_numbers, to_play, t, colors, points, allow_suicide, include_passes,
+           skip_first{state_param}):
     e = Engine(*t)
     n = e.board.shape[0]
     j = 0
     for i in range(points.shape[0]):
         p = points[i]
         color = colors[i]
-        kept = i >= skip_first and (include_passes or p != n)
+{track}        kept = i >= skip_first and (include_passes or p != n)
         if kept:
-            fill(out[j], {fill_args})
+            fill(out[j], {fill_args}{state_arg})
             labels[j] = p
             move_numbers[j] = i
             to_play[j] = 1 if color == 1 else -1
@@ -58,22 +62,23 @@ def {name}(out, labels, move_numbers, to_play, t, colors, points, allow_suicide,
 #: status). With ``zero_rows`` each kept row is zeroed before its fill (a fill that writes every element needs
 #: none), so a row written for an illegal move and dropped is clean again when the next game's row takes
 #: its place. Stops at a game whose setup is unusable (its index is returned beside the rows written; the
-#: caller redoes it through :func:`encode_record_into`, which raises). ``games[g, 0]``, ``[g, 1]``, ``[g, 8]``
-#: and ``[g, 9]`` are the ``B.G_M0``, ``B.G_M1``, ``B.G_SUICIDE`` and ``B.G_START`` columns.
+#: caller redoes it through :func:`encode_record_into`, which raises). The batch table's columns are read by
+#: their names in :mod:`gotk.game.batch` (``G_M0``...: globals of the generated code, constants to numba).
+#: Named placeholders: ``name``, ``row`` (:data:`_BATCH_ROW`, the kept row's fill).
 BATCH_TEMPLATE = """\
 def {name}(out, labels, move_numbers, to_play, result, games, colors, points, e, starts, include_passes, skip_first,
            zero_rows):
     n = e.board.shape[0]
     j = 0
     for g in range(games.shape[0]):
-        t = games[g, 9]
-        m0 = games[g, 0]
-        m1 = games[g, 1]
+        t = games[g, G_START]
+        m0 = games[g, G_M0]
+        m1 = games[g, G_M1]
         if t < 0:
             return j, g
         start_game(e, starts, t, colors, m0, m1)
         j0 = j
-        allow_suicide = games[g, 8] != 0
+        allow_suicide = games[g, G_SUICIDE] != 0
         played = m1 - m0
         st = 0
         for i in range(m0, m1):
@@ -90,7 +95,7 @@ def {name}(out, labels, move_numbers, to_play, result, games, colors, points, e,
     return j, games.shape[0]
 """
 
-#: :data:`BATCH_TEMPLATE` for a fill that reads nothing of the position but ``board`` (:attr:`FillEncoder.board_only`),
+#: :data:`BATCH_TEMPLATE` for a fill that reads nothing of the position but ``board`` (:attr:`Encoder.board_only`),
 #: over games replayed before (a :class:`~gotk.game.replay.BoardTrace`): each game's board is set from its first
 #: position and then moves by itself, a stone placed per move and the stones the move took (as the engine found
 #: them) lifted, over the ``played[g]`` moves the engine played; no strings, liberties or legality to work out.
@@ -102,8 +107,8 @@ def {name}(out, labels, move_numbers, to_play, result, games, played, taken_at, 
     n = board.shape[0]
     j = 0
     for g in range(games.shape[0]):
-        t = games[g, 9]
-        m0 = games[g, 0]
+        t = games[g, G_START]
+        m0 = games[g, G_M0]
         if t < 0:
             return j, g
         for q in range(n):
@@ -122,6 +127,7 @@ def {name}(out, labels, move_numbers, to_play, result, games, played, taken_at, 
 """
 
 #: The row of move ``i`` of a batch loop, filled when kept (``p``, ``color`` and ``kept`` stay set for the move).
+#: Named placeholder: ``fill_args``.
 _BATCH_ROW = """\
             p = points[i]
             color = colors[i]
@@ -150,7 +156,8 @@ def jit_generated(name: str, source: str, namespace: dict[str, Any], module: str
     """
     mod = sys.modules[module]
     filename = str(Path(mod.__file__).resolve())
-    env = {"play": K.play, "start_game": B.start_game, "Engine": K.Engine, "np": np, "__name__": module}
+    env = {"play": K.play, "start_game": B.start_game, "Engine": K.Engine, "np": np, "__name__": module,
+           "G_M0": B.G_M0, "G_M1": B.G_M1, "G_SUICIDE": B.G_SUICIDE, "G_START": B.G_START}
     env.update(namespace)
     exec(compile(source, filename, "exec"), env)
     fn = env[name]
@@ -185,14 +192,11 @@ def game_loop_for(fill, with_state: bool = False, track=None):
         name = f"_game_loop_{py.__name__}" + ("_state" if with_state else "")
         if track is not None:
             name += f"_{track.py_func.__name__}"
-        source = LOOP_TEMPLATE.format(name=name, fill_args=FILL_ARGS)
+        state = ", state" if with_state else ""
+        source = LOOP_TEMPLATE.format(name=name, fill_args=FILL_ARGS, state_param=state, state_arg=state,
+                                      track="        track(e, color, state)\n" if track is not None else "")
         namespace = {"fill": fill}
-        if with_state:
-            source = source.replace("skip_first):", "skip_first, state):", 1).replace(
-                f"{FILL_ARGS})", f"{FILL_ARGS}, state)", 1)
         if track is not None:
-            source = source.replace("        color = colors[i]\n",
-                                    "        color = colors[i]\n        track(e, color, state)\n", 1)
             namespace["track"] = track
         # fill (and track) kept alive: ids stay unique
         entry = (jit_generated(name, source, namespace, py.__module__), fill, track)
@@ -380,9 +384,8 @@ class FillEncoder(Encoder):
 
     fill: Any = None
     dense: bool = False  # the fill writes every element of its output (zero or not): rows need no zeroing first
-    board_only: bool = False  # the fill reads only the board (and the colour to move): see encode_traced_batch_into
+    writes_into = True
     game_fill: Any = None
-    compile_ahead = False  # a first gotk encode compiles it in a helper process (gotk.jobs.precompile)
     state_maker: Any = None
     game_track: Any = None
     names: tuple[str, ...] = ()

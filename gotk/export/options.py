@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gotk.errors import GotkError
-from gotk.sgf.reader import MAX_SGF_BYTES
+from gotk.sources.archives import MAX_SGF_BYTES
 
 FORMATS = ("leela-zero", "katago")
 
@@ -32,7 +32,7 @@ class ExportOptions:
     board_size: int = 19
     min_rank: str | None = None
     no_handicap: bool = False
-    where: str | None = None  # gotk.jobs.filters expression over the games table (as gotk encode --where)
+    where: str | None = None  # gotk.shards.where expression over the games table (as gotk encode --where)
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
     split: str | None = None  # dataset input: export only the games of this split
     max_member_bytes: int = MAX_SGF_BYTES
@@ -44,7 +44,8 @@ class ExportOptions:
             raise ExportError("bad_option", "--games-per-chunk and --rows-per-file must be ≥ 1, --compress-level 0..9")
         if self.format == "leela-zero" and self.board_size != 19:
             raise ExportError("bad_option", "--format leela-zero is 19x19 only (Leela Zero's board size is fixed)")
-        from gotk.jobs.filters import WhereError, check_game_filters
+        from gotk.jobs.splits import check_game_filters
+        from gotk.shards.where import WhereError
 
         try:
             check_game_filters(self.min_rank, self.where, self.bots)
@@ -56,7 +57,7 @@ class ExportOptions:
     def bot_patterns(self) -> tuple[str, ...]:
         """The bot-name patterns (default list + $GOTK_BOTS + ``bots`` files), resolved in the parent so
         every worker uses the same list (as ``gotk encode``)."""
-        from gotk.jobs.filters import check_game_filters
+        from gotk.jobs.splits import check_game_filters
 
         return check_game_filters(None, None, self.bots)
 

@@ -9,7 +9,6 @@ under ``WORK/files/`` so ``--resume`` can reuse the file. A game the format refu
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -20,22 +19,23 @@ import numpy as np
 from gotk.errors import GotkError
 from gotk.export.inputs import policy_rows
 from gotk.hashing import sha256_bytes, sha256_file
-from gotk.jobs import workers as W
+from gotk.jobs import scan_files as SF
+from gotk.runfolder import read_done_record, write_done_record
 from gotk.sgf.record import GameRecord, parse_result
 from gotk.storage import Storage, join
 
-_CACHE: dict[str, tuple[W._UnitGames, list]] = {}
+_CACHE: dict[str, tuple[SF.UnitGames, list]] = {}
 _CACHE_UNITS = 1024  # scan files are memory-mapped: holding many open costs address space, not memory
 
 
-def _games(work_dir: str, unit_id: int, st: Storage) -> tuple[W._UnitGames, list]:
+def _games(work_dir: str, unit_id: int, st: Storage) -> tuple[SF.UnitGames, list]:
     """A scan unit's games (numpy views) and result strings, kept open for the process: a file's games
     are shuffled across every chunk, so each unit is needed again and again."""
     key = f"{work_dir}:{unit_id}"
     got = _CACHE.get(key)
     if got is None:
-        table = W.read_scan_table(W.scan_path(work_dir, unit_id), st)
-        got = (W._UnitGames(table), table.column("result").to_pylist())
+        table = SF.read_scan_table(SF.scan_path(work_dir, unit_id), st)
+        got = (SF.UnitGames(table), table.column("result").to_pylist())
         if len(_CACHE) >= _CACHE_UNITS or any(not k.startswith(f"{work_dir}:") for k in _CACHE):
             _CACHE.clear()  # another run's units, or too many
         _CACHE[key] = got
@@ -55,20 +55,17 @@ def done_path(work_dir: str | os.PathLike, file: str) -> Path | str:
 
 
 def _finish(spec: dict, options: dict, entry: dict, st: Storage) -> None:
-    st.write_text_atomic(done_path(options["work_dir"], spec["file"]),
-                         json.dumps({"digest": spec["digest"], **entry}, sort_keys=True))
+    write_done_record(done_path(options["work_dir"], spec["file"]), {"digest": spec["digest"], **entry}, st)
 
 
 def reuse_file(spec: dict, options: dict) -> dict | None:
     """The entry of a file an earlier run finished with the same plan (digest), or None."""
     st = Storage.for_url(options["out_dir"])
-    try:
-        rec = json.loads(st.read_text(done_path(options["work_dir"], spec["file"])))
-    except (OSError, ValueError):
-        return None
+    rec = read_done_record(done_path(options["work_dir"], spec["file"]), st, spec["digest"])
     path = join(options["out_dir"], spec["file"])
-    if rec.pop("digest", None) != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
+    if rec is None or not st.isfile(path) or st.size(path) != rec.get("bytes"):
         return None
+    rec.pop("digest")
     return rec
 
 

@@ -1,1 +1,2 @@
-"""The encode run: work units, executors, splits and filters; SGF sources in, shards out."""
+"""The encode run (``gotk encode``): the plan, the scan and shard work units, the scan files, game selection and
+splits; SGF sources in, shards out."""

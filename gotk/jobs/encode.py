@@ -1,6 +1,6 @@
 """``gotk encode``: SGF sources → deduplicated, split, encoded Parquet shards (see ``docs/shards.md``).
 
-Design (one executor — a local process pool or Dask, see :mod:`gotk.jobs.executors` — and two
+Design (one executor — a local process pool or Dask, see :mod:`gotk.executors` — and two
 kinds of work unit: the scan unit in :mod:`gotk.jobs.workers`, the shard unit in :mod:`gotk.jobs.shard_unit`):
 
 1. The parent reads the sources in a fixed order (archive members in memory, never extracted) and
@@ -39,21 +39,22 @@ from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from gotk import executors as X
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes, sha256_file
-from gotk.jobs import executors as X
 from gotk.jobs import precompile as P
+from gotk.jobs import scan_files as SF
 from gotk.jobs import shard_unit as SU
 from gotk.jobs import workers as W
 from gotk.jobs.plan import Planner
 from gotk.jobs.progress import ProgressBars
 from gotk.jobs.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
+from gotk.runfolder import RunFolderError, prepare_run_folder
 from gotk.sgf.fast import path_counts
-from gotk.sgf.reader import MAX_SGF_BYTES
 from gotk.shards import format as S
 from gotk.shards import manifest as M
 from gotk.shards.card import write_card
-from gotk.sources.archives import Skip, archive_stem, escape_name, is_archive, iter_sources
+from gotk.sources.archives import MAX_SGF_BYTES, Skip, archive_stem, escape_name, is_archive, iter_sources
 from gotk.storage import Storage, StorageError, is_url, join
 
 DEFAULT_SHARD_ROWS = 65536
@@ -85,12 +86,13 @@ class EncodeOptions:
     shard_rows: int = DEFAULT_SHARD_ROWS
     row_group_rows: int = S.ROW_GROUP_ROWS
     max_member_bytes: int = MAX_SGF_BYTES
-    where: str | None = None  # gotk.jobs.filters expression over the games table
+    where: str | None = None  # gotk.shards.where expression over the games table
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
     max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
 
     def validate(self) -> list[tuple[str, float]]:
-        from gotk.jobs.filters import WhereError, check_game_filters
+        from gotk.jobs.splits import check_game_filters
+        from gotk.shards.where import WhereError
 
         try:
             splits = parse_split(self.split)
@@ -106,7 +108,7 @@ class EncodeOptions:
     def bot_patterns(self) -> tuple[str, ...]:
         """The bot-name patterns of this run (default list + $GOTK_BOTS + ``bots`` files), resolved in the
         parent so every worker uses the same list."""
-        from gotk.jobs.filters import check_game_filters
+        from gotk.jobs.splits import check_game_filters
 
         return check_game_filters(None, None, self.bots)
 
@@ -158,52 +160,25 @@ def _options_record(opts: EncodeOptions, encoder_desc: dict, sources: list[dict]
     return {"options": asdict(opts), "encoder": encoder_desc, "sources": sources}
 
 
-def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage | None = None,
-                     damaged: list | None = None) -> bool:
-    """Check/create the output folder. Returns True when a finished identical dataset is there and every file
-    it lists is intact (size, sha256, rows); a damaged one is appended to ``damaged`` and the run is redone."""
-    st = st if st is not None else Storage.for_url(out)
-    work = join(out, M.WORK_NAME)
-    if st.exists(out) and not st.isdir(out):
-        raise EncodeError("out_not_dir", f"--out {out} exists and is not a folder")
-    nonempty = st.isdir(out) and bool(st.listdir(out))
-    if nonempty and not resume:
-        raise EncodeError("out_not_empty", f"output folder {out} is not empty: choose another --out, empty it, or "
-                          "pass --resume to finish an interrupted run with the same sources and options")
-    if nonempty and resume:
-        run_file = join(work, "run.json")
-        manifest_file = join(out, M.MANIFEST_NAME)
-        run_file_found = st.isfile(run_file)
-        if run_file_found:
-            previous = json.loads(st.read_text(run_file))
-        elif st.isfile(manifest_file):
-            m = json.loads(st.read_text(manifest_file))
-            previous = {"options": m.get("options"), "encoder": m.get("encoder"), "sources": m.get("sources")}
-            if previous == json.loads(json.dumps(record)):
-                try:
-                    problems = M.verify_dataset(out, st.storage_options, m)["problems"]
-                except (KeyError, TypeError, ValueError, OSError) as e:
-                    problems = [{"file": M.MANIFEST_NAME, "problem": f"unreadable: {e}"}]
-                if not problems:
-                    return True
-                if damaged is not None:
-                    damaged.extend(problems)
-                st.rm(manifest_file)  # redo the run: the same sources and options give the same bytes
-                previous = json.loads(json.dumps(record))
-        else:
-            raise EncodeError("out_not_resumable", f"{out} holds no interrupted gotk encode run (no "
-                              f"{M.WORK_NAME}/run.json or {M.MANIFEST_NAME}); refusing to write into it")
-        if previous != json.loads(json.dumps(record)):
-            why = "; ".join(M.record_differences(previous, json.loads(json.dumps(record))))
-            raise EncodeError("resume_mismatch", f"--resume: the sources or options differ from the run in {out}: "
-                              f"{why} (see {run_file if run_file_found else manifest_file}); "
-                              "rerun with the same ones or use a new --out")
-        for leftover in st.find(out):  # temp files of the killed run: never part of the output
-            if str(leftover).endswith(".tmp"):
-                st.rm(leftover)
-    st.makedirs(work)
-    M.write_json_atomic(join(work, "run.json"), record, st)
-    return False
+def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage, damaged: list) -> bool:
+    """Check/create the output folder (:func:`gotk.runfolder.prepare_run_folder`). Returns True when a finished
+    identical dataset is there and every file it lists is intact (size, sha256, rows); a damaged one is appended
+    to ``damaged`` and the run is redone."""
+
+    def verify(manifest: dict) -> list:
+        try:
+            return M.verify_dataset(out, st.storage_options, manifest)["problems"]
+        except (KeyError, TypeError, ValueError, OSError) as e:
+            return [{"file": M.MANIFEST_NAME, "problem": f"unreadable: {e}"}]
+
+    try:
+        found = prepare_run_folder(out, record, resume, run_file=f"{M.WORK_NAME}/run.json",
+                                   finished_file=M.MANIFEST_NAME, finished_keys=("options", "encoder", "sources"),
+                                   verify=verify, command="gotk encode run", st=st)
+    except RunFolderError as e:
+        raise EncodeError(e.reason, e.message) from e
+    damaged.extend(found.damaged)
+    return found.finished
 
 
 def source_entries(files: list[Path]) -> list[dict]:
@@ -228,7 +203,7 @@ def encode_dataset(sources: Sequence[str | os.PathLike], out_dir: str | os.PathL
     """Run ``gotk encode``; returns the manifest (plus ``"run"``: the run report). Raises
     :class:`EncodeError` for unusable options or output folders. ``executor``: ``"local"``,
     ``"dask"`` (``scheduler``: ``tcp://HOST:PORT``, or None for a LocalCluster), or an
-    :class:`~gotk.jobs.executors.Executor` instance (shut down when the run ends); worker
+    :class:`~gotk.executors.Executor` instance (shut down when the run ends); worker
     options get absolute paths, so remote workers need the output at the same path. ``out_dir`` may
     be an fsspec URL (``s3://bucket/prefix``; ``storage_options`` go to fsspec, see
     :mod:`gotk.storage`)."""
@@ -273,7 +248,7 @@ class EncodeRun:
         except (KeyError, ValueError, TypeError) as e:
             raise EncodeError("bad_encoder", f"encoder {opts.encoder!r}: {e}") from e
         self.desc = encoder.describe()
-        self.board_only = bool(getattr(encoder, "board_only", False))
+        self.board_only = encoder.board_only
         self.out: Path | str = str(out_dir).rstrip("/") if is_url(out_dir) else Path(out_dir)
         self.files, self.sources_skipped = expand_sources(sources)
         missing = [s["path"] for s in self.sources_skipped if s["reason"] == "missing"]
@@ -377,7 +352,7 @@ class EncodeRun:
             self.bars.close()
             raise
         finally:
-            W.forget_units()
+            SF.forget_units()
         self._await_encoder(stop=True)  # a run with no shard to encode
         executor.shutdown(wait=True)
         self.bars.close()
@@ -407,9 +382,9 @@ class EncodeRun:
     def _scan_result(self, unit: W.ScanUnit) -> Future | dict:
         """A unit's scan: reused from an earlier run's scan file when its digest matches, else submitted."""
         if self.resume:
-            stats = W.read_scan_stats(W.scan_path(self.work, unit.unit_id), self.storage)
+            stats = SF.read_scan_stats(SF.scan_path(self.work, unit.unit_id), self.storage)
             if (stats is not None and stats.get("digest") == unit.digest
-                    and W.scan_intact(self.work, unit.unit_id, self.storage)):
+                    and SF.scan_intact(self.work, unit.unit_id, self.storage)):
                 self.counts["units_reused"] += 1
                 return stats
         return self.executor.submit(W.scan_unit, unit, self.scan_opts)

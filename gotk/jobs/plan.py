@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from gotk.jobs import workers as W
+from gotk.jobs import scan_files as SF
 from gotk.jobs.splits import assign_split, matches_test_from
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -65,7 +65,7 @@ class Planner:
         if not stats["candidates"]:
             return []
         if table is None:
-            table = W.read_scan_table(W.scan_path(join(self.out_dir, M.WORK_NAME), unit_id), self.storage)
+            table = SF.read_scan_table(SF.scan_path(join(self.out_dir, M.WORK_NAME), unit_id), self.storage)
         # only the columns the plan reads become Python lists; the games table rows are taken in Arrow
         t = table.select(["game_id", "archive", "member", "partial", "path", "rows"]).to_pydict()
         ready: list[dict] = []

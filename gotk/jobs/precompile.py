@@ -72,7 +72,7 @@ def warm_encoder(options: W.ShardOptions, fast_reader: bool | None = None) -> No
 
     rec = _warm_record(options.board_size, fast_reader)
     enc = SU.encoder_for(options)
-    if getattr(enc, "batchable", False):
+    if enc.batchable:
         batch = GameBatch.from_records([rec])
         replay_batch(batch)
         n = rec.num_moves
@@ -87,14 +87,14 @@ def encoder_in_cache(options: W.ShardOptions) -> bool:
     """Whether numba's cache already holds ``options``' encoder (the loop its shards run): False on a first run."""
     from gotk import jit
 
-    loop = getattr(SU.encoder_for(options), "shard_loop", None)
+    loop = SU.encoder_for(options).shard_loop
     return loop is None or jit.in_cache(loop)
 
 
 def encoder_compiles_ahead(options: W.ShardOptions) -> bool:
     """Whether ``options``' encoder gains from compiling in a helper process on a first run: its own kernels
     are much more than the scan's (alphago's ladder reader), not a copy of them (the small encoders)."""
-    return bool(getattr(SU.encoder_for(options), "compile_ahead", False))
+    return SU.encoder_for(options).compile_ahead
 
 
 ENV = "GOTK_COMPILE_HELPER"  # "0": never; "1": on every first run; unset or "auto": when a CPU is idle
@@ -173,9 +173,9 @@ def fork_call(fn: Callable[[], object]) -> Helper | None:
         return Helper(pid)
     code = 1
     try:  # the helper
-        from gotk.jobs.executors import _die_with_parent
+        from gotk.executors import die_with_parent
 
-        _die_with_parent(parent)
+        die_with_parent(parent)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)

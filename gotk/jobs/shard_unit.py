@@ -7,7 +7,7 @@
   ``WORK/shard-SPLIT-NNNNN.json`` marks it finished for ``--resume`` (:func:`reuse_shard`).
 
 It writes its output files itself (atomically) and returns a small picklable dict, so it runs in-process,
-in a process pool or under Dask alike. The scan units' games come from :func:`gotk.jobs.workers.unit_games`.
+in a process pool or under Dask alike. The scan units' games come from :func:`gotk.jobs.scan_files.unit_games`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ import numpy as np
 
 from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
-from gotk.jobs.workers import ShardOptions, _UnitGames, peak_rss_mib, unit_games
+from gotk.jobs.scan_files import UnitGames, unit_games
+from gotk.jobs.workers import ShardOptions, peak_rss_mib
+from gotk.runfolder import read_done_record, write_done_record
 from gotk.sgf.record import signed_value_targets, value_targets
 from gotk.shards import format as S
 from gotk.storage import Storage, join
@@ -61,7 +63,7 @@ class ShardEncoder:
     * anything else: the encoder's ``encode_game_chunks``, :attr:`chunk_moves` rows at a time
       (:meth:`_put_chunks`).
 
-    Pieces come in unit order, so one scan unit's games (:func:`gotk.jobs.workers.unit_games`) are open at a
+    Pieces come in unit order, so one scan unit's games (:func:`gotk.jobs.scan_files.unit_games`) are open at a
     time. Every path checks that the encoder gave the rows the scan counted. :attr:`encode_s` is the time
     spent encoding (replay, planes, packing into the batch), the writer's :attr:`~ShardRowWriter.write_s`
     excluded."""
@@ -77,13 +79,13 @@ class ShardEncoder:
         #: long games are encoded a piece at a time: about ``BATCH_BYTES`` of unpacked planes per piece
         self.chunk_moves = max(256, S.BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
         self.packed = self.desc["dtype"] != "int8"  # planes go through scratch to be packed
-        self.into = getattr(enc, "encode_game_into", None)  # every FillEncoder; another Encoder goes by chunks
-        self.batchable = self.into is not None and getattr(enc, "batchable", False)
-        self.board_only = self.batchable and getattr(enc, "board_only", False)
+        self.into = enc.encode_game_into if enc.writes_into else None  # else the game goes by chunks
+        self.batchable = enc.writes_into and enc.batchable
+        self.board_only = self.batchable and enc.board_only
         self.encode_s = 0.0
         self._scratch: np.ndarray | None = None  # (chunk_moves, C, H*W) planes, made when first needed
         self._part_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # labels, moves, colours
-        self._unit: _UnitGames | None = None
+        self._unit: UnitGames | None = None
         self._unit_id: int | None = None
         self._whole: list[int] = []  # per game of the unit: its rows when the batch loop takes it whole, else -1
         self._run: list[int] = []  # whole games of the unit queued for _put_games
@@ -261,9 +263,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
         encoder.encode(spec["pieces"])
         info = writer.finish()
     entry = {"file": spec["file"], "rows": info["rows"], "bytes": info["bytes"], "sha256": info["sha256"]}
-    done = shard_done_path(options.work_dir, spec["split"], spec["index"])
-    record = json.dumps({"digest": spec["digest"], **entry}, sort_keys=True)
-    st.write_text_atomic(done, record)
+    write_done_record(shard_done_path(options.work_dir, spec["split"], spec["index"]),
+                      {"digest": spec["digest"], **entry}, st)
     total = time.perf_counter() - t0
     t_encode, t_write = encoder.encode_s, writer.write_s
     return {**entry, "timing": {"encode_s": t_encode, "other_s": total - t_encode,
@@ -275,13 +276,9 @@ def reuse_shard(spec: dict, options: ShardOptions) -> dict | None:
     """The entry of a shard finished by an earlier run with the same plan, or None (then it is encoded
     again): the file must still have the size and sha256 its done-record wrote (a damaged shard is redone)."""
     st = options.storage()
-    done = shard_done_path(options.work_dir, spec["split"], spec["index"])
-    try:
-        rec = json.loads(st.read_text(done))
-    except (OSError, ValueError):
-        return None
+    rec = read_done_record(shard_done_path(options.work_dir, spec["split"], spec["index"]), st, spec["digest"])
     path = join(options.out_dir, spec["file"])
-    if rec.get("digest") != spec["digest"] or not st.isfile(path) or st.size(path) != rec.get("bytes"):
+    if rec is None or not st.isfile(path) or st.size(path) != rec.get("bytes"):
         return None
     src = st.open_input(path)
     try:

@@ -1,4 +1,5 @@
-"""Game selection: rank and handicap filters, and deterministic train/val/test splits by game.
+"""Game selection: rank, handicap and ``--where`` filters (checked before a run by :func:`check_game_filters`),
+and deterministic train/val/test splits by game.
 
 Splits are decided per game, never per position: a game's ``game_id`` (see :mod:`gotk.shards.gameid`)
 is mapped onto [0, 1) and compared with the cumulative fractions of ``--split`` in the order given,
@@ -12,7 +13,11 @@ import fnmatch
 import re
 from pathlib import PurePath
 
+from gotk.sgf.metadata import BotList
+from gotk.sgf.metadata import rank_value as _rank_value
 from gotk.shards.gameid import unit_fraction
+from gotk.shards.manifest import ENCODE_WHERE_COLUMNS
+from gotk.shards.where import compile_where
 
 DEFAULT_SPLIT = "train=0.9,val=0.05,test=0.05"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -72,8 +77,6 @@ def rank_value(rank: str | None) -> int | None:
     """An orderable rank (the one rank scale, owned by :func:`gotk.sgf.metadata.parse_rank`): ``30k`` → -29 …
     ``1k`` → 0, ``1d`` → 1 … ``9d`` → 9, ``1p`` → 101 (every pro above every amateur dan); a trailing ``?``
     is ignored; an empty, ``?`` or unreadable rank is None (unknown)."""
-    from gotk.sgf.metadata import rank_value as _rank_value
-
     return _rank_value(rank)
 
 
@@ -91,3 +94,14 @@ def passes_min_rank(black_rank: str, white_rank: str, min_rank: int | None) -> b
         return True
     b, w = rank_value(black_rank), rank_value(white_rank)
     return b is not None and w is not None and b >= min_rank and w >= min_rank
+
+
+def check_game_filters(min_rank: str | None, where: str | None, bots) -> tuple[str, ...]:
+    """Check the game filters a run over sources takes (``--min-rank``, ``--where`` against the columns known at
+    scan time, ``--bots`` files) before any work starts; returns the bot-name patterns (default list, $GOTK_BOTS,
+    the files), resolved once so every worker uses the same list. Raises :class:`WhereError` or ``ValueError``."""
+    if min_rank:
+        parse_min_rank(min_rank)
+    if where:
+        compile_where(where, ENCODE_WHERE_COLUMNS)
+    return tuple(BotList.load(files=bots).patterns)

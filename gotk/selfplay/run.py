@@ -29,6 +29,7 @@ import numpy as np
 from gotk import __version__
 from gotk.atomic import atomic_path
 from gotk.hashing import sha256_file
+from gotk.runfolder import RunFolderError, prepare_run_folder, read_done_record, write_done_record
 from gotk.selfplay.games import FinishedGame, SelfPlayBatch, SelfPlayConfig, SelfPlayError
 
 RECORD_NAME = "selfplay.json"
@@ -61,7 +62,7 @@ class SelfPlayOptions:
         if self.workers < 1:
             raise SelfPlayError(f"--workers must be >= 1, not {self.workers}")
         self.config.validate()
-        from gotk.train.config import resolve_device
+        from gotk.devices import resolve_device
 
         try:
             self.device = str(resolve_device(self.device))
@@ -111,8 +112,7 @@ def play_chunk(agent_path: str, config: dict, out: str, chunk: int, first: int, 
         "seconds": round(batch.seconds, 4), "net_seconds": round(batch.net_seconds, 4),
         "evaluations": batch.evaluations, "calls": batch.calls,
     }
-    with atomic_path(root / "chunks" / f"{_chunk_name(chunk)}.json") as tmp:
-        Path(tmp).write_text(json.dumps(record, indent=1) + "\n")
+    write_done_record(root / "chunks" / f"{_chunk_name(chunk)}.json", record)
     return record
 
 
@@ -218,43 +218,32 @@ class SelfPlayRun:
                        "games": opts.games, "chunk_games": opts.chunk_games, "seed": opts.seed}
 
     def _check_out(self) -> None:
-        rec_path = self.out / RECORD_NAME
-        if rec_path.is_file():
-            old = json.loads(rec_path.read_text())
-            mine = {k: v for k, v in self.record.items() if k not in ("games", "gotk_version")}
-            theirs = {k: v for k, v in old.items() if k not in ("games", "gotk_version")}
-            theirs.get("agent", {}).pop("file", None)
-            mine = json.loads(json.dumps(mine))
-            mine["agent"].pop("file", None)
-            if mine != theirs:
-                from gotk.shards.manifest import record_differences
+        def comparable(record: dict) -> dict:  # a rerun may ask for more games, or name the agent otherwise
+            record = {k: v for k, v in record.items() if k not in ("games", "gotk_version")}
+            record.get("agent", {}).pop("file", None)
+            return record
 
-                diff = "; ".join(record_differences(theirs, mine))
-                raise SelfPlayError(f"{self.out} holds another self-play run ({diff}): use another --out")
-        elif self.out.exists() and any(p.name != INIT_NAME for p in self.out.iterdir()):
-            raise SelfPlayError(f"{self.out} exists and is not a self-play folder: use an empty or new --out")
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            prepare_run_folder(self.out, self.record, True, run_file=RECORD_NAME, comparable=comparable,
+                               ignore=(INIT_NAME,))
+        except RunFolderError as e:
+            if e.reason == "resume_mismatch":
+                diff = "; ".join(e.differences)
+                raise SelfPlayError(f"{self.out} holds another self-play run ({diff}): use another --out") from e
+            raise SelfPlayError(f"{self.out} exists and is not a self-play folder: use an empty or new --out") from e
         (self.out / "chunks").mkdir(exist_ok=True)
-        with atomic_path(rec_path) as tmp:
-            Path(tmp).write_text(json.dumps(self.record, indent=2) + "\n")
 
     def chunks(self) -> list[tuple[int, int, int]]:
         k = self.opts.chunk_games
         return [(c, c * k, min(k, self.opts.games - c * k)) for c in range(-(-self.opts.games // k))]
 
     def _done(self, chunk: int) -> dict | None:
-        path = self.out / "chunks" / f"{_chunk_name(chunk)}.json"
         shard = self.out / "chunks" / f"{_chunk_name(chunk)}.parquet"
-        if not (path.is_file() and shard.is_file()):
-            return None
-        try:
-            return json.loads(path.read_text())
-        except json.JSONDecodeError:
-            return None
+        return read_done_record(self.out / "chunks" / f"{_chunk_name(chunk)}.json") if shard.is_file() else None
 
     def execute(self, progress=None) -> dict:
         """Play every chunk not done yet, then write the dataset and the report; returns the report."""
-        from gotk.jobs.executors import make_executor
+        from gotk.executors import make_executor
 
         self._check_out()
         t0 = time.perf_counter()

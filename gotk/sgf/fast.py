@@ -1,12 +1,13 @@
-"""The compiled SGF reader: raw bytes -> :class:`GameRecord` for the common case, in one numba pass.
+"""The compiled SGF scanner: raw bytes -> each game tree's root properties and main line, in one numba pass.
 
 One compiled scan (:func:`_scan`) tokenises the whole input exactly as sgfmill's grammar layer does
 (``sgf_grammar.tokenise`` + ``_parse_sgf_game``: junk before ``(;`` skipped, lower-case letters dropped
 from property names, ``\\``-escapes inside values, a property seen twice in a node = one with all the
 values), finds each game tree's main line (the nodes before the tree's first ``)``: the main line only
-ever descends into first variations) and decodes its moves. The root's properties go, as raw bytes,
-through the very code the sgfmill path uses (:func:`gotk.sgf.reader.record_from_root`: charset,
-size, setup, text decoding, result), so both paths build their records with one set of rules.
+ever descends into first variations) and decodes its moves. The root's properties are handed over as raw
+bytes (:func:`scan_trees`); the reader builds the record through the very code the sgfmill path uses
+(:func:`gotk.sgf.reader.record_from_root`: charset, size, setup, text decoding, result), so both paths build
+their records with one set of rules.
 
 Anything the scan does not fully understand is *declined* (:data:`DECLINE_REASONS`): the caller then
 reads the input with the sgfmill path, which gives the exact errors and messages. That covers every
@@ -17,10 +18,10 @@ and every move value other than ``""``, ``tt`` or two letters on the board.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
-from gotk.errors import SGFError
 from gotk.jit import kernel
 
 OK = 0
@@ -302,12 +303,10 @@ def _outputs(ngames: int, nprops: int, nnodes: int) -> tuple[np.ndarray, ...]:
     return arrays
 
 
-def read_fast(data: bytes, source: str = "", member: str = "") -> list:
-    """Every game tree of ``data`` as a :class:`GameRecord`, or an :class:`SGFError` in its place
-    (as :func:`gotk.sgf.reader.iter_sgf` yields them). Raises :class:`Declined` when the
-    input needs the sgfmill path."""
-    from gotk.sgf.reader import record_from_root
-
+def scan_trees(data: bytes) -> list[tuple[dict, Callable]]:
+    """Every game tree of ``data`` as ``(root, main_line)``: the root's properties (name -> raw values, bytes)
+    and ``main_line(size) -> (colors, points, defect)``, what :func:`gotk.sgf.reader.record_from_root` builds
+    a record from. Raises :class:`Declined` when the input needs the sgfmill path."""
     data = bytes(data)  # bytearray / memoryview too (a no-op for bytes)
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(data) < _REUSE_ROWS:  # no byte count can exceed the length: skip counting
@@ -339,10 +338,7 @@ def read_fast(data: bytes, source: str = "", member: str = "") -> list:
             # copies: ``moves`` is reused by the next input
             return moves[m0:m1, 0].astype(np.int8), moves[m0:m1, 1].astype(np.int16), defect
 
-        try:
-            out.append(record_from_root(root, main_line, source, member))
-        except SGFError as e:
-            out.append(e)
+        out.append((root, main_line))
     return out
 
 

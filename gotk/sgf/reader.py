@@ -21,11 +21,11 @@ from sgfmill import sgf_grammar
 
 from gotk import coords
 from gotk.errors import SGFError
-from gotk.sgf.fast import Declined, read_fast
+from gotk.sgf.fast import Declined, scan_trees
 from gotk.sgf.record import BLACK, WHITE, GameRecord, parse_result
+from gotk.sources.archives import MAX_SGF_BYTES
 
 FAST_DEFAULT = os.environ.get("GOTK_SGF_FAST", "1") != "0"  # the compiled reader first (gotk.sgf.fast)
-MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
 HEADER_KEYS = ("KM", "TM", "OT", "TC", "TT", "AP", "GN", "EV")  # raw text kept for gotk.sgf.metadata
 MAX_SETUP_FACTOR = 4  # AB/AW/AE may list at most this many times the board's points (rectangles expanded)
 _SGF_LETTER_VALUES = {c: i for i, c in enumerate(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
@@ -251,6 +251,19 @@ def record_from_tree(tree, source: str = "", member: str = "") -> GameRecord:
     """Build a :class:`GameRecord` from one sgfmill ``Coarse_game_tree``."""
     nodes = list(sgf_grammar.main_sequence_iter(tree))
     return record_from_root(nodes[0], lambda size: _main_line(nodes, size), source, member)
+
+
+def read_fast(data: bytes, source: str = "", member: str = "") -> list[GameRecord | SGFError]:
+    """Every game tree of ``data`` read by the compiled scanner (:func:`gotk.sgf.fast.scan_trees`) as a
+    :class:`GameRecord`, or an :class:`SGFError` in its place (as :func:`iter_sgf` yields them). Raises
+    :class:`~gotk.sgf.fast.Declined` when the input needs the sgfmill path."""
+    out: list[GameRecord | SGFError] = []
+    for root, main_line in scan_trees(data):
+        try:
+            out.append(record_from_root(root, main_line, source, member))
+        except SGFError as e:
+            out.append(e)
+    return out
 
 
 def record_from_root(root: dict, main_line, source: str = "", member: str = "") -> GameRecord:

@@ -5,7 +5,7 @@ program (self-play).
 Shard paths are relative to the folder and may point into sibling folders (``../gen-0003/train/part-00000.parquet``):
 a training window over several self-play generations is one small folder that lists the generations' shards,
 without copying them. Every reader of a dataset folder (:class:`gotk.datasets.SplitIndex`, the loader,
-:func:`gotk.shards.manifest.verify_dataset`, :func:`gotk.shards.format.read_row`, ``gotk inspect``) joins the
+:func:`gotk.shards.manifest.verify_dataset`, :func:`gotk.shards.position.read_row`, ``gotk inspect``) joins the
 listed path to the folder, so such paths work wherever the folder is read locally.
 """
 

@@ -548,30 +548,3 @@ def decode_features(batch, encoder: dict | None = None) -> np.ndarray:
     buf = column.buffers()[1]
     raw = np.frombuffer(buf, dtype=np.uint8, count=(column.offset + n) * width)[column.offset * width:]
     return unpack_features(raw.reshape(n, width), (c, h, w), desc["dtype"])
-
-
-
-
-def read_row(folder: Path | str, split: str, row: int, storage_options: dict | None = None):
-    """``(table_of_one_row, manifest)`` for row ``row`` (0-based over the split's shards in order);
-    ``folder`` may be an fsspec URL."""
-    from gotk.shards.manifest import load_manifest
-    from gotk.storage import join
-
-    m = load_manifest(folder, storage_options)
-    st = Storage.for_url(folder, storage_options)
-    if split not in m["splits"]:
-        raise ValueError(f"no split {split!r}; the dataset has {', '.join(m['splits'])}")
-    s = m["splits"][split]
-    if not 0 <= row < s["rows"]:
-        raise ValueError(f"row {row} outside 0..{s['rows'] - 1} of split {split!r}")
-    for shard in s["shards"]:
-        if row < shard["rows"]:
-            pf = pq.ParquetFile(st.open_input(join(folder, shard["file"])), **PAGE_CHECKS)
-            for g in range(pf.metadata.num_row_groups):
-                n = pf.metadata.row_group(g).num_rows
-                if row < n:
-                    return pf.read_row_group(g).slice(row, 1), m
-                row -= n
-        row -= shard["rows"]
-    raise ValueError(f"row {row} not found: the manifest and the shard files disagree")

@@ -86,43 +86,6 @@ def write_json_atomic(path: str | os.PathLike, obj: dict, storage: Storage | Non
     st.write_text_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
-def record_differences(old: object, new: object, limit: int = 3) -> list[str]:
-    """Where two JSON records of a run differ (what ``--resume`` compares: options, encoder, sources), as at most
-    ``limit`` phrases such as ``options.encoder is 'simple' in the run, 'sevenplane' now``: a changed value,
-    a key only one of them has, or a list whose length changed (``sources``: 2 entries in the run, 3 now)."""
-    out: list[str] = []
-
-    def show(v: object) -> str:
-        text = json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else repr(v)
-        return text if len(text) <= 60 else text[:57] + "..."
-
-    def walk(a: object, b: object, path: str) -> None:
-        if len(out) >= limit or a == b:
-            return
-        name = path or "the record"
-        if isinstance(a, dict) and isinstance(b, dict):
-            for k in sorted(set(a) | set(b), key=str):
-                sub = f"{path}.{k}" if path else str(k)
-                if k not in a:
-                    out.append(f"{sub} is {show(b[k])} now, not set in the run")
-                elif k not in b:
-                    out.append(f"{sub} is {show(a[k])} in the run, not set now")
-                else:
-                    walk(a[k], b[k], sub)
-                if len(out) >= limit:
-                    return
-        elif isinstance(a, list) and isinstance(b, list) and len(a) != len(b):
-            out.append(f"{name}: {len(a)} entries in the run, {len(b)} now")
-        elif isinstance(a, list) and isinstance(b, list):
-            for i, (x, y) in enumerate(zip(a, b, strict=True)):
-                walk(x, y, f"{path}[{i}]")
-        else:
-            out.append(f"{name} is {show(a)} in the run, {show(b)} now")
-
-    walk(old, new, "")
-    return out
-
-
 def load_manifest(folder: str | os.PathLike, storage_options: dict | None = None) -> dict:
     """The manifest of a dataset folder (a path or an fsspec URL); ValueError with a clear message if
     there is none (:class:`~gotk.storage.StorageError` when a URL's store is unusable)."""
@@ -149,7 +112,7 @@ def read_manifest(folder: str | os.PathLike, storage_options: dict | None = None
 def read_games(folder: str | os.PathLike, storage_options: dict | None = None,
                columns: list[str] | None = None, where=None) -> pa.Table:
     """The dataset's games table (``games.parquet``; only ``columns`` when given, only the rows a
-    :class:`gotk.jobs.filters.Where` keeps when ``where`` is given), local or at a URL. The manifest is
+    :class:`gotk.shards.where.Where` keeps when ``where`` is given), local or at a URL. The manifest is
     checked first, so a dataset of an older schema gets the re-encode message."""
     import pyarrow.parquet as pq
 

@@ -1,5 +1,5 @@
 """One stored position of a dataset, as ``gotk show`` prints it: the row read by number
-(:func:`gotk.shards.format.read_row`), its planes decoded, the stones rebuilt from them by plane name
+(:func:`gotk.shards.position.read_row`), its planes decoded, the stones rebuilt from them by plane name
 (:func:`gotk.encoders.stones.stones_from_planes`), the move played and a chosen point marked on a text board,
 and the planes set at a point listed."""
 
@@ -9,11 +9,14 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from gotk import coords
 from gotk.encoders.stones import stones_from_planes
 from gotk.game.render import render_board
-from gotk.shards.format import decode_features, read_row
+from gotk.shards.format import PAGE_CHECKS, decode_features
+from gotk.shards.manifest import load_manifest
+from gotk.storage import Storage, join
 
 #: What marks a point on the text board: the move played, and the point asked about (``--point``).
 MOVE_MARK = "*"
@@ -89,6 +92,28 @@ class StoredPosition:
             active = self.planes_at(point)
             out.append(f"planes set at {coords.to_gtp(point, self.size)}: {', '.join(active) if active else '(none)'}")
         return out
+
+
+def read_row(folder: str | os.PathLike, split: str, row: int, storage_options: dict | None = None):
+    """``(table_of_one_row, manifest)`` for row ``row`` (0-based over the split's shards in order);
+    ``folder`` may be an fsspec URL."""
+    m = load_manifest(folder, storage_options)
+    st = Storage.for_url(folder, storage_options)
+    if split not in m["splits"]:
+        raise ValueError(f"no split {split!r}; the dataset has {', '.join(m['splits'])}")
+    s = m["splits"][split]
+    if not 0 <= row < s["rows"]:
+        raise ValueError(f"row {row} outside 0..{s['rows'] - 1} of split {split!r}")
+    for shard in s["shards"]:
+        if row < shard["rows"]:
+            pf = pq.ParquetFile(st.open_input(join(folder, shard["file"])), **PAGE_CHECKS)
+            for g in range(pf.metadata.num_row_groups):
+                n = pf.metadata.row_group(g).num_rows
+                if row < n:
+                    return pf.read_row_group(g).slice(row, 1), m
+                row -= n
+        row -= shard["rows"]
+    raise ValueError(f"row {row} not found: the manifest and the shard files disagree")
 
 
 def read_position(folder: str | os.PathLike, split: str, row: int,

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gotk.sgf.reader import MAX_SGF_BYTES
+MAX_SGF_BYTES = 8 * 1024 * 1024  # a KGS game is a few KiB; anything this big is not a game record
 
 # the archive formats read, in order of preference when one archive is published in several (same stem)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".zip", ".tar")

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from gotk.errors import GotkError
-from gotk.jobs.filters import Where
 from gotk.sgf.metadata import BotList, normalise_record
 from gotk.shards import manifest as M
+from gotk.shards.where import Where
 
 #: The columns of a games table built from SGF sources (those of games.parquet known without replaying).
 SOURCE_SCHEMA = pa.schema([f for f in M.GAMES_SCHEMA if f.name not in ("positions", "partial", "split")])

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass, field
 
 import torch
 
-from gotk.distributed import DEFAULT_DIST_TIMEOUT, launched_distributed
+from gotk.distributed import DEFAULT_DIST_TIMEOUT
 from gotk.nets.networks import HEADS, MODELS, model_hparams
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
@@ -74,7 +73,7 @@ class TrainConfig:
     progress: bool = True
     dist_timeout: float = DEFAULT_DIST_TIMEOUT  # seconds a collective may wait for the other ranks
     storage_options: dict = field(default_factory=dict)  # fsspec options when ``data`` is a URL (s3://...)
-    where: str | None = None  # train and validate only on games this --where expression keeps (gotk.jobs.filters)
+    where: str | None = None  # train and validate only on games this --where expression keeps (gotk.shards.where)
     tensorboard: bool | None = None  # TensorBoard event files in the run folder; None: when the package is installed
 
     def resolved(self) -> TrainConfig:
@@ -129,26 +128,6 @@ class TrainConfig:
     def from_dict(cls, d: dict) -> TrainConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto``/``cpu``/``cuda``/``cuda:N``; under torchrun, ``auto`` and ``cuda`` mean ``cuda:LOCAL_RANK``. The GPUs
-    are counted through NVML where it answers, which does not initialise CUDA: processes forked afterwards (the
-    self-play workers) can still use it."""
-    if name == "cpu":
-        return torch.device("cpu")
-    if name not in ("auto", "cuda") and not name.startswith("cuda:"):
-        raise ValueError(f"--device must be auto, cpu, cuda or cuda:N, not {name!r}")
-    count = torch.cuda.device_count()
-    if name == "auto":
-        name = "cuda" if count > 0 else "cpu"
-    if name.startswith("cuda") and count == 0:
-        raise ValueError("--device cuda asked for, but torch sees no CUDA device")
-    if name.startswith("cuda:") and (not name[5:].isdigit() or int(name[5:]) >= count):
-        raise ValueError(f"--device {name}: torch sees {count} CUDA device(s), numbered from 0")
-    if name == "cuda" and launched_distributed():
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device(name)
 
 
 def amp_dtype(device: torch.device) -> torch.dtype:

@@ -209,8 +209,8 @@ def baseline_games(path: str | os.PathLike, storage_options: dict | None = None,
 
     w = None
     if where:
-        from gotk.jobs.filters import compile_where
         from gotk.shards.manifest import GAMES_SCHEMA
+        from gotk.shards.where import compile_where
 
         w = compile_where(where, GAMES_SCHEMA.names)
     games = read_games(path, storage_options, ["game_id", "handicap", "komi", "winner", "split"], where=w)
@@ -311,7 +311,7 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
     if by not in (None, "rank"):
         raise ValueError(f"--by {by!r}: only 'rank' is supported")
     rank_of = None
-    from gotk.jobs.rows import sgf_batches
+    from gotk.datasets.sgf_batches import sgf_batches
     from gotk.nets.agent import AgentError
     from gotk.storage import is_url
 

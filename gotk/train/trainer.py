@@ -3,7 +3,9 @@
 A run directory holds ``config.json`` (everything needed to reproduce the run), ``metrics.jsonl``
 (:mod:`gotk.train.metrics`), ``curves.png`` (:mod:`gotk.train.curves`), ``checkpoint.pt``
 (:mod:`gotk.train.checkpoint`: ``--resume`` continues exactly) and ``agent.gotk`` (the best model by
-validation, or the last one without a ``val`` split). Settings: :mod:`gotk.train.config`.
+validation, or the last one without a ``val`` split). Settings: :mod:`gotk.train.config`; what the run starts
+from (data checks, datasets, baseline, ``--init-agent``, ``config.json``): :mod:`gotk.train.setup`; the
+validation pass: :mod:`gotk.train.validation`.
 
 When the value head is trained, at most ``positions_per_game`` positions (default 8) of each game
 are drawn per epoch, so long games do not dominate and the value net does not memorise outcomes;
@@ -38,18 +40,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gotk import __version__
-from gotk.atomic import write_text_atomic
-from gotk.datasets import ShardDataset
+from gotk.devices import resolve_device
 from gotk.distributed import dist_info, init_distributed
 from gotk.nets.networks import build_model, count_parameters
-from gotk.shards.manifest import read_games, read_manifest
-from gotk.storage import is_url
+from gotk.shards.manifest import read_manifest
 from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer, resolve_device
+from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer
 from gotk.train.curves import plot_curves
-from gotk.train.evaluate import Metrics
-from gotk.train.losses import LossWeights, aux_sums, batch_losses, soft_policy_sums
+from gotk.train.losses import LossWeights, batch_losses
 from gotk.train.metrics import (
     STAT_FIELDS,
     TENSORBOARD_MISSING,
@@ -59,12 +57,13 @@ from gotk.train.metrics import (
     tensorboard_available,
     trim_after,
 )
+from gotk.train.setup import check_data, fit_value_baseline, load_init_agent, make_datasets, write_run_config
+from gotk.train.validation import VAL_SHARE, Validation, val_score
 
 AGENT = "agent.gotk"
 # failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
 # responding instead (sleeps), so that the others hit --dist-timeout
 KILL_ENV = "GOTK_DEBUG_KILL_RANK_AT_STEP"
-VAL_SHARE = 0.1  # of a --max-minutes budget: the most one validation may take
 
 
 def _debug_kill_step() -> tuple[int, bool] | None:
@@ -108,7 +107,7 @@ class Trainer:
             raise ValueError(f"--tensorboard: {TENSORBOARD_MISSING}")
         # a local folder or an fsspec URL; format and schema version checked
         self.manifest, self.manifest_sha256 = read_manifest(cfg.data, cfg.storage_options)
-        self._check_data()
+        check_data(cfg, self.manifest, self.main)
         self.device = resolve_device(cfg.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -118,32 +117,19 @@ class Trainer:
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
 
-        dist_kw = {"rank": self.rank, "world_size": self.world} if self.world > 1 else {}
-        self.train_ds = ShardDataset(
-            cfg.data, split=cfg.train_split, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed,
-            symmetries=cfg.symmetries, shuffle_buffer=cfg.shuffle_buffer, drop_last=False,
-            max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers),
-            storage_options=cfg.storage_options, where=cfg.where, **dist_kw,
-        )
+        self.train_ds, self.val_ds = make_datasets(cfg, self.manifest, self.rank, self.world)
         self.encoder = self.train_ds.encoder
-        splits = self.manifest.get("splits") or {}
-        self.val_ds = None
-        if cfg.val_split and cfg.val_split in splits and cfg.val_split != cfg.train_split:
-            self.val_ds = ShardDataset(cfg.data, split=cfg.val_split, batch_size=max(cfg.batch_size, 256),
-                                       shuffle=False, symmetries="none", storage_options=cfg.storage_options,
-                                       where=cfg.where, **dist_kw)
         c, h, w = (int(x) for x in self.encoder["shape"])
         if h != w:
             raise ValueError(f"square boards only, the data is {h}x{w}")
         self.board_size = h
         self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams)
         if cfg.init_agent and not resume:  # a resumed run's weights come from its checkpoint
-            self._init_from_agent(cfg.init_agent)
+            load_init_agent(self.model, cfg.init_agent, cfg, self.encoder)
         self.model = self.model.to(self.device)
         self.targets = bool(self.train_ds.index.targets)  # the data has the self-play target columns
-        self.val_targets = self.val_ds is not None and bool(self.val_ds.index.targets)
         self.loss_weights = LossWeights.of(cfg, h)
-        self.baseline = self._fit_baseline() if self.model.has_value else None
+        self.baseline = fit_value_baseline(cfg) if self.model.has_value else None
         self.channels_last = cfg.channels_last if cfg.channels_last is not None else self.device.type == "cuda"
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
@@ -163,7 +149,11 @@ class Trainer:
         self.train_budget_s = None
         if self.budget_s is not None:
             self.train_budget_s = self.budget_s * (1.0 - VAL_SHARE if self.val_ds is not None else 1.0)
-        self.val_cap: int | None = None  # rows of a validation the budget cut short: later ones use as many
+        self.validation = None
+        if self.val_ds is not None:
+            self.validation = Validation(self.val_ds, self.model, self.device, self.loss_weights, self.baseline,
+                                         self._autocast, self._all_reduce, self.rank, self.world,
+                                         cfg.max_val_positions, self.budget_s)
         self.ended_by: str | None = None
         self.budget_used = 0.0  # share of the time budget spent (the same on every rank)
         self._t_budget = time.perf_counter()
@@ -189,64 +179,6 @@ class Trainer:
             if self.tensorboard:
                 self.events = EventLog(self.out, self.step if resume else None)
 
-    def _init_from_agent(self, path: str) -> None:
-        """Load the weights of agent file ``path`` into the freshly built model: the agent must be of the same
-        model, head, hyper-parameters, planes, board size and encoder (ValueError saying which differs)."""
-        from gotk.nets.agent import AgentError, read_agent_files
-
-        try:
-            meta, tensors = read_agent_files(path)
-        except AgentError as e:
-            raise ValueError(f"--init-agent: {e}") from e
-        m = meta["model"]
-        mine = {"model": self.cfg.model, "head": self.cfg.head, "hparams": self.cfg.hparams,
-                "num_planes": self.model.num_planes, "board_size": self.model.board_size,
-                "encoder": {k: self.encoder.get(k) for k in ("name", "version", "options")}}
-        theirs = {"model": m["name"], "head": m["head"], "hparams": m["hparams"], "num_planes": meta["num_planes"],
-                  "board_size": meta["board_size"],
-                  "encoder": {k: meta["encoder"].get(k) for k in ("name", "version", "options")}}
-        for key in mine:
-            if mine[key] != theirs[key]:
-                raise ValueError(f"--init-agent {path}: its {key} is {theirs[key]!r}, this run's {mine[key]!r}")
-        try:
-            self.model.load_state_dict(tensors, strict=True)
-        except RuntimeError as e:
-            raise ValueError(f"--init-agent {path}: its weights do not fit the model: {e}") from e
-
-    def _check_data(self) -> None:
-        """Refuse what would train a useless model, say what is missing (ValueError)."""
-        cfg = self.cfg
-        splits = self.manifest.get("splits") or {}
-        if cfg.train_split not in splits:
-            raise ValueError(f"{cfg.data} has no {cfg.train_split!r} split (it has {', '.join(splits) or 'none'})")
-        if cfg.val_split not in splits or cfg.val_split == cfg.train_split:
-            if cfg.patience is not None:
-                raise ValueError(f"--patience needs a {cfg.val_split!r} split to validate on; {cfg.data} has "
-                                 f"{', '.join(splits)} (encode with e.g. --split train=0.95,val=0.05)")
-            if self.main:
-                print(f"warning: {cfg.data} has no {cfg.val_split!r} split: no validation, the agent is the model "
-                      "after the last step (encode with e.g. --split train=0.95,val=0.05)", file=sys.stderr)
-        if cfg.head in ("value", "both"):
-            import pyarrow.compute as pc
-
-            games = read_games(cfg.data, cfg.storage_options, ["winner", "split"])
-            train = games.filter(pc.equal(games.column("split"), cfg.train_split))
-            if pc.sum(pc.is_valid(train.column("winner"))).as_py() in (0, None):
-                raise ValueError(f"the value head needs game results, but none of the {train.num_rows:,} games of "
-                                 f"the {cfg.train_split!r} split has one (no RE, or void/unknown results); "
-                                 "train with --head policy")
-
-    def _fit_baseline(self):
-        """The komi/handicap value baseline fit on the training games (those ``--where`` keeps), indexing every
-        game: validation reports it beside the value head's MSE, and the agent file records it."""
-        from gotk.train.evaluate import baseline_games, fit_baseline
-
-        games = baseline_games(self.cfg.data, self.cfg.storage_options, self.cfg.where)
-        baseline = fit_baseline(games, [self.cfg.train_split])
-        if baseline is not None:
-            baseline.index_games(games)
-        return baseline
-
     # --- bookkeeping ----------------------------------------------------------------------------
 
     def batches_per_epoch(self) -> int:
@@ -265,23 +197,17 @@ class Trainer:
         return t
 
     def _write_config(self) -> None:
-        d = {
-            "gotk_version": __version__,
-            "torch_version": torch.__version__,
-            "python": sys.version.split()[0],
-            "config": self.cfg.to_dict(),
-            "data": {"path": self.cfg.data if is_url(self.cfg.data) else str(Path(self.cfg.data).resolve()),
-                     "manifest_sha256": self.manifest_sha256,
-                     "encoder": self.encoder, "train_rows": int(self.train_ds.num_rows),
-                     "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
-            "model": {"name": self.cfg.model, "head": self.cfg.head, "hparams": self.cfg.hparams,
-                      "parameters": count_parameters(self.model)},
-            "device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
-            "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
-            "world_size": self.world, "schedule_horizon_steps": self.horizon,
-            "command": sys.argv if sys.argv and "gotk" in os.path.basename(sys.argv[0]) else None,
-        }
-        write_text_atomic(self.out / "config.json", json.dumps(d, indent=2))
+        cfg = self.cfg
+        write_run_config(
+            self.out, cfg,
+            data={"manifest_sha256": self.manifest_sha256, "encoder": self.encoder,
+                  "train_rows": int(self.train_ds.num_rows),
+                  "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
+            model={"name": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
+                   "parameters": count_parameters(self.model)},
+            run={"device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
+                 "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
+                 "world_size": self.world, "schedule_horizon_steps": self.horizon})
 
     def log(self, record: dict) -> None:
         if self.main:
@@ -389,14 +315,6 @@ class Trainer:
         self.budget_used = elapsed / self.train_budget_s
         return self.budget_used >= 1.0
 
-    def _val_deadline(self) -> float | None:
-        """``perf_counter`` time by which a validation starting now stops: :data:`VAL_SHARE` of the budget, and
-        never past its end (None without ``--max-minutes``)."""
-        if self.budget_s is None:
-            return None
-        now = time.perf_counter()
-        return min(now + VAL_SHARE * self.budget_s, self._t_budget + self.budget_s)
-
     def _empty_batch(self) -> dict:
         """One all-zero row, for the empty steps of a rank whose share of the epoch is used up."""
         c, h, w = (int(x) for x in self.encoder["shape"])
@@ -446,82 +364,12 @@ class Trainer:
             return torch.zeros(len(STAT_FIELDS), device=self.device)
         return torch.cat([stats[:6], report.reshape(1), torch.ones(1, device=self.device), stats[6:]])
 
-    @torch.no_grad()
     def validate(self) -> dict | None:
-        """Metrics on the validation split (policy: top1/top5/nll; value: mse/sign accuracy; on data with
-        self-play targets also policy_soft_ce, and ownership_loss and score_loss for a model with those outputs,
-        as the training metrics define them)."""
-        if self.val_ds is None:
+        """The validation split's metrics (:meth:`gotk.train.validation.Validation.run`), None without one."""
+        if self.validation is None:
             return None
         self.net.eval()
-        m = Metrics(self.model.num_moves)
-        limit = self._val_quota()
-        if self.val_cap is not None:
-            limit = self.val_cap if limit is None else min(limit, self.val_cap)
-        deadline = self._val_deadline()
-        cut = False
-        aux = self.model.has_aux
-        sums = torch.zeros(5, dtype=torch.float64, device=self.device)  # soft CE, weights, ownership, score, rows
-        for b in self.val_ds:
-            if deadline is not None and m.rows > 0 and time.perf_counter() >= deadline:
-                cut = True  # the budget's share is spent: the rows so far are this validation
-                break
-            x = b["features"]
-            if limit is not None:
-                room = limit - m.rows
-                if room <= 0:
-                    break
-                x = x[:room]
-            n = x.shape[0]
-            with self._autocast():
-                if aux:
-                    p, v, own, score = self.model(x.to(self.device), aux="logits")
-                else:
-                    p, v = self.model(x.to(self.device))
-            if self.val_targets and p is not None:
-                sums[0:2] += torch.stack(soft_policy_sums(p.float(), b))
-            if self.val_targets and aux and own is not None:
-                sums[2:4] += torch.stack(aux_sums(own, score, b, self.loss_weights))
-                sums[4] += n
-            logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
-            base = (self.baseline.predict(b["game_index"][:n].numpy(), b["to_play"][:n].numpy())
-                    if self.baseline is not None and v is not None else None)
-            m.update(b["label"][:n].numpy(), b["move_number"][:n].numpy(), logp,
-                     v.float().cpu().numpy() if v is not None else None, b["value"][:n].numpy(), None, base)
-        if cut and self.val_cap is None:
-            self.val_cap = m.rows  # later validations score the same rows, so their scores compare
-        m.all_reduce()
-        m.has_policy, m.has_value = self.model.has_policy, self.model.has_value  # a rank may have had no rows
-        s = m.summary()
-        s.pop("baselines", None)
-        s.pop("calibration", None)  # the table goes to gotk eval; the log keeps calibration_ece
-        if self.val_targets:
-            sums = self._all_reduce(sums).tolist()
-            if sums[1]:
-                s["policy_soft_ce"] = sums[0] / sums[1]
-            if sums[4]:
-                s["ownership_loss"] = sums[2] / sums[4]
-                s["score_loss"] = sums[3] / sums[4]
-        return s
-
-    def _val_quota(self) -> int | None:
-        """This rank's share of ``max_val_positions``: ranks fill it in rank order, so the total is
-        ``min(max_val_positions, validation rows)`` whatever the world size."""
-        limit = self.cfg.max_val_positions
-        if limit is None or self.world == 1:
-            return limit
-        idx = self.val_ds.index
-        rows = [sum(rg.rows for rg in idx.slot_row_groups(0, 0, False, r, self.world, 0, 1))
-                for r in range(self.world)]
-        return max(0, min(rows[self.rank], limit - sum(rows[:self.rank])))
-
-    def _score(self, val: dict) -> float | None:
-        """Higher is better: val top-1 for policy models, minus value MSE for value-only models."""
-        if val.get("top1") is not None:
-            return val["top1"]
-        if val.get("value_mse") is not None:
-            return -val["value_mse"]
-        return None
+        return self.validation.run(self._t_budget)
 
     def save_agent(self, metrics: dict) -> None:
         if not self.main:
@@ -550,7 +398,7 @@ class Trainer:
             rec.update({f"val_{k}": v for k, v in val.items() if k != "by_phase"})
         self.log(rec)
         stop = False
-        score = self._score(val) if val is not None else None
+        score = val_score(val) if val is not None else None
         metrics = {"step": self.step, "epoch": self.epoch, **train_summary,
                    **({f"val_{k}": v for k, v in val.items() if k != "by_phase"} if val else {})}
         if score is None:
@@ -567,9 +415,69 @@ class Trainer:
             plot_curves(self.out)
         return stop
 
-    def run(self) -> dict:
+    def _train_epoch(self, first_step: int, bar, kill_at: tuple[int, bool] | None) -> bool:
+        """The steps of one epoch (or, resuming, of the rest of it), logging and checkpointing on the way; True
+        when the run must stop before the epoch's end (``--max-steps``, ``--max-minutes``)."""
         from torch.utils.data import DataLoader
 
+        cfg = self.cfg
+        self.train_ds.set_epoch(self.epoch)
+        done = 0  # batches of this rank's share consumed this epoch
+        if self.loader_state is not None:  # resuming mid-epoch
+            self.train_ds.load_state_dict(self.loader_state)
+            done = int(self.loader_state["batches_done"])
+        else:
+            self.epoch_sums.zero_()
+        # DDP: every rank takes `steps` steps this epoch (the largest share); `taken` counts them
+        steps = self.batches_per_epoch() if self.world > 1 else None
+        taken = int(self.loader_state.get("steps_taken", done)) if self.loader_state is not None else 0
+        loader = DataLoader(self.train_ds, batch_size=None, num_workers=cfg.workers,
+                            pin_memory=self.device.type == "cuda")
+        batches = iter(loader)
+        t0 = time.perf_counter()
+        hit_max = False
+        while steps is None or taken < steps:
+            if self.step > first_step and self._out_of_time():  # at least one step per run
+                hit_max = True
+                self.ended_by = "max_minutes"
+                break
+            batch = next(batches, None)
+            if batch is None and steps is None:
+                break  # one process: the loader ran dry
+            s = self.train_step(batch)
+            taken += 1
+            if batch is not None:
+                done += 1
+            self.window += s
+            self.epoch_sums += s
+            self.loader_state = {**self.train_ds.state_dict(done), "steps_taken": taken}
+            if kill_at is not None and self.step >= kill_at[0]:
+                _debug_kill(self.rank, self.step, kill_at[1])
+            if self.step % cfg.log_every == 0:
+                now = time.perf_counter()
+                rec = {"kind": "step", "step": self.step, "epoch": self.epoch,
+                       **summarise(self._all_reduce(self.window).tolist(), now - t0),
+                       "lr": self.optimizer.param_groups[0]["lr"]}
+                self.log(rec)
+                if bar is not None:
+                    bar.set_postfix({k: f"{rec[k]:.3f}" for k in ("loss", "top1", "value_mse") if k in rec})
+                self.window.zero_()
+                t0 = now
+            if bar is not None:
+                bar.update(1)
+            if cfg.max_steps is not None and self.step >= cfg.max_steps:
+                hit_max = True
+                self.ended_by = "max_steps"
+                break
+            if self.step % cfg.checkpoint_every == 0:
+                self.checkpoint()
+        if steps is not None and not hit_max and next(batches, None) is not None:
+            raise RuntimeError(f"rank {self.rank}: more batches than the {steps} steps planned for epoch "
+                               f"{self.epoch} (loader batch counts out of sync)")
+        return hit_max
+
+    def run(self) -> dict:
+        """Train until the epochs, steps, time budget or patience say stop; returns the run's summary."""
         cfg = self.cfg
         t_start = time.perf_counter()
         bar = None
@@ -592,59 +500,7 @@ class Trainer:
             if self.step > first_step and self.loader_state is None and self._out_of_time():
                 self.ended_by = "max_minutes"  # spent at an epoch's end, validated there: no empty epoch
                 break
-            self.train_ds.set_epoch(self.epoch)
-            done = 0  # batches of this rank's share consumed this epoch
-            if self.loader_state is not None:  # resuming mid-epoch
-                self.train_ds.load_state_dict(self.loader_state)
-                done = int(self.loader_state["batches_done"])
-            else:
-                self.epoch_sums.zero_()
-            # DDP: every rank takes `steps` steps this epoch (the largest share); `taken` counts them
-            steps = self.batches_per_epoch() if self.world > 1 else None
-            taken = int(self.loader_state.get("steps_taken", done)) if self.loader_state is not None else 0
-            loader = DataLoader(self.train_ds, batch_size=None, num_workers=cfg.workers,
-                                pin_memory=self.device.type == "cuda")
-            batches = iter(loader)
-            t0 = time.perf_counter()
-            hit_max = False
-            while steps is None or taken < steps:
-                if self.step > first_step and self._out_of_time():  # at least one step per run
-                    hit_max = True
-                    self.ended_by = "max_minutes"
-                    break
-                batch = next(batches, None)
-                if batch is None and steps is None:
-                    break  # one process: the loader ran dry
-                s = self.train_step(batch)
-                taken += 1
-                if batch is not None:
-                    done += 1
-                self.window += s
-                self.epoch_sums += s
-                self.loader_state = {**self.train_ds.state_dict(done), "steps_taken": taken}
-                if kill_at is not None and self.step >= kill_at[0]:
-                    _debug_kill(self.rank, self.step, kill_at[1])
-                if self.step % cfg.log_every == 0:
-                    now = time.perf_counter()
-                    rec = {"kind": "step", "step": self.step, "epoch": self.epoch,
-                           **summarise(self._all_reduce(self.window).tolist(), now - t0),
-                           "lr": self.optimizer.param_groups[0]["lr"]}
-                    self.log(rec)
-                    if bar is not None:
-                        bar.set_postfix({k: f"{rec[k]:.3f}" for k in ("loss", "top1", "value_mse") if k in rec})
-                    self.window.zero_()
-                    t0 = now
-                if bar is not None:
-                    bar.update(1)
-                if cfg.max_steps is not None and self.step >= cfg.max_steps:
-                    hit_max = True
-                    self.ended_by = "max_steps"
-                    break
-                if self.step % cfg.checkpoint_every == 0:
-                    self.checkpoint()
-            if steps is not None and not hit_max and next(batches, None) is not None:
-                raise RuntimeError(f"rank {self.rank}: more batches than the {steps} steps planned for epoch "
-                                   f"{self.epoch} (loader batch counts out of sync)")
+            hit_max = self._train_epoch(first_step, bar, kill_at)
             if not hit_max:  # the loader ran dry: the epoch is complete
                 self.epoch += 1
                 self.loader_state = None

@@ -94,7 +94,7 @@ class ZeroOptions:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
-        from gotk.train.config import resolve_device
+        from gotk.devices import resolve_device
 
         try:
             resolve_device(self.device)
@@ -138,7 +138,7 @@ class ZeroRun:
         if self.state_path.is_file():
             self.state = json.loads(self.state_path.read_text())
             if self.state.get("options") != rec:
-                from gotk.shards.manifest import record_differences
+                from gotk.runfolder import record_differences
 
                 diff = "; ".join(record_differences(self.state.get("options"), rec))
                 raise ZeroError(f"{self.root} holds a run with other settings ({diff}): use another --out")

@@ -59,7 +59,7 @@ def test_lying_zip_member_is_one_skip_and_bounded(tmp_path):
 def test_two_gib_zip_bomb_replay_bounded(tmp_path):
     """The issue's own case: ~2 GiB behind a 2,000-byte header, through ``gotk replay``: one skip, < 1 GiB."""
     bomb = lying_zip(tmp_path / "bomb.zip", "evil.sgf", 2 * GIB - (100 << 20), 2000)
-    code = ("from gotk.jobs.replay_run import replay_paths\nimport sys\n"
+    code = ("from gotk.stats.replay import replay_paths\nimport sys\n"
             "result = replay_paths([sys.argv[1]]).as_dict()['skipped']")
     result, peak = peak_run(code, str(bomb), timeout=600)
     assert result == {"bad_archive": 1}

@@ -398,18 +398,3 @@ def compile_where(text: str, columns: Iterable[str]) -> Where:
             msg += f" (in --where {text!r}); columns: {', '.join(sorted(cols))}"
         raise WhereError(msg) from None
     return Where(text, tree, cols)
-
-
-def check_game_filters(min_rank: str | None, where: str | None, bots) -> tuple[str, ...]:
-    """Check the game filters a run over sources takes (``--min-rank``, ``--where`` against the columns known at
-    scan time, ``--bots`` files) before any work starts; returns the bot-name patterns (default list, $GOTK_BOTS,
-    the files), resolved once so every worker uses the same list. Raises :class:`WhereError` or ``ValueError``."""
-    from gotk.jobs.splits import parse_min_rank
-    from gotk.sgf.metadata import BotList
-    from gotk.shards.manifest import ENCODE_WHERE_COLUMNS
-
-    if min_rank:
-        parse_min_rank(min_rank)
-    if where:
-        compile_where(where, ENCODE_WHERE_COLUMNS)
-    return tuple(BotList.load(files=bots).patterns)

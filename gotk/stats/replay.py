@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 from gotk.errors import GotkError
 from gotk.game.replay import replay
-from gotk.jobs.filters import compile_where
 from gotk.sgf.fast import path_counts
 from gotk.sgf.metadata import BotList, normalise_record
 from gotk.sgf.reader import iter_sgf
 from gotk.shards.gameid import game_id
 from gotk.shards.manifest import GAMES_SCHEMA
+from gotk.shards.where import compile_where
 from gotk.sources.archives import SgfSource, Skip, iter_sources
 
 
@@ -67,7 +67,7 @@ REPLAY_WHERE_COLUMNS = [n for n in GAMES_SCHEMA.names if n not in ("split", "pos
 def replay_paths(paths: Iterable[str], min_moves: int = 1, progress=None, where: str | None = None,
                  bots: BotList | None = None) -> ReplayReport:
     """Read, parse and replay every game under ``paths``; never raises for bad input. ``where``: a
-    :mod:`gotk.jobs.filters` expression (games it rejects are skipped as ``filtered_where``, counted by the
+    :mod:`gotk.shards.where` expression (games it rejects are skipped as ``filtered_where``, counted by the
     first failed term; WhereError before any work when it does not compile)."""
     w = compile_where(where, REPLAY_WHERE_COLUMNS) if where else None
     rep = ReplayReport()

@@ -1,10 +1,12 @@
-"""Where ``gotk encode`` runs its work units: one small interface, two implementations.
+"""Where a run's work units run (``gotk encode``, ``gotk export``, ``gotk selfplay``): one small interface, two
+implementations.
 
 An executor has ``workers`` (how many units run at once: the parent keeps at most ``2 × workers``
 scan units in flight), ``start()``, ``submit(fn, *args) -> concurrent.futures.Future`` and
-``shutdown(wait, cancel_futures)``. The submitted functions are the pure top-level work units of
-:mod:`gotk.jobs.workers`; they write their own files atomically and return small dicts, so the
-output does not depend on the executor (see ``docs/dask.md``).
+``shutdown(wait, cancel_futures)``. The submitted functions are pure top-level work units (the encode run's
+:mod:`gotk.jobs.workers` and :mod:`gotk.jobs.shard_unit`, the exporters' writers, self-play chunks); they write
+their own files atomically and return small dicts, so the output does not depend on the executor (see
+``docs/dask.md``).
 
 * :class:`LocalExecutor` — in-process for one worker, otherwise a ``fork`` process pool (``spawn`` on request).
 * :class:`DaskExecutor` — a ``dask.distributed`` cluster: a :class:`~distributed.LocalCluster`
@@ -36,7 +38,7 @@ class ExecutorError(GotkError):
 
 
 class Executor(Protocol):
-    """What ``encode_dataset`` needs from an executor."""
+    """What a run needs from an executor."""
 
     name: str
     workers: int
@@ -63,7 +65,7 @@ class _Inline:
         pass
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """Pool worker initializer (Linux): the kernel sends SIGKILL to this worker when the process that
     forked it dies, so killing only the parent of ``encode --workers N`` leaves no orphan workers."""
     import ctypes
@@ -95,7 +97,7 @@ class LocalExecutor:
 
             method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else None)
             ctx = mp.get_context(method) if method else None
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_die_with_parent,
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=die_with_parent,
                                              initargs=(os.getpid(),))
 
     def start(self) -> None:

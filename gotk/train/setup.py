@@ -1,0 +1,114 @@
+"""What a training run starts from: its data checked, its datasets, the value baseline, the weights it may start
+from (``--init-agent``) and the ``config.json`` that records it all. The trainer (:mod:`gotk.train.trainer`)
+calls these once, before its first step."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+from gotk import __version__
+from gotk.atomic import write_text_atomic
+from gotk.datasets import ShardDataset
+from gotk.shards.manifest import read_games
+from gotk.storage import is_url
+from gotk.train.config import TrainConfig
+
+
+def check_data(cfg: TrainConfig, manifest: dict, main: bool) -> None:
+    """Refuse what would train a useless model, say what is missing (ValueError); ``main``: this process warns."""
+    splits = manifest.get("splits") or {}
+    if cfg.train_split not in splits:
+        raise ValueError(f"{cfg.data} has no {cfg.train_split!r} split (it has {', '.join(splits) or 'none'})")
+    if cfg.val_split not in splits or cfg.val_split == cfg.train_split:
+        if cfg.patience is not None:
+            raise ValueError(f"--patience needs a {cfg.val_split!r} split to validate on; {cfg.data} has "
+                             f"{', '.join(splits)} (encode with e.g. --split train=0.95,val=0.05)")
+        if main:
+            print(f"warning: {cfg.data} has no {cfg.val_split!r} split: no validation, the agent is the model "
+                  "after the last step (encode with e.g. --split train=0.95,val=0.05)", file=sys.stderr)
+    if cfg.head in ("value", "both"):
+        import pyarrow.compute as pc
+
+        games = read_games(cfg.data, cfg.storage_options, ["winner", "split"])
+        train = games.filter(pc.equal(games.column("split"), cfg.train_split))
+        if pc.sum(pc.is_valid(train.column("winner"))).as_py() in (0, None):
+            raise ValueError(f"the value head needs game results, but none of the {train.num_rows:,} games of "
+                             f"the {cfg.train_split!r} split has one (no RE, or void/unknown results); "
+                             "train with --head policy")
+
+
+def make_datasets(cfg: TrainConfig, manifest: dict, rank: int, world: int) -> tuple[ShardDataset, ShardDataset | None]:
+    """``(train, val)``: the training split, shuffled and drawn from as configured, and the validation split in
+    order (None when the data has none, or it is the training split). Under DDP each rank reads its share."""
+    dist_kw = {"rank": rank, "world_size": world} if world > 1 else {}
+    train_ds = ShardDataset(
+        cfg.data, split=cfg.train_split, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed,
+        symmetries=cfg.symmetries, shuffle_buffer=cfg.shuffle_buffer, drop_last=False,
+        max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers),
+        storage_options=cfg.storage_options, where=cfg.where, **dist_kw,
+    )
+    splits = manifest.get("splits") or {}
+    val_ds = None
+    if cfg.val_split and cfg.val_split in splits and cfg.val_split != cfg.train_split:
+        val_ds = ShardDataset(cfg.data, split=cfg.val_split, batch_size=max(cfg.batch_size, 256),
+                              shuffle=False, symmetries="none", storage_options=cfg.storage_options,
+                              where=cfg.where, **dist_kw)
+    return train_ds, val_ds
+
+
+def fit_value_baseline(cfg: TrainConfig):
+    """The komi/handicap value baseline fit on the training games (those ``--where`` keeps), indexing every
+    game: validation reports it beside the value head's MSE, and the agent file records it."""
+    from gotk.train.evaluate import baseline_games, fit_baseline
+
+    games = baseline_games(cfg.data, cfg.storage_options, cfg.where)
+    baseline = fit_baseline(games, [cfg.train_split])
+    if baseline is not None:
+        baseline.index_games(games)
+    return baseline
+
+
+def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder: dict) -> None:
+    """Load the weights of agent file ``path`` into the freshly built ``model``: the agent must be of the same
+    model, head, hyper-parameters, planes, board size and encoder (ValueError saying which differs)."""
+    from gotk.nets.agent import AgentError, read_agent_files
+
+    try:
+        meta, tensors = read_agent_files(path)
+    except AgentError as e:
+        raise ValueError(f"--init-agent: {e}") from e
+    m = meta["model"]
+    mine = {"model": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
+            "num_planes": model.num_planes, "board_size": model.board_size,
+            "encoder": {k: encoder.get(k) for k in ("name", "version", "options")}}
+    theirs = {"model": m["name"], "head": m["head"], "hparams": m["hparams"], "num_planes": meta["num_planes"],
+              "board_size": meta["board_size"],
+              "encoder": {k: meta["encoder"].get(k) for k in ("name", "version", "options")}}
+    for key in mine:
+        if mine[key] != theirs[key]:
+            raise ValueError(f"--init-agent {path}: its {key} is {theirs[key]!r}, this run's {mine[key]!r}")
+    try:
+        model.load_state_dict(tensors, strict=True)
+    except RuntimeError as e:
+        raise ValueError(f"--init-agent {path}: its weights do not fit the model: {e}") from e
+
+
+def write_run_config(out: Path, cfg: TrainConfig, data: dict, model: dict, run: dict) -> None:
+    """``config.json``: the versions, the settings, the data (``data``: its manifest's digest, encoder, rows), the
+    model (``model``) and how the run ran (``run``: device, precision, world size...), enough to reproduce it."""
+    d = {
+        "gotk_version": __version__,
+        "torch_version": torch.__version__,
+        "python": sys.version.split()[0],
+        "config": cfg.to_dict(),
+        "data": {"path": cfg.data if is_url(cfg.data) else str(Path(cfg.data).resolve()), **data},
+        "model": model,
+        **run,
+        "command": sys.argv if sys.argv and "gotk" in os.path.basename(sys.argv[0]) else None,
+    }
+    write_text_atomic(out / "config.json", json.dumps(d, indent=2))
