@@ -3,8 +3,8 @@
 In each round, for each checkout in turn: ``python -m gotk ARGS`` with a brand-new empty
 ``NUMBA_CACHE_DIR`` (cold), then again with that cache (warm); the round's figure is cold − warm CPU
 seconds (user + system of the process and its children). Alternating the checkouts in every round
-keeps the host's drift (up to 1.8× here within minutes) out of the comparison, which best-of-N runs of
-one checkout after the other (``bench/coldstart.py --baseline``) do not. ``OUT`` in the arguments is
+keeps the host's drift (a shared host's speed changes within minutes) out of the comparison, which best-of-N
+runs of one checkout after the other (``bench/coldstart.py --baseline``) do not. ``OUT`` in the arguments is
 replaced by a fresh output path. Usage::
 
     python bench/cold_ab.py [--rounds 4] CHECKOUT_A CHECKOUT_B -- replay one.sgf

@@ -2,7 +2,7 @@
 
 The target: ``gotk encode --encoder oneplane`` end to end ≥ 4× the code before the compiled SGF reader
 (commit 0c20437), on one worker. On a shared host whose speed drifts during a run (the same command can run
-1.3× slower from one minute to the next), one timing of each side is not a ratio. Each round runs each
+slower from one minute to the next), one timing of each side is not a ratio. Each round runs each
 checkout's own ``bench/encode.py`` (``--workers 1 --dlgo-games 0 --no-rss``, best of ``--repeat``) as a fresh
 process, baseline then this checkout, so both sides of a round see the same host. Reported: positions/s and
 the stage split of every run, the ratio per round, their median and the best over the best.

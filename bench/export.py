@@ -10,7 +10,7 @@ the same run. Numba compile / cache-load time is excluded by a small warm-up of 
 Peer: Leela Zero's own ``dump_supervised`` (leelaz 0.17, Debian ``leela-zero``; skipped when
 ``/usr/games/leelaz`` is absent) on the same games as one SGF collection file, in one ``leelaz --cpu-only``
 process with a tiny generated weights file (``dump_supervised`` never evaluates it). Timed: the whole
-process (its start-up included: 0.07 s for a 4-move file); positions from its "Dumped N training positions" line.
+process (its start-up included, small beside an archive's games); positions from its "Dumped N training positions" line.
 
 Usage::
 

@@ -5,7 +5,7 @@ training throughput against the GPU's peak bf16 FLOP/s and measures self-play po
 On the GPU machine (16 cores, Python with torch, numba, pyarrow, typer; no network), from the repository root,
 with ``../shared/kgs`` beside the checkout (else ``shared/kgs`` inside it, or ``--kgs DIR``)::
 
-    python bench/gpu_check.py --out $OUT          # about 8 minutes: give the call a 540 s timeout
+    python bench/gpu_check.py --out $OUT          # every step: give the call a timeout of several minutes
 
 It writes into ``--out`` (default ``$OUT`` when set, else ``gpu-check/``): ``gpu_check.json`` (the report,
 rewritten after every step, so a run cut short still leaves the finished steps), ``agent.gotk`` (the agent it

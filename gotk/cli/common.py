@@ -113,21 +113,3 @@ except ImportError:  # typer without rich prints help as it is
 
 def _plain_text(text: str | None) -> str | None:
     return _escape_markup(text.replace("``", "`")) if text else text
-
-
-_SKIP_TEARDOWN = False
-
-
-def skip_teardown() -> None:
-    """Ask :func:`gotk.cli.main.main` to end the process with ``os._exit`` once the command has succeeded (its
-    output flushed, its files already written atomically). After self-play's forked workers, the interpreter's
-    teardown of the native libraries (torch, pyarrow, numba) sometimes aborts ("terminate called without an
-    active exception", exit status -6) with all the work done; a test that runs the command many times checks it.
-    Commands run in process (``typer.testing.CliRunner``) never reach ``main`` and are unaffected."""
-    global _SKIP_TEARDOWN
-    _SKIP_TEARDOWN = True
-
-
-def teardown_skipped() -> bool:
-    return _SKIP_TEARDOWN
-

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from gotk import __version__
@@ -71,15 +69,4 @@ app.add_typer(_agent.app, name="agent")
 
 
 def main() -> None:
-    import os
-
-    from gotk.cli.common import teardown_skipped
-
-    try:
-        app()
-    except SystemExit as e:
-        if e.code in (0, None) and teardown_skipped():
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
-        raise
+    app()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from gotk.cli.common import fail, skip_teardown
+from gotk.cli.common import fail
 
 
 def selfplay_cmd(
@@ -82,7 +82,6 @@ def selfplay_cmd(
         report = selfplay(opts, progress)
     except GotkError as e:
         fail(str(e))
-    skip_teardown()
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
@@ -172,7 +171,6 @@ def zero_cmd(
         fail(str(e))
     except ValueError as e:  # the trainer's refusals (one line)
         fail(str(e))
-    skip_teardown()
     typer.echo(f"{len(report['generations'])} generations in {report['hours']:.2f} h; report: {out}/report.json, "
                f"{out}/report.png")
     for r in report["ratings"]:

@@ -76,7 +76,7 @@ def serve_cmd(
         info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         # the TCP protocol number matters: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets
         # created with it, and with Nagle on, every answer written in two parts waits for the client's
-        # delayed ACK (about 40 ms a request on Linux)
+        # delayed ACK, a stall on every request
         sock = socket.socket(info[0], socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(info[4])

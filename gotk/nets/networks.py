@@ -423,7 +423,7 @@ MODELS: dict[str, ModelSpec] = {
     "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm"),
     # trained from self-play targets every generation, on small windows of data and few steps: Adam learns the
     # policy, value and auxiliary heads together without the tuning SGD's rate needs per board size and loss
-    # mix; 3e-3 (batch norm everywhere) learns the targets about three times faster than 1e-3 in 100 steps
+    # mix; with batch norm everywhere 3e-3 learns the targets in fewer steps than 1e-3
     # (tests/test_zero_net.py, tests/test_models_learn.py check it learns with these defaults)
     "zero": ModelSpec(ZeroNet, "both", {"blocks": 6, "filters": 64},
                       "KataGo-style residual net: global pooling, policy, value, score, ownership",

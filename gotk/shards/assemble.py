@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -31,8 +33,27 @@ _GAMES_DICTIONARY = ["archive", "black_rank_raw", "white_rank_raw", "rules", "ru
 
 
 def _open(st: Storage, path):
+    """A Python file object over ``path``, for reading it in Python (its hash); never handed to pyarrow."""
     src = st.open_input(path)
     return open(src, "rb") if isinstance(src, str) else src
+
+
+@contextmanager
+def _parquet(st: Storage, path) -> Iterator[pq.ParquetFile]:
+    """``path`` as a Parquet file, closed on leaving. A local file is opened by Arrow itself, from its path: a Python
+    file object would be read by Arrow's I/O threads (pre-buffering), which take the GIL for every read and once more
+    to release the object, so one finishing as the command ends could meet a finalizing interpreter, which ends such
+    a thread (``pthread_exit``) inside C++ code that cannot be unwound: the process aborts ("terminate called without
+    an active exception") with its work done. Remote storage has no path Arrow opens, so its file object is read
+    without pre-buffering, in the calling thread only."""
+    src = st.open_input(path)
+    local = isinstance(src, str)
+    try:
+        with pq.ParquetFile(src, read_dictionary=["game_id"], pre_buffer=local, **S.PAGE_CHECKS) as pf:
+            yield pf
+    finally:
+        if not local:
+            src.close()
 
 
 def _shard_entry(st: Storage, folder, rel: str, encoder_desc: dict) -> tuple[dict, tuple[str, ...], Counter, int]:
@@ -43,8 +64,7 @@ def _shard_entry(st: Storage, folder, rel: str, encoder_desc: dict) -> tuple[dic
         raise FileNotFoundError(f"shard {rel} (listed for {folder}) does not exist")
     with _open(st, path) as f:
         digest, size = sha256_stream(f)
-    with _open(st, path) as f:
-        pf = pq.ParquetFile(f, read_dictionary=["game_id"], **S.PAGE_CHECKS)
+    with _parquet(st, path) as pf:
         schema = pf.schema_arrow
         meta = S.schema_metadata(schema, str(rel))
         if meta["encoder"] != encoder_desc:
@@ -55,7 +75,7 @@ def _shard_entry(st: Storage, folder, rel: str, encoder_desc: dict) -> tuple[dic
         biggest = 0
         for g in range(pf.metadata.num_row_groups):
             biggest = max(biggest, pf.metadata.row_group(g).num_rows)
-            col = pf.read_row_group(g, columns=["game_id"]).column(0).combine_chunks()
+            col = pf.read_row_group(g, columns=["game_id"], use_threads=False).column(0).combine_chunks()
             if not pa.types.is_dictionary(col.type):
                 col = col.dictionary_encode()
             per = np.bincount(col.indices.to_numpy(zero_copy_only=False), minlength=len(col.dictionary))
