@@ -22,7 +22,7 @@ def export_cmd(
     seed: int = typer.Option(0, "--seed", help="Shuffle seed: the same seed and inputs give the same bytes."),
     games_per_chunk: int = typer.Option(32, "--games-per-chunk", help="leela-zero: games per chunk file (leelaz: 32)."),
     compress_level: int = typer.Option(6, "--compress-level", help="leela-zero: gzip level 0-9 (leelaz writes 9: "
-                                       "files about 20% smaller, about 3.5x slower to write)."),
+                                       "somewhat smaller files, much slower to write)."),
     keep_time_wins: bool = typer.Option(False, "--keep-time-wins", help="leela-zero: also export games won on "
                                         "time (leelaz's dump_supervised leaves them out)."),
     rows_per_file: int = typer.Option(10000, "--rows-per-file", help="katago: rows per .npz file (the last is "

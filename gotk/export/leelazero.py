@@ -41,7 +41,7 @@ STM_LINE = 2
 POLICY_LINE = 2 * (N + 1)  # 362 one-character values, 361 spaces, newline
 FIXED = 16 * PLANE_LINE + STM_LINE + POLICY_LINE  # before the winner line ("1\n" or "-1\n")
 GAMES_PER_CHUNK = 32  # OutputChunker::CHUNK_SIZE in Leela Zero
-COMPRESS_LEVEL = 6  # leelaz writes 9 (gzopen "wb9"): about 3.5x slower here for files about 20% smaller
+COMPRESS_LEVEL = 6  # leelaz writes 9 (gzopen "wb9"): slower to write for somewhat smaller files
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _LZ_ORDER = coords.leelazero_order(SIZE)

@@ -26,7 +26,7 @@ class ExportOptions:
     format: str
     seed: int = 0
     games_per_chunk: int = 32  # leela-zero: OutputChunker::CHUNK_SIZE
-    compress_level: int = 6  # leela-zero: gzip level (leelaz writes 9: smaller files, about 3.5x slower)
+    compress_level: int = 6  # leela-zero: gzip level (leelaz writes 9: smaller files, much slower to write)
     rows_per_file: int = 10000  # katago
     keep_time_wins: bool = False  # leela-zero: dump_supervised drops games won on time
     board_size: int = 19

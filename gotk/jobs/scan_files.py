@@ -37,8 +37,8 @@ SCAN_SCHEMA = pa.schema(
        ("colors", pa.binary()), ("points", pa.binary())])
 
 
-# Scan files and done-records sit in WORK itself, not in folders of their own: removing a folder cost this
-# host's file system (ext4, discard) 3-4 ms each at the end of every run, 4% of a one-worker encode.
+# Scan files and done-records sit in WORK itself, not in folders of their own: removing a folder costs a file
+# system with discard (ext4) a noticeable share of a small encode at the end of every run.
 def scan_path(work_dir: str | os.PathLike, unit_id: int) -> Path | str:
     return join(work_dir, f"unit-{unit_id:05d}.arrow")
 
