@@ -156,6 +156,7 @@ def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
         nc = np.int64(0)
         ne = 0
         weak = False  # an own string in atari or an opponent string with 2 liberties next to p
+        big_friend = False
         for k in range(4):
             q = nbr[p, k]
             if q < 0:
@@ -169,6 +170,7 @@ def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
                 if _add_head(fh, nf, h) > nf:
                     nf += 1
                     weak = weak or libs[h] == 1
+                    big_friend = big_friend or libs[h] >= 9
             elif libs[h] == 1:
                 nc = _add_head(ch, nc, h)
             elif libs[h] == 2:
@@ -186,7 +188,11 @@ def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
         for i in range(nc):
             captured += ssize[ch[i]]
         out[P_CAPTURE + min(captured, 7), p] = 1
-        nl = R.liberties_after(board, head, nxt, libs, nbr, mark, meta, np.int64(p), color, np.int64(8))
+        # liberties of the new string, counted up to 8
+        if big_friend:
+            nl = 8
+        else:
+            nl = R.liberties_after_heads(board, head, nxt, nbr, mark, meta, p, color, fh, nf, ch, nc, np.int64(8))
         out[P_LIBS_AFTER + min(nl, 8) - 1, p] = 1
         if nl == 1:
             size = 1

@@ -323,7 +323,7 @@ def _escapes_by_extension(scr, t, x, y):
     return R.extension_liberties(s.board, s.head, s.nxt, s.libs, s.nbr, s.mark, s.meta, t, x, y, np.int64(3))
 
 
-@internal_kernel
+@inline_kernel
 def _open(scr, d, kind, t):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, nbr, cand = scr.eng.board, scr.eng.nbr, scr.cand
@@ -357,7 +357,7 @@ def _open(scr, d, kind, t):
     cand[d, _C_MORE] = 1
 
 
-@internal_kernel
+@inline_kernel
 def _add_captures(scr, d, t):
     """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
@@ -389,7 +389,7 @@ def _add_captures(scr, d, t):
     return found
 
 
-@internal_kernel
+@inline_kernel
 def _none_after_step(scr, d):
     """True if no attacker string next to the target is in atari at ply ``d``, a defender's frame whose
     extension lost (the attacker won after it), known without walking: the frame two plies down — opened

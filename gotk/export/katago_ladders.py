@@ -220,14 +220,14 @@ def _would_be_ko_capture(scr, d, p, pla, nbr):
     return si[d, 3, si[d, 0, found]] == 1
 
 
-@kernel
+@compiled
 def _libs_after_play(scr, d, p, pla, max_libs, nbr):
     """KataGo's ``getNumLibertiesAfterPlay`` on layer ``d``: :func:`gotk.game.rules.liberties_after`, its stamp
     the scratch's (``ctl[0]``, as :func:`_play` keeps it)."""
     sm, ctl, si = scr.meta, scr.ctl, scr.ints
     sm[d, K.M_STAMP] = ctl[0]
     c = R.liberties_after(scr.board[d], si[d, 0], si[d, 1], si[d, 2], nbr, scr.mark, sm[d], np.int64(p),
-                          np.int64(pla), np.int64(max_libs))
+                          np.int64(pla), np.int64(max_libs), np.empty(8, dtype=np.int32))
     ctl[0] = sm[d, K.M_STAMP]
     return c
 

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gotk.jit import internal_kernel, kernel
+from gotk.jit import inline_kernel, internal_kernel, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -179,7 +179,7 @@ def check_move(e, point, color, allow_suicide):
     return check_arrays(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
-@internal_kernel
+@inline_kernel
 def check_rule(e, point, color, allow_suicide):
     """:func:`check_move`, inlined into its callers (as :func:`play_rule`)."""
     return check_arrays(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
@@ -328,7 +328,7 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     return cnt
 
 
-@internal_kernel
+@inline_kernel
 def play_rule(e, point, color, allow_suicide, record, full):
     """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True). Inlined into its
     callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly. ``full``: keep the
@@ -489,7 +489,7 @@ def undo(e):
     undo_rule(e, True)
 
 
-@internal_kernel
+@inline_kernel
 def undo_rule(e, full):
     """:func:`undo`, inlined into its callers (as :func:`play_rule`; ``full`` as the move was played with)."""
     board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves

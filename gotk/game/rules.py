@@ -55,107 +55,117 @@ def is_own_eye(board, nbr, diag, p, color):
 
 
 @inline_kernel
-def liberties_after(board, head, nxt, libs, nbr, mark, meta, point, color, cap):
+def liberties_after_heads(board, head, nxt, nbr, mark, meta, point, color, friends, nf, captured, nc, cap):
     """The liberties, counted up to ``cap``, of the string a ``color`` stone on the empty ``point`` would belong
-    to once its captures are resolved (KataGo's ``getNumLibertiesAfterPlay``): its empty neighbours, the
-    liberties of the strings it joins (``point`` aside), and every stone of a captured opponent string (one in
-    atari next to ``point``) that touches the new string. Returns ``min(count, cap)``; the move's legality is
-    not checked. Strings with more than ``cap`` liberties decide at once, without a walk.
+    to once its captures are resolved (KataGo's ``getNumLibertiesAfterPlay``), given the distinct heads of the
+    strings it joins (``friends[:nf]``) and of the opponent strings it captures (``captured[:nc]``, those in
+    atari next to it): its empty neighbours, every stone of a captured string that touches the new string
+    (``point`` or a joined string), and the liberties of the joined strings (``point`` aside). Returns
+    ``min(count, cap)``; the move's legality is not checked.
 
-    Inlined into its callers (numba's ``inline="always"``): the alphago encoder asks it at every legal point
-    of every position, and a call, which passes every field of its seven arrays, cost as much as the count."""
-    opp = 3 - color
+    For a caller that has gathered the heads already (the alphago encoder, at every legal point of every
+    position); :func:`liberties_after` gathers them. Inlined into its callers (numba's ``inline="always"``):
+    a call, which passes every field of its arrays, cost as much as the count."""
     s = next_stamp(mark, meta)
     mark[point] = s
     cnt = 0
-    c0 = -1  # heads of the captured strings (at most four)
-    c1 = -1
-    c2 = -1
-    c3 = -1
-    f0 = -1  # heads of the joined strings (at most four)
-    f1 = -1
-    f2 = -1
-    f3 = -1
+    for k in range(4):
+        q = nbr[point, k]
+        if q < 0:
+            break
+        if board[q] == 0:
+            mark[q] = s
+            cnt += 1
+    for i in range(nc):
+        h = captured[i]
+        x = h
+        while True:
+            adj = False
+            for k in range(4):
+                r = nbr[x, k]
+                if r < 0:
+                    break
+                if r == point:
+                    adj = True
+                elif board[r] == color:
+                    hr = head[r]
+                    for j in range(nf):
+                        if friends[j] == hr:
+                            adj = True
+                if adj:
+                    break
+            if adj:
+                cnt += 1
+            x = nxt[x]
+            if x == h:
+                break
+    for i in range(nf):
+        if cnt >= cap:
+            break
+        h = friends[i]
+        x = h
+        while cnt < cap:
+            for k in range(4):
+                q = nbr[x, k]
+                if q < 0:
+                    break
+                if board[q] == 0 and mark[q] != s:
+                    mark[q] = s
+                    cnt += 1
+            x = nxt[x]
+            if x == h:
+                break
+    return min(cnt, cap)
+
+
+@inline_kernel
+def liberties_after(board, head, nxt, libs, nbr, mark, meta, point, color, cap, heads):
+    """:func:`liberties_after_heads`, gathering the heads itself into ``heads`` (int32 scratch of 8: the joined
+    strings', then the captured ones'). A joined string with more than ``cap`` liberties decides at once."""
+    nf = 0
+    nc = 0
     for k in range(4):
         q = nbr[point, k]
         if q < 0:
             break
         v = board[q]
         if v == 0:
-            mark[q] = s
-            cnt += 1
-        elif v == color:
-            h = head[q]
+            continue
+        h = head[q]
+        if v == color:
             if libs[h] > cap:
                 return cap
-            if f0 < 0:
-                f0 = h
-            elif f1 < 0:
-                f1 = h
-            elif f2 < 0:
-                f2 = h
-            else:
-                f3 = h
-        else:
-            h = head[q]
-            if libs[h] == 1:
-                mark[q] = s
-                cnt += 1
-                if c0 < 0:
-                    c0 = h
-                elif c1 < 0:
-                    c1 = h
-                elif c2 < 0:
-                    c2 = h
-                else:
-                    c3 = h
-    if f0 < 0 or cnt >= cap:
-        return min(cnt, cap)
-    for i in range(4):
-        h = f0 if i == 0 else f1 if i == 1 else f2 if i == 2 else f3
-        if h < 0:
-            break
-        if (i > 0 and h == f0) or (i > 1 and h == f1) or (i > 2 and h == f2):
-            continue  # a string met on two sides of the point: walked once
-        x = h
-        while True:
-            for j in range(4):
-                r = nbr[x, j]
-                if r < 0:
-                    break
-                if mark[r] == s:
-                    continue
-                w = board[r]
-                if w == 0:
-                    mark[r] = s
-                    cnt += 1
-                elif w == opp:
-                    hr = head[r]
-                    if hr == c0 or hr == c1 or hr == c2 or hr == c3:
-                        mark[r] = s
-                        cnt += 1
-            if cnt >= cap:
-                return cap
-            x = nxt[x]
-            if x == h:
-                break
-    return cnt
+            seen = False
+            for i in range(nf):
+                seen = seen or heads[i] == h
+            if not seen:
+                heads[nf] = h
+                nf += 1
+        elif libs[h] == 1:
+            seen = False
+            for i in range(nc):
+                seen = seen or heads[4 + i] == h
+            if not seen:
+                heads[4 + nc] = h
+                nc += 1
+    return liberties_after_heads(board, head, nxt, nbr, mark, meta, point, color, heads[:4], nf, heads[4:], nc, cap)
 
 
 @inline_kernel
-def liberties_after_play(e, point, color, cap):
+def liberties_after_play(e, point, color, cap, heads):
     """:func:`liberties_after` on the position of the :class:`~gotk.game.kernels.Engine` ``e``."""
-    return liberties_after(e.board, e.head, e.nxt, e.libs, e.nbr, e.mark, e.meta, point, color, cap)
+    return liberties_after(e.board, e.head, e.nxt, e.libs, e.nbr, e.mark, e.meta, point, color, cap, heads)
 
 
-@internal_kernel
+@inline_kernel
 def extension_liberties(board, head, nxt, libs, nbr, mark, meta, t, x, y, cap):
     """The liberties, counted up to ``cap``, the string through ``t`` keeps when the opponent plays ``x`` and
     it extends at ``y`` (``x`` and ``y`` its only liberties): 0 if ``x`` would capture a string of ``t``'s
     colour (then the board changes and only playing tells); else the empty neighbours of ``y`` and the
     liberties of the other strings ``y`` joins, ``x`` and ``y`` aside, not counting what ``y`` would capture
     (a lower bound then: a count of at least ``cap`` means the extension has that many, exactly). The ladder
-    filters of the alphago encoder and the ladder reader: an atari answered this way reaches no ladder."""
+    filters of the alphago encoder and the ladder reader: an atari answered this way reaches no ladder. Inlined
+    into its callers (numba's ``inline="always"``), as :func:`liberties_after_heads`."""
     dcol = board[t]
     for k in range(4):
         q = nbr[x, k]
@@ -196,4 +206,5 @@ def extension_liberties(board, head, nxt, libs, nbr, mark, meta, t, x, y, cap):
     return cnt
 
 
-__all__ = ["empty_neighbours", "extension_liberties", "is_own_eye", "liberties_after", "liberties_after_play"]
+__all__ = ["empty_neighbours", "extension_liberties", "is_own_eye", "liberties_after", "liberties_after_heads",
+           "liberties_after_play"]
