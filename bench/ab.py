@@ -79,9 +79,13 @@ inputs = [(r.colors.astype(np.int64), r.points.astype(np.int32)) for r in recs]
 finals = []
 if hasattr(K, "Engine"):  # one engine state with play/undo
     from gotk.game.state import new_engine
+    try:  # the replay loops' own module
+        from gotk.game.loops import replay_moves
+    except ImportError:
+        replay_moves = K.replay_moves
     def replay_one(colors, points, hashes):
         e = new_engine(19)
-        played, _ = K.replay_moves(e, colors, points, False, hashes)
+        played, _ = replay_moves(e, colors, points, False, hashes)
         return played, int(e.hashv[0])
 else:  # loose arrays
     nbr, _ = K.make_tables(19); zob = K.make_zobrist(19); n = 361

@@ -222,7 +222,9 @@ def main(argv=None) -> int:
 
     names = [n for n in args.encoders.split(",") if n in list_encoders()]
     records = load_records(path, max(args.games, args.dlgo_games, args.dlgo_alphago_games))
-    goboard, gotypes, dl_encoders = import_dlgo_encoders()
+    # dlgo is imported only for a peer sample: --dlgo-games 0 --dlgo-alphago-games 0 runs without it
+    need_dlgo = args.dlgo_games > 0 or (args.dlgo_alphago_games > 0 and "alphago" in names)
+    goboard, gotypes, dl_encoders = import_dlgo_encoders() if need_dlgo else (None, None, None)
     rows = []
     report = {"machine": machine_info(), "archive": str(path), "results": rows}
 

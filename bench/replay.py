@@ -149,11 +149,10 @@ def prepare_kernel_inputs(records):
 def gotk_kernel_replay(prepared):
     """(a), kernel: ``replay_moves`` on a fresh engine per game (copied from an empty-board template; games with
     setup stones go through ``initial_state``). Returns total moves played."""
-    from gotk.game import kernels as K
+    from gotk.game.loops import replay_moves
     from gotk.game.replay import initial_state
     from gotk.game.state import new_engine
 
-    replay_moves = K.replay_moves
     total = 0
     for rec, points, colors, suicide in prepared:
         if rec.setup_black or rec.setup_white or rec.setup_empty:
@@ -180,7 +179,7 @@ def warm_up(sources):
     """Import the engine and run the first replay (numba compile or on-disk cache load), timed."""
     info: dict = {}
     t0 = time.perf_counter()
-    from gotk.game import kernels as K
+    from gotk.game import loops as KL
     from gotk.game.replay import replay
     from gotk.sgf.reader import read_sgf
 
@@ -202,7 +201,7 @@ def warm_up(sources):
     t2 = time.perf_counter()
     replay(first, keep_history=False)
     info["second_replay_s"] = time.perf_counter() - t2
-    stats = getattr(K.replay_moves, "stats", None)
+    stats = getattr(KL.replay_moves, "stats", None)
     if stats is not None:
         info["numba_cache_hits"] = sum(stats.cache_hits.values())
         info["numba_cache_misses"] = sum(stats.cache_misses.values())

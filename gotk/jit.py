@@ -20,8 +20,10 @@ compiled gotk code never calls ``njit`` directly, so these rules reach all of it
   many call sites).
 * :func:`inline_kernel` — a kernel with numba's ``inline="always"``: numba inlines its body (at numba's
   IR level, typed again at each call site) into every compiled caller and never compiles it on its own.
-  Only for thin wrappers of a line or two over a large compiled tree, which would otherwise cost a
-  compile (and an optimisation of the whole tree) of their own.
+  For thin wrappers of a line or two over a large compiled tree, which would otherwise cost a compile
+  (and an optimisation of the whole tree) of their own; and for a hot rule with few call sites whose call
+  passes more than its body does (every field of every array it is given): the engine's move, undo and
+  check as the ladder reader runs them, the rules' liberty counts (:mod:`gotk.game.rules`).
 
 **Cache freshness.** numba keeps a cached function while the file that defines it is unchanged, but the
 machine code it caches also holds every compiled function it calls, from other files too. After an edit
@@ -151,8 +153,8 @@ def is_kernel(fn: Any) -> bool:
 
 
 def inline_kernel(fn: Callable[..., Any]) -> Any:
-    """A :func:`kernel` numba inlines into every compiled caller (``inline="always"``): thin wrappers only,
-    since the body is typed again at every call site."""
+    """A :func:`kernel` numba inlines into every compiled caller (``inline="always"``): thin wrappers, or hot
+    bodies with few call sites, since the body is typed again at every call site (see the module docstring)."""
     return njit(cache=True, _nrt=False, inline="always")(fn)
 
 

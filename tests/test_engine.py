@@ -13,6 +13,7 @@ from gotk import coords
 from gotk.errors import IllegalMoveError
 from gotk.game import batch as B
 from gotk.game import kernels as K
+from gotk.game import loops as KL
 from gotk.game.handicap import fixed_handicap_points, max_fixed_handicap
 from gotk.game.replay import initial_state, iter_positions, replay
 from gotk.game.state import BLACK, EMPTY, WHITE, GameState, Rules
@@ -54,7 +55,7 @@ def grid_of(diagram: str) -> np.ndarray:
 
 
 def assert_consistent(state: GameState) -> None:
-    assert state.hash == int(K.board_hash(state.board, state.zob))
+    assert state.hash == int(KL.board_hash(state.board, state.zob))
 
 
 # --- captures -------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from gotk.errors import IllegalMoveError
 from gotk.game import kernels as K
+from gotk.game import loops as KL
 from gotk.game.state import BLACK, WHITE, GameState, Rules
 
 
@@ -148,7 +149,7 @@ def check_invariants(state: GameState, ref: Reference, color_to_check: int, samp
     for p in np.flatnonzero(state.board == 0).tolist():
         assert (state.head[p], state.nxt[p], state.ssize[p], state.libs[p]) == (p, p, 0, 0), p
     # hash: compiled recount and a Python XOR of the keys
-    assert state.hash == int(K.board_hash(state.board, state.zob))
+    assert state.hash == int(KL.board_hash(state.board, state.zob))
     expected = 0
     for p, v in enumerate(ref.board):
         if v:

@@ -15,7 +15,7 @@ import pytest
 from sgfmill import boards, sgf
 
 from gotk import coords
-from gotk.game import kernels as K
+from gotk.game import loops as KL
 from gotk.game.replay import first_to_play, initial_state, replay
 from gotk.game.state import BLACK, WHITE
 from gotk.sgf.reader import read_sgf
@@ -105,7 +105,7 @@ def _check_game(name: str, data: bytes, record, perm: np.ndarray) -> tuple[int, 
     assert out.state.board.tobytes() == state.board.tobytes(), name
     assert out.state.captures == state.captures, name
     assert np.array_equal(out.hashes, np.array(hashes, dtype=np.uint64)), name
-    assert int(out.hashes[-1]) == int(K.board_hash(out.state.board, out.state.zob)), name
+    assert int(out.hashes[-1]) == int(KL.board_hash(out.state.board, out.state.zob)), name
     return len(ref_moves), captured_total
 
 

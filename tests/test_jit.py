@@ -19,6 +19,7 @@ from gotk.encoders.game_loop import batch_loop_for, game_loop_for
 from gotk.encoders.registry import get_encoder
 from gotk.game import batch as B
 from gotk.game import kernels as K
+from gotk.game import loops as KL
 
 REPO = Path(__file__).resolve().parents[1]
 _REFCOUNT = re.compile(r"\bNRT_(incref|decref)\b")
@@ -27,7 +28,7 @@ _REFCOUNT = re.compile(r"\bNRT_(incref|decref)\b")
 def test_hot_kernels_count_no_references():
     """The engine's per-move kernels, the encoders' per-position fills and their game loops are kernels:
     a change that makes one allocate must move it to ``compiled`` on purpose (it then shows here)."""
-    for fn in (K.play, K.play_recorded, K.undo, K.check_move, K.count_libs, K.legal_mask, K.replay_moves,
+    for fn in (K.play, K.play_recorded, K.undo, K.check_move, K.count_libs, KL.legal_mask, KL.replay_moves,
                B.replay_games, local_planes, fill_noladders_lists):
         assert jit.is_kernel(fn), fn.py_func.__name__
     for name in ("oneplane", "sevenplane", "simple"):

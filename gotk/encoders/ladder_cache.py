@@ -53,7 +53,7 @@ import threading
 
 import numpy as np
 
-from gotk.encoders import alphago as AG
+from gotk.encoders import alphago_planes as AG
 from gotk.encoders import ladders as LD
 from gotk.jit import inline_kernel, internal_kernel
 

@@ -67,6 +67,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gotk.game import kernels as K
+from gotk.game import rules as R
 from gotk.game.state import new_engine
 from gotk.jit import compiled, inline_kernel, internal_kernel, kernel
 
@@ -249,7 +250,7 @@ def load_position(scr, e):
     K.forget_moves(s)
 
 
-@internal_kernel
+@inline_kernel
 def _play(scr, point, color):
     """Play ``point`` in the current position (suicide forbidden, simple ko) with the engine's recorded move,
     after touching it (see *Footprint*); returns the engine status. Every move counts against the budget."""
@@ -312,70 +313,17 @@ def _liberties_into(fp, sb, nxt, head, libs, nbr, cand, t, row, limit):
     return first
 
 
-@internal_kernel
-def _empty_nbrs(sb, p, nbr):
-    c = 0
-    for k in range(4):
-        q = nbr[p, k]
-        if q < 0:
-            break
-        if sb[q] == 0:
-            c += 1
-    return c
-
-
 @inline_kernel
 def _escapes_by_extension(scr, t, x, y):
     """Liberties (up to 3) the defender's string through ``t`` (liberties ``x`` and ``y``) gets by
     extending at ``y`` after the attacker plays ``x``; 0 when ``x`` would capture something (then the
-    board changes and only playing tells). The caller touches ``x`` and ``y`` (:func:`touch_point`) first."""
+    board changes and only playing tells): :func:`gotk.game.rules.extension_liberties`. The caller touches
+    ``x`` and ``y`` (:func:`touch_point`) first."""
     s = scr.eng
-    return _extension_count(s.board, s.head, s.libs, s.nxt, s.nbr, s.mark, s.meta, t, x, y)
+    return R.extension_liberties(s.board, s.head, s.nxt, s.libs, s.nbr, s.mark, s.meta, t, x, y, np.int64(3))
 
 
-@internal_kernel
-def _extension_count(sb, head, libs, nxt, nbr, mark, meta, t, x, y):
-    dcol = sb[t]
-    for k in range(4):
-        q = nbr[x, k]
-        if q < 0:
-            break
-        if sb[q] == dcol and libs[head[q]] == 1:
-            return 0
-    st = K.next_stamp(mark, meta)
-    mark[x] = st
-    mark[y] = st
-    ht = head[t]
-    cnt = 0
-    for k in range(4):
-        q = nbr[y, k]
-        if q < 0:
-            break
-        v = sb[q]
-        if v == 0:
-            if mark[q] != st:
-                mark[q] = st
-                cnt += 1
-        elif v == dcol and head[q] != ht:
-            h = head[q]
-            z = h
-            while cnt < 3:
-                for j in range(4):
-                    r = nbr[z, j]
-                    if r < 0:
-                        break
-                    if sb[r] == 0 and mark[r] != st:
-                        mark[r] = st
-                        cnt += 1
-                z = nxt[z]
-                if z == h:
-                    break
-        if cnt >= 3:
-            break
-    return cnt
-
-
-@internal_kernel
+@inline_kernel
 def _open(scr, d, kind, t):
     """Set up the frame of ply ``d`` (the current position): its side and candidate moves."""
     sb, nbr, cand = scr.eng.board, scr.eng.nbr, scr.cand
@@ -394,7 +342,7 @@ def _open(scr, d, kind, t):
             keep_b = _escapes_by_extension(scr, t, b, a) < 3
             if keep_a and keep_b:
                 # first the atari that leaves the defender the liberty with fewer empty neighbours
-                if _empty_nbrs(sb, b, nbr) > _empty_nbrs(sb, a, nbr):
+                if R.empty_neighbours(sb, nbr, b) > R.empty_neighbours(sb, nbr, a):
                     cand[d, _C0], cand[d, _C0 + 1] = b, a
             elif keep_b:
                 cand[d, _C0] = b
@@ -409,7 +357,7 @@ def _open(scr, d, kind, t):
     cand[d, _C_MORE] = 1
 
 
-@internal_kernel
+@inline_kernel
 def _add_captures(scr, d, t):
     """Append to the defender's frame at ply ``d`` (the current position, its extension tried and failed)
     the liberty of each attacker string next to the target in atari, in the order of a walk of the
@@ -441,7 +389,7 @@ def _add_captures(scr, d, t):
     return found
 
 
-@internal_kernel
+@inline_kernel
 def _none_after_step(scr, d):
     """True if no attacker string next to the target is in atari at ply ``d``, a defender's frame whose
     extension lost (the attacker won after it), known without walking: the frame two plies down — opened

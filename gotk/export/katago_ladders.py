@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gotk.game import kernels as K
+from gotk.game import rules as R
 from gotk.jit import compiled, kernel
 
 MAX_MOVES = 64  # candidate moves per search node (liberties + capturing moves); far above what occurs
@@ -197,18 +198,6 @@ def _has_capture_moves(scr, d, loc, nbr):
 
 
 @kernel
-def _immediate_libs(scr, d, p, nbr):
-    c = 0
-    for k in range(4):
-        q = nbr[p, k]
-        if q < 0:
-            break
-        if scr.board[d, q] == 0:
-            c += 1
-    return c
-
-
-@kernel
 def _would_be_ko_capture(scr, d, p, pla, nbr):
     """``p`` is empty, every neighbour is ``pla``'s opponent, and exactly one neighbour is a lone stone in atari."""
     sb, si = scr.board, scr.ints
@@ -233,63 +222,14 @@ def _would_be_ko_capture(scr, d, p, pla, nbr):
 
 @compiled
 def _libs_after_play(scr, d, p, pla, max_libs, nbr):
-    """KataGo's ``getNumLibertiesAfterPlay``: liberties a ``pla`` stone at ``p`` would have, capped."""
-    sb, si = scr.board, scr.ints
-    opp = 3 - pla
-    libs = np.empty(8, dtype=np.int32)
-    nl = 0
-    caps = np.full(4, -1, dtype=np.int32)
-    nc = 0
-    for k in range(4):
-        q = nbr[p, k]
-        if q < 0:
-            break
-        if sb[d, q] == 0 or (sb[d, q] == opp and si[d, 2, si[d, 0, q]] == 1):
-            nl = _push(libs, 0, nl, q)
-            if nl >= max_libs:
-                return max_libs
-            if sb[d, q] == opp:
-                caps[nc] = si[d, 0, q]
-                nc += 1
-    conn = np.full(4, -1, dtype=np.int32)
-    ncon = 0
-    for k in range(4):
-        q = nbr[p, k]
-        if q < 0:
-            break
-        if sb[d, q] != pla:
-            continue
-        h = si[d, 0, q]
-        dup = False
-        for i in range(ncon):
-            if conn[i] == h:
-                dup = True
-        if dup:
-            continue
-        conn[ncon] = h
-        ncon += 1
-        r = q
-        while True:
-            for kk in range(4):
-                s = nbr[r, kk]
-                if s < 0:
-                    break
-                if s == p:
-                    continue
-                empty = sb[d, s] == 0
-                if not empty and sb[d, s] == opp:
-                    hs = si[d, 0, s]
-                    for i in range(nc):
-                        if caps[i] == hs:
-                            empty = True
-                if empty:
-                    nl = _push(libs, 0, nl, s)
-                    if nl >= max_libs:
-                        return max_libs
-            r = si[d, 1, r]
-            if r == q:
-                break
-    return nl
+    """KataGo's ``getNumLibertiesAfterPlay`` on layer ``d``: :func:`gotk.game.rules.liberties_after`, its stamp
+    the scratch's (``ctl[0]``, as :func:`_play` keeps it)."""
+    sm, ctl, si = scr.meta, scr.ctl, scr.ints
+    sm[d, K.M_STAMP] = ctl[0]
+    c = R.liberties_after(scr.board[d], si[d, 0], si[d, 1], si[d, 2], nbr, scr.mark, sm[d], np.int64(p),
+                          np.int64(pla), np.int64(max_libs), np.empty(8, dtype=np.int32))
+    ctl[0] = sm[d, K.M_STAMP]
+    return c
 
 
 @kernel
@@ -372,8 +312,8 @@ def ladder_captured(scr, root, loc, defender_first, nbr):
                 c = _find_liberties(scr, d, loc, buf, 0, 0, nbr)
                 m0 = buf[0]
                 m1 = buf[1]
-                l0 = _immediate_libs(scr, d, m0, nbr)
-                l1 = _immediate_libs(scr, d, m1, nbr)
+                l0 = R.empty_neighbours(scr.board[d], nbr, m0)
+                l1 = R.empty_neighbours(scr.board[d], nbr, m1)
                 if (l0 == 0 and l1 == 0 and _would_be_ko_capture(scr, d, m0, opp, nbr)
                         and _would_be_ko_capture(scr, d, m1, opp, nbr)):
                     if (_libs_after_play(scr, d, m0, pla, 3, nbr) <= 2
@@ -450,9 +390,9 @@ def _surely_escapes(scr, loc, libs, buf, nbr):
     escapes whichever the attacker plays (KataGo's own early exit, taken before playing anything)."""
     k = _find_liberties(scr, 0, loc, buf, 0, 0, nbr)
     if libs == 1:
-        return k == 1 and _immediate_libs(scr, 0, buf[0], nbr) >= 3
-    return (k == 2 and not _adjacent(buf[0], buf[1], nbr) and _immediate_libs(scr, 0, buf[0], nbr) >= 3
-            and _immediate_libs(scr, 0, buf[1], nbr) >= 3)
+        return k == 1 and R.empty_neighbours(scr.board[0], nbr, buf[0]) >= 3
+    return (k == 2 and not _adjacent(buf[0], buf[1], nbr) and R.empty_neighbours(scr.board[0], nbr, buf[0]) >= 3
+            and R.empty_neighbours(scr.board[0], nbr, buf[1]) >= 3)
 
 
 @compiled

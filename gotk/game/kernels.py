@@ -24,7 +24,8 @@ There is one set of rules: :func:`play` (replay loops, which never undo) and :fu
 the ladder reader, search, superko checks) are the same function compiled with and without its undo log, as
 KataGo's ``playMoveAssumeLegal`` / ``playMoveRecorded`` + ``undo``. Every kernel is a plain function over an
 :class:`Engine`, so encoders and replay loops call them from their own compiled loops without Python in
-between.
+between. The loops over a whole position or move sequence (replay, the legal mask, setup, the board hash) are in
+:mod:`gotk.game.loops`; the rules' smaller questions (liberties after a move, own eyes) in :mod:`gotk.game.rules`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from gotk.jit import internal_kernel, kernel
+from gotk.jit import inline_kernel, internal_kernel, kernel
 
 EMPTY = 0
 BLACK = 1
@@ -169,94 +170,25 @@ def count_libs(h, board, nxt, nbr, mark, meta):
     return count
 
 
-@internal_kernel
-def rebuild_strings(e, stack):
-    """Recompute every string and liberty count of ``e`` from the stones alone (flood fill; ``stack`` is int32
-    scratch of the board's length)."""
-    board, head, nxt, libs, ssize, nbr = e.board, e.head, e.nxt, e.libs, e.ssize, e.nbr
-    n = board.shape[0]
-    for p in range(n):
-        head[p] = -1
-        nxt[p] = p
-        libs[p] = 0
-        ssize[p] = 0
-    for p in range(n):
-        if board[p] == 0 or head[p] >= 0:
-            continue
-        color = board[p]
-        head[p] = p
-        ssize[p] = 1
-        top = 0
-        stack[top] = p
-        top += 1
-        last = p
-        while top > 0:
-            top -= 1
-            x = stack[top]
-            for k in range(4):
-                q = nbr[x, k]
-                if q < 0:
-                    break
-                if board[q] == color and head[q] < 0:
-                    head[q] = p
-                    ssize[p] += 1
-                    # splice q after last in the circular list
-                    nxt[q] = nxt[last]
-                    nxt[last] = q
-                    last = q
-                    stack[top] = q
-                    top += 1
-    for p in range(n):
-        if board[p] != 0 and head[p] == p:
-            libs[p] = count_libs(np.int32(p), board, nxt, nbr, e.mark, e.meta)  # int32 as in play: one compile
-    for p in range(n):
-        if head[p] < 0:
-            head[p] = p
-
-
-@kernel
-def setup_position(e, stack):
-    """After setup stones were written into ``e.board``: rebuild every string and the hash in one call. Returns
-    the first point of a string left without liberties, else -1. ``stack``: int32 scratch of the board's length
-    (the caller's: a kernel that allocates compiles numba's array constructors)."""
-    rebuild_strings(e, stack)
-    e.hashv[0] = board_hash(e.board, e.zob)
-    board, head, libs = e.board, e.head, e.libs
-    for p in range(board.shape[0]):
-        if board[p] != 0 and libs[head[p]] == 0:
-            return p
-    return -1
-
-
-@kernel
-def board_hash(board, zob):
-    """Zobrist hash of the stones on ``board``, from scratch."""
-    h = np.uint64(0)
-    for p in range(board.shape[0]):
-        if board[p] != 0:
-            h ^= zob[board[p], p]
-    return h
-
-
 @kernel
 def check_move(e, point, color, allow_suicide):
     """Status a stone of ``color`` on ``point`` would get (``OK``, ``OCCUPIED``, ``KO``, ``SUICIDE``).
 
     Constant time: looks only at the four neighbours' strings. Passes are always ``OK``.
     """
-    return _check(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
+    return check_arrays(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
-@internal_kernel
+@inline_kernel
 def check_rule(e, point, color, allow_suicide):
     """:func:`check_move`, inlined into its callers (as :func:`play_rule`)."""
-    return _check(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
+    return check_arrays(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
 @internal_kernel(always_inline=True)
-def _check(board, head, libs, meta, nbr, point, color, allow_suicide):
+def check_arrays(board, head, libs, meta, nbr, point, color, allow_suicide):
     """:func:`check_move` on the arrays it reads (a call with the whole Engine passes every field of every
-    array: the engine's own loops call this)."""
+    array: the engine's own loops call this, and :func:`gotk.game.loops.legal_mask`)."""
     n = board.shape[0]
     if point == n:
         return OK
@@ -396,7 +328,7 @@ def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     return cnt
 
 
-@internal_kernel
+@inline_kernel
 def play_rule(e, point, color, allow_suicide, record, full):
     """The rules of a move: :func:`play` (``record`` False) and :func:`play_recorded` (True). Inlined into its
     callers: a compiled search that plays in its inner loop (the ladder reader) calls it directly. ``full``: keep the
@@ -407,7 +339,7 @@ def play_rule(e, point, color, allow_suicide, record, full):
     n = board.shape[0]
     opp = 3 - color
     if point != n:
-        st = _check(board, head, libs, meta, nbr, point, color, allow_suicide)
+        st = check_arrays(board, head, libs, meta, nbr, point, color, allow_suicide)
         if st != OK:
             return st
     d = meta[M_DEPTH]
@@ -557,7 +489,7 @@ def undo(e):
     undo_rule(e, True)
 
 
-@internal_kernel
+@inline_kernel
 def undo_rule(e, full):
     """:func:`undo`, inlined into its callers (as :func:`play_rule`; ``full`` as the move was played with)."""
     board, head, nxt, libs, ssize, meta, lg, mv = e.board, e.head, e.nxt, e.libs, e.ssize, e.meta, e.log, e.moves
@@ -615,57 +547,3 @@ def forget_moves(e):
     """Drop every recorded move (they can no longer be undone): after :func:`play` or a change by hand."""
     e.meta[M_DEPTH] = 0
     e.meta[M_TOP] = 0
-
-
-@kernel
-def replay_moves(e, colors, points, allow_suicide, hashes):
-    """Play a whole move sequence in one compiled loop (recorded moves of ``e`` are dropped first).
-
-    ``hashes`` (length ``len(points) + 1``) receives the position hash before the first move and after
-    each move. Returns ``(moves_played, status)``; on an illegal move the state is the position before it.
-    """
-    m = points.shape[0]
-    e.meta[M_DEPTH] = 0
-    e.meta[M_TOP] = 0
-    hashes[0] = e.hashv[0]
-    for i in range(m):
-        st = play(e, points[i], colors[i], allow_suicide)
-        if st != OK:
-            return i, st
-        hashes[i + 1] = e.hashv[0]
-    return m, OK
-
-
-@kernel
-def replay_moves_superko(e, colors, points, allow_suicide, hashes):
-    """:func:`replay_moves` refusing a move that recreates an earlier position (status ``-1``; positional
-    superko): each move is played recorded and undone if it repeats, so ``e`` needs room to record one move
-    (:func:`play_recorded`). A separate kernel: replays without superko never compile the undo."""
-    m = points.shape[0]
-    n = e.board.shape[0]
-    e.meta[M_DEPTH] = 0
-    e.meta[M_TOP] = 0
-    hashes[0] = e.hashv[0]
-    for i in range(m):
-        st = play_recorded(e, points[i], colors[i], allow_suicide)
-        if st != OK:
-            return i, st
-        hashes[i + 1] = e.hashv[0]
-        if points[i] != n:
-            for j in range(i + 1):
-                if hashes[j] == e.hashv[0]:
-                    undo(e)
-                    return i, -1
-        e.meta[M_DEPTH] = 0  # kept: nothing to undo
-        e.meta[M_TOP] = 0
-    return m, OK
-
-
-@kernel
-def legal_mask(e, color, allow_suicide, out):
-    """``out[p] = 1`` where ``color`` may legally play ``p`` (simple ko); ``out[n]`` (pass) = 1."""
-    n = e.board.shape[0]
-    board, head, libs, meta, nbr = e.board, e.head, e.libs, e.meta, e.nbr
-    for p in range(n):
-        out[p] = 1 if _check(board, head, libs, meta, nbr, np.int64(p), np.int64(color), allow_suicide) == OK else 0
-    out[n] = 1

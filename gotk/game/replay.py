@@ -1,6 +1,6 @@
 """Replay a :class:`GameRecord` on the engine: setup stones, then each main-line move.
 
-The whole main line runs in one compiled loop (:func:`gotk.game.kernels.replay_moves`). A move the
+The whole main line runs in one compiled loop (:func:`gotk.game.loops.replay_moves`). A move the
 rules refuse ends the game there with a reason; the positions before it stay usable.
 """
 

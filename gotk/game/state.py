@@ -15,6 +15,7 @@ import numpy as np
 from gotk import coords
 from gotk.errors import IllegalMoveError
 from gotk.game import kernels as K
+from gotk.game import loops as KL
 from gotk.jit import kernel
 
 BLACK = K.BLACK
@@ -134,7 +135,7 @@ def _undo(t):
 
 @kernel
 def _legal_mask(t, color, allow_suicide, out):
-    K.legal_mask(K.Engine(*t), color, allow_suicide, out)
+    KL.legal_mask(K.Engine(*t), color, allow_suicide, out)
 
 
 @kernel
@@ -144,17 +145,17 @@ def _play(t, point, color, allow_suicide):
 
 @kernel
 def _setup_position(t, stack):
-    return K.setup_position(K.Engine(*t), stack)
+    return KL.setup_position(K.Engine(*t), stack)
 
 
 @kernel
 def _replay_moves(t, colors, points, allow_suicide, hashes):
-    return K.replay_moves(K.Engine(*t), colors, points, allow_suicide, hashes)
+    return KL.replay_moves(K.Engine(*t), colors, points, allow_suicide, hashes)
 
 
 @kernel
 def _replay_moves_superko(t, colors, points, allow_suicide, hashes):
-    return K.replay_moves_superko(K.Engine(*t), colors, points, allow_suicide, hashes)
+    return KL.replay_moves_superko(K.Engine(*t), colors, points, allow_suicide, hashes)
 
 
 def _engine_property(name: str) -> property:
@@ -348,7 +349,7 @@ class GameState:
         return int(_play(self._t, point, color, suicide))
 
     def replay_moves(self, colors: np.ndarray, points: np.ndarray, hashes: np.ndarray) -> tuple[int, int]:
-        """:func:`gotk.game.kernels.replay_moves` (``replay_moves_superko`` under superko rules) of this position in
+        """:func:`gotk.game.loops.replay_moves` (``replay_moves_superko`` under superko rules) of this position in
         one compiled call: ``(moves played, engine status)``; ``hashes`` receives the position hashes. The moves
         go on neither the history nor the undo log."""
         if self.rules.superko:

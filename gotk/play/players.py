@@ -2,8 +2,8 @@
 sensible moves (:class:`RandomPlayer`), with the same eye, pass and resignation rules.
 
 A *sensible* move is a legal board move that does not fill one of the mover's own eyes. The eye is the
-one of the alphago encoder's sensibleness plane (:mod:`gotk.encoders.alphago`, plane 5): an empty point
-whose on-board neighbours are all the mover's stones and whose on-board diagonals hold at most one
+rules' own eye (:func:`gotk.game.rules.is_own_eye`, also the alphago encoder's sensibleness plane): an empty
+point whose on-board neighbours are all the mover's stones and whose on-board diagonals hold at most one
 opponent stone in the centre, none on the edge or in a corner.
 
 Pass rule (both players), checked in this order:
@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gotk.encoders.alphago import _is_own_eye
+from gotk.game.rules import is_own_eye
 from gotk.game.state import EMPTY, GameState
 from gotk.jit import kernel
 
@@ -44,22 +44,17 @@ class Player(Protocol):
 
 def own_eye_mask(state: GameState, color: int) -> np.ndarray:
     """Boolean mask over the ``size*size`` points: empty points that are ``color``'s own eyes."""
-    board = state.board
-    padded = np.append(board, np.int8(-1))  # index -1 (table padding) reads the off-board sentinel
-    nb = padded[state.nbr]
-    on_board = nb >= 0
-    all_own = np.all((nb == color) | ~on_board, axis=1)
-    n_nbrs = on_board.sum(axis=1)
-    opp_diag = (padded[state.diag] == 3 - color).sum(axis=1)
-    ok_diag = np.where(n_nbrs < 4, opp_diag == 0, opp_diag <= 1)
-    return (board == EMPTY) & all_own & ok_diag
+    empty = state.board == EMPTY
+    rest = empty.astype(np.int8)
+    _clear_own_eyes(state.board, state.nbr, state.diag, color, rest)
+    return empty & (rest == 0)
 
 
 @kernel
 def _clear_own_eyes(board, nbr, diag, color, mask):
-    """Zero ``mask[p]`` at every empty point ``p`` that is one of ``color``'s own eyes (the alphago encoder's rule)."""
+    """Zero ``mask[p]`` at every empty point ``p`` that is one of ``color``'s own eyes."""
     for p in range(board.shape[0]):
-        if mask[p] != 0 and board[p] == 0 and _is_own_eye(board, nbr, diag, p, color):
+        if mask[p] != 0 and board[p] == 0 and is_own_eye(board, nbr, diag, p, color):
             mask[p] = 0
 
 
