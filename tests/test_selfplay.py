@@ -49,18 +49,18 @@ def test_completed_q_and_improved_policy_by_hand():
     vmix = (0.1 + 3 * (0.5 * 0.3 + 0.3 * -0.2) / (0.5 + 0.3)) / (1 + 3)
     assert vmix == pytest.approx(0.109375)
     out = np.zeros(8)
-    assert T.completed_q(t.nodes, 0, out) == 2
+    assert T.completed_q_of(t.arrays, 0, out) == 2
     assert out[:3] == pytest.approx([0.3, -0.2, vmix])
     # σ(q) = (c_visit + max N) · c_scale · (q + 1) / 2, π' = softmax(log π + σ)
     scale = (50 + 2) * 1.0
     logits = [math.log(p) + scale * (q + 1) / 2 for p, q in zip([0.5, 0.3, 0.2], [0.3, -0.2, vmix], strict=True)]
     z = sum(math.exp(x - max(logits)) for x in logits)
     want = [math.exp(x - max(logits)) / z for x in logits]
-    got = G.improved_policy(t.nodes, 50.0, 1.0, np.zeros(8))
+    got = G.improved_policy(t.arrays, 50.0, 1.0, np.zeros(8))
     assert got == pytest.approx(want, rel=1e-9)
     assert got[0] > 0.99  # the best Q dominates at c_scale 1
     # a smaller c_scale keeps more of the prior
-    soft = G.improved_policy(t.nodes, 50.0, 0.02, np.zeros(8))
+    soft = G.improved_policy(t.arrays, 50.0, 0.02, np.zeros(8))
     assert soft[1] > got[1] and soft.sum() == pytest.approx(1.0)
 
 
@@ -68,12 +68,12 @@ def test_root_pick_follows_the_schedule_and_the_gumbel_scores():
     t = _tiny_tree()
     scratch = np.zeros(8)
     g = np.array([0.0, 0.0, 40.0])  # a large Gumbel draw makes the unvisited child the choice among N == 0
-    assert G.root_pick(t.nodes, g, np.zeros(3), 50.0, 1.0, 0, scratch) == 3
+    assert G.root_pick(t.arrays, g, np.zeros(3), 50.0, 1.0, 0, scratch) == 3
     # among the children with one visit there is only child 2
-    assert G.root_pick(t.nodes, g, np.zeros(3), 50.0, 1.0, 1, scratch) == 2
+    assert G.root_pick(t.arrays, g, np.zeros(3), 50.0, 1.0, 1, scratch) == 2
     # -1: the most visited (child 1, N = 2)
-    assert G.root_pick(t.nodes, g, np.zeros(3), 50.0, 1.0, -1, scratch) == 1
-    assert G.root_pick(t.nodes, g, np.zeros(3), 50.0, 1.0, 5, scratch) == -1
+    assert G.root_pick(t.arrays, g, np.zeros(3), 50.0, 1.0, -1, scratch) == 1
+    assert G.root_pick(t.arrays, g, np.zeros(3), 50.0, 1.0, 5, scratch) == -1
 
 
 def test_sequential_halving_schedule():
@@ -92,12 +92,12 @@ def test_gumbel_walk_follows_the_improved_policy_below_the_root():
     t.expand(1, np.array([0, 1], dtype=np.int32), np.array([0.5, 0.5]), -0.3)
     t.N[4], t.W[4] = 1, 0.9
     path = np.zeros(8, dtype=np.int64)
-    code, length = T.walk(t.nodes, 1, T.GUMBEL, 1.0, 0.0, 50.0, 1.0, np.zeros(8), path)
+    code, length = T.walk(t.arrays, 1, T.GUMBEL, 1.0, 0.0, 50.0, 1.0, np.zeros(8), path)
     # π'(visited, q = 0.9) ≈ 1 → its score ≈ 1 − 1/2 beats the other's ≈ 0 − 0
     assert code == T.LEAF and path[:length].tolist() == [0, 1, 4]
     assert t.VL[[0, 1, 4]].tolist() == [1, 1, 1] and t.status[4] == T.PENDING  # the walk's virtual visits
     t.W2[4] = 0.81
-    T.backup(t.nodes, path, length, 1.0)
+    T.backup(t.arrays, path, length, 1.0)
     assert not t.VL[: t.size].any()
     assert (t.N[4], t.N[1], t.N[0]) == (2, 3, 5)
     assert (t.W[4], t.W[1], t.W[0]) == pytest.approx((1.9, -0.4, 1.0))

@@ -187,17 +187,17 @@ class Search:
         gumbel_root = cfg.search == "gumbel"
         for _ in range(limit):
             t = tree.nodes
-            if tree.status[0] == T.EXPANDED:
+            if t.status[0] == T.EXPANDED:
                 if self.target is not None and t.N[0] + t.VL[0] >= self.target:
                     break
                 start = self._root_child() if gumbel_root else 0
-            elif tree.status[0] == T.TERMINAL:
+            elif t.status[0] == T.TERMINAL:
                 break
             else:
                 start = 0
             if self.path.shape[0] < tree.size + 2:
                 self.path = np.zeros(2 * tree.size + 2, dtype=np.int64)
-            code, length = T.walk(t, start, rule, cfg.c_puct, cfg.fpu, cfg.c_visit, cfg.c_scale, self.scratch,
+            code, length = T.walk(tree.arrays, start, rule, cfg.c_puct, cfg.fpu, cfg.c_visit, cfg.c_scale, self.scratch,
                                   self.path)
             if code == T.TERMINAL_LEAF:
                 continue
@@ -229,9 +229,9 @@ class Search:
         cfg = self.cfg
         k = int(t.N[0] + t.VL[0] - self.n_start)
         visits = int(self.schedule[k]) if k < self.schedule.shape[0] else -1
-        child = G.root_pick(t, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, visits, self.scratch)
+        child = G.root_pick(self.tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, visits, self.scratch)
         if child < 0:  # the schedule's visit count is gone (a terminal child's): the most visited
-            child = G.root_pick(t, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, -1, self.scratch)
+            child = G.root_pick(self.tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, -1, self.scratch)
         return int(child)
 
     def absorb(self, probs: np.ndarray, values: np.ndarray) -> None:
@@ -339,7 +339,7 @@ class Search:
         if not self.started:
             self._start_root()
         base = self.base if tree.N[0] > self.n_start else np.zeros_like(self.base)
-        return int(G.root_pick(tree.nodes, self.gumbel, base, self.cfg.c_visit, self.cfg.c_scale, -1,
+        return int(G.root_pick(tree.arrays, self.gumbel, base, self.cfg.c_visit, self.cfg.c_scale, -1,
                                self.scratch))
 
     def policy_target(self) -> np.ndarray:
@@ -348,7 +348,7 @@ class Search:
         tree = self.tree
         kids = tree.children(0)
         if self.cfg.search == "gumbel":
-            return G.improved_policy(tree.nodes, self.cfg.c_visit, self.cfg.c_scale, self.scratch)
+            return G.improved_policy(tree.arrays, self.cfg.c_visit, self.cfg.c_scale, self.scratch)
         n = tree.N[kids]
         return n / n.sum() if n.sum() > 0 else tree.P[kids] / tree.P[kids].sum()
 

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from gotk.jit import kernel
-from gotk.search.tree import improved_logits
+from gotk.search.tree import Nodes, improved_logits, improved_logits_of
 
 
 def considered_visits(max_considered: int, simulations: int) -> np.ndarray:
@@ -51,10 +51,11 @@ def considered_visits(max_considered: int, simulations: int) -> np.ndarray:
 
 
 @kernel
-def root_pick(t, gumbel, base, c_visit, c_scale, visits, scratch):
+def root_pick(a, gumbel, base, c_visit, c_scale, visits, scratch):
     """The root child to visit: among those with exactly ``visits`` visits since the search began (``N + VL −
     base``; ``-1``: the most visited ones), the largest ``g + log π + σ(q)``. Returns the child's row (−1 when none
-    qualifies)."""
+    qualifies). ``a``: the tree's arrays as a plain tuple (:attr:`gotk.search.tree.Tree.arrays`)."""
+    t = Nodes(*a)
     improved_logits(t, 0, c_visit, c_scale, scratch)
     f0 = t.first[0]
     k = t.nchild[0]
@@ -75,10 +76,11 @@ def root_pick(t, gumbel, base, c_visit, c_scale, visits, scratch):
     return best
 
 
-def improved_policy(t, c_visit: float, c_scale: float, scratch: np.ndarray) -> np.ndarray:
-    """π' over the root's children (in child order) of the :class:`~gotk.search.tree.Nodes` ``t``."""
-    k = int(t.nchild[0])
-    improved_logits(t, 0, c_visit, c_scale, scratch)
+def improved_policy(a: tuple, c_visit: float, c_scale: float, scratch: np.ndarray) -> np.ndarray:
+    """π' over the root's children (in child order) of the tree whose arrays are ``a`` (a plain tuple,
+    :attr:`gotk.search.tree.Tree.arrays`)."""
+    k = int(Nodes(*a).nchild[0])
+    improved_logits_of(a, 0, c_visit, c_scale, scratch)
     x = scratch[:k] - scratch[:k].max()
     w = np.exp(x)
     return w / w.sum()

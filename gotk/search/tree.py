@@ -23,6 +23,10 @@ A walk (:func:`walk`) descends from a start node by one of two interior rules, c
 
 Both count a walk's virtual visits as visits (and, for values, as losses), so one rule serves one walk in flight
 and a batch of them alike; with one walk in flight no child carries a virtual visit and the rules are exact.
+
+Python calls these operations with the tree's arrays as a plain tuple (:attr:`Tree.arrays`), and each entry
+rebuilds the :class:`Nodes` in compiled code: numba types a named-tuple argument from Python with no fast path,
+a plain tuple of arrays on its fast path (as :class:`gotk.game.state.GameState` does with its ``Engine``).
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ def completed_q(t, node, out):
     return max_n
 
 
-@kernel
+@internal_kernel
 def improved_logits(t, node, c_visit, c_scale, out):
     """``out[:k] = log π + σ(completed q)`` for ``node``'s children (π' is their softmax)."""
     max_n = completed_q(t, node, out)
@@ -172,8 +176,8 @@ def _gumbel_child(t, node, c_visit, c_scale, scratch):
     return best
 
 
-@kernel
-def walk(t, start, rule, c_puct, fpu, c_visit, c_scale, scratch, path):
+@internal_kernel
+def walk_nodes(t, start, rule, c_puct, fpu, c_visit, c_scale, scratch, path):
     """Walk from the root to a leaf, adding a virtual visit to every node on the way: to ``start`` (the root, or a
     root child the root rule picked), then by the interior ``rule`` (:data:`PUCT` or :data:`GUMBEL`).
 
@@ -198,7 +202,7 @@ def walk(t, start, rule, c_puct, fpu, c_visit, c_scale, scratch, path):
         t.VL[node] += 1
     length = depth + 1
     if t.status[node] == TERMINAL:
-        backup(t, path, length, t.TV[node])
+        backup_nodes(t, path, length, t.TV[node])
         return TERMINAL_LEAF, length
     if t.status[node] == PENDING:
         for i in range(length):
@@ -208,8 +212,8 @@ def walk(t, start, rule, c_puct, fpu, c_visit, c_scale, scratch, path):
     return LEAF, length
 
 
-@kernel
-def backup(t, path, length, value):
+@internal_kernel
+def backup_nodes(t, path, length, value):
     """Add ``value`` (the view of the player who moved into the leaf) along ``path``, flipping sides at every
     level, and remove the walk's virtual visits."""
     v = value
@@ -222,8 +226,8 @@ def backup(t, path, length, value):
         v = -v
 
 
-@kernel
-def expand(t, node, start, moves, priors):
+@internal_kernel
+def expand_nodes(t, node, start, moves, priors):
     """Give ``node`` the children ``moves`` with ``priors`` at rows ``start ..``; returns the next free row."""
     k = moves.shape[0]
     t.first[node] = start
@@ -246,16 +250,50 @@ def expand(t, node, start, moves, priors):
     return start + k
 
 
+# --- the entries Python calls, on the arrays as a plain tuple (module docstring) ----------------------------------
+
+@kernel
+def walk(a, start, rule, c_puct, fpu, c_visit, c_scale, scratch, path):
+    """:func:`walk_nodes` on ``Nodes(*a)``."""
+    return walk_nodes(Nodes(*a), start, rule, c_puct, fpu, c_visit, c_scale, scratch, path)
+
+
+@kernel
+def backup(a, path, length, value):
+    """:func:`backup_nodes` on ``Nodes(*a)``."""
+    backup_nodes(Nodes(*a), path, length, value)
+
+
+@kernel
+def expand(a, node, start, moves, priors):
+    """:func:`expand_nodes` on ``Nodes(*a)``."""
+    return expand_nodes(Nodes(*a), node, start, moves, priors)
+
+
+@kernel
+def completed_q_of(a, node, out):
+    """:func:`completed_q` on ``Nodes(*a)``."""
+    return completed_q(Nodes(*a), node, out)
+
+
+@kernel
+def improved_logits_of(a, node, c_visit, c_scale, out):
+    """:func:`improved_logits` on ``Nodes(*a)``."""
+    improved_logits(Nodes(*a), node, c_visit, c_scale, out)
+
+
 # --- copies -----------------------------------------------------------------------------------------------------
 
 @compiled
-def extract_subtree(t, new_root, fold_at_most, out):
+def extract_subtree(a, new_root, fold_at_most, b):
     """Copy the subtree under ``new_root`` into ``out`` (breadth first, the new root at row 0, children kept
     contiguous); returns the number of rows written. Pending nodes become unexpanded.
 
     An expanded node other than ``new_root`` with at most ``fold_at_most`` visits is *folded*: copied as an
     unexpanded node that keeps its ``N``, ``W`` and ``W2``, without its children (−1: nothing is folded). A walk that
     reaches a folded node evaluates and expands it again, as a fresh leaf whose statistics carry on."""
+    t = Nodes(*a)
+    out = Nodes(*b)
     queue = np.empty(out.parent.shape[0], dtype=np.int64)  # old index of each new row
     queue[0] = new_root
     out.parent[0] = -1
@@ -293,8 +331,9 @@ def extract_subtree(t, new_root, fold_at_most, out):
 
 
 @compiled
-def subtree_size(t, root):
+def subtree_size(a, root):
     """Rows under (and including) ``root``."""
+    t = Nodes(*a)
     stack = np.empty(t.first.shape[0], dtype=np.int64)
     stack[0] = root
     top = 1
@@ -312,7 +351,10 @@ def subtree_size(t, root):
 
 
 class Tree:
-    """Growable :class:`Nodes`; row 0 is the root. The arrays are also reachable by name (``tree.N``)."""
+    """Growable :class:`Nodes`; row 0 is the root. The arrays are also reachable by name (``tree.N``).
+
+    ``parent``, ``move``, ``first``, ``nchild``, ``N``, ``W``, ``W2``, ``VL``, ``P``, ``status``, ``TV``, ``RV``:
+    the arrays of :attr:`nodes`."""
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = max(16, int(capacity))
@@ -320,10 +362,15 @@ class Tree:
         self.size = 0
         self.reset()
 
-    def __getattr__(self, name: str) -> np.ndarray:
-        if name in DTYPES:
-            return getattr(self.nodes, name)
-        raise AttributeError(name)
+    @property
+    def nodes(self) -> Nodes:
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, nodes: Nodes) -> None:
+        self._nodes = nodes
+        self.arrays = tuple(nodes)  # the same arrays, for the compiled entries (module docstring)
+        self.__dict__.update(nodes._asdict())  # and by name: tree.N is tree.nodes.N
 
     def reset(self) -> None:
         """One unexpanded root."""
@@ -355,19 +402,19 @@ class Tree:
     def expand(self, node: int, moves: np.ndarray, priors: np.ndarray, value: float) -> None:
         """Give ``node`` the children ``moves`` (int32) with ``priors``, and record its network ``value``."""
         self.ensure(moves.size)
-        self.size = expand(self.nodes, node, self.size, moves, priors)
+        self.size = expand(self.arrays, node, self.size, moves, priors)
         self.nodes.RV[node] = value
 
     def backup(self, path: np.ndarray, value: float) -> None:
         """Back ``value`` (the view of the player who moved into the path's last node) up the whole ``path``."""
-        backup(self.nodes, path, path.shape[0], value)
+        backup(self.arrays, path, path.shape[0], value)
 
     def children(self, node: int = 0) -> np.ndarray:
         f = int(self.nodes.first[node])
         return np.arange(f, f + int(self.nodes.nchild[node])) if f >= 0 else np.empty(0, dtype=np.int64)
 
     def subtree_size(self, node: int = 0) -> int:
-        return int(subtree_size(self.nodes, node))
+        return int(subtree_size(self.arrays, node))
 
     def reroot(self, node: int) -> None:
         """Make ``node`` the root, keeping its subtree and dropping the rest."""
@@ -399,7 +446,7 @@ class Tree:
 
     def _copy_out(self, node: int, fold_at_most: float, bound: int) -> None:
         out = new_nodes(self.capacity)
-        count = extract_subtree(self.nodes, node, fold_at_most, out)
+        count = extract_subtree(self.arrays, node, fold_at_most, tuple(out))
         assert count <= bound
         self.nodes = out
         self.size = int(count)
@@ -408,5 +455,6 @@ class Tree:
 
 
 __all__ = ["COLLISION", "EXPANDED", "GUMBEL", "LEAF", "Nodes", "PENDING", "PUCT", "TERMINAL", "TERMINAL_LEAF",
-           "UNEXPANDED", "Tree", "backup", "completed_q", "expand", "extract_subtree", "improved_logits",
-           "new_nodes", "subtree_size", "walk"]
+           "UNEXPANDED", "Tree", "backup", "backup_nodes", "completed_q", "completed_q_of", "expand", "expand_nodes",
+           "extract_subtree", "improved_logits", "improved_logits_of", "new_nodes", "subtree_size", "walk",
+           "walk_nodes"]
