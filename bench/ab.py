@@ -12,9 +12,10 @@ checkout (each imports its own ``gotk``; numba caches are per checkout), best of
 * ``search``: PUCT playouts/s of the default 6x64 network (untrained, both heads) at batch 1 and 8, one torch
   thread, 200 visits on each of 4 positions of the built-in sample, ``c_puct`` 1.25, ``fpu`` 0.25 and pass a
   candidate at every move on both sides; the root's visit counts must agree between the sides;
-* ``selfplay``: 16 games of 9x9 self-play (a random 6x64 ``zero`` network, one torch thread, 60 moves): with every
-  move a full Gumbel search of 32 simulations (positions/s; the moves and policy targets must agree between the
-  sides: the same seeds give the same targets), and with each side's defaults (recorded positions/s).
+* ``selfplay``: 8 games of 9x9 self-play with a random 2x16 ``zero`` network, every move a full Gumbel search of 32
+  simulations, 70 moves: the moves and policy targets must agree between the sides (the same seeds give the same
+  targets); then 16 games with a random 6x64 network, one torch thread, 60 moves, with every move full
+  (positions/s) and with each side's defaults (recorded positions/s).
 
 Usage::
 
@@ -171,21 +172,24 @@ from gotk.nets import load_agent
 from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
 from gotk.selfplay.run import new_agent
 tmp = tempfile.TemporaryDirectory()
+small = load_agent(new_agent(Path(tmp.name) / "s.gotk", 9, "zero", "simple", 0, blocks=2, filters=16))
 agent = load_agent(new_agent(Path(tmp.name) / "z.gotk", 9, "zero", "simple", 0, blocks=6, filters=64))
 fields = {f.name for f in dataclasses.fields(SelfPlayConfig)}
 out = {}
 # the targets: every move a full (fresh, recorded) Gumbel search, no pass floor: the same rules on both sides
 same = {"pass_prior": 0.0} if "pass_prior" in fields else {}
 targets = hashlib.sha256()
+games = SelfPlayBatch(small, SelfPlayConfig(size=9, visits=32, full_fraction=1.0, max_moves=70, **same),
+                      [(i, 0) for i in range(8)], seed=0).run()
+for g in games:
+    targets.update(np.asarray(g.moves, dtype=np.int64).tobytes() + g.policy.tobytes())
+out["_check"] = targets.hexdigest()
 def full():
     games = SelfPlayBatch(agent, SelfPlayConfig(size=9, visits=32, full_fraction=1.0, max_moves=60, **same),
                           [(i, 0) for i in range(16)], seed=0).run()
-    for g in games:
-        targets.update(np.asarray(g.moves, dtype=np.int64).tobytes() + g.policy.tobytes())
     return sum(len(g.move_number) for g in games)
 n, t = best(full)
 out["self-play, Gumbel 32 sims, every move full (positions/s)"] = n / t
-out["_check"] = targets.hexdigest()
 # the defaults of each side (a quarter of the moves full, the rest fast; the fast ones reuse the tree where the
 # checkout does): recorded positions a second
 def defaults():

@@ -159,7 +159,7 @@ def test_convert_sets_and_removes_search_constants_and_refuses_bad_ones(tmp_path
     assert meta["search"] == {"batch": 1, "c_puct": 1.6}
     assert all(torch.equal(v, tensors[k]) for k, v in read_agent_files(tuned)[1].items())  # fp16 → fp16: exact
     for bad, says in ((["batch=0"], "batch must be 1..1024"), (["c_puct=x"], "c_puct takes a number"),
-                      (["batch=2.5"], "batch takes an integer"), (["depth=3"], "KEY one of batch, c_puct, fpu"),
+                      (["batch=2.5"], "batch takes an integer"), (["depth=3"], "KEY one of search, batch, c_puct, fpu"),
                       (["fpu"], "expected KEY=VALUE"), (["fpu=3"], "fpu must be in 0..2")):
         out = tmp_path / "bad.gotk"
         res = runner.invoke(app, ["agent", "convert", str(src), "-o", str(out), *sum((["--search", b] for b in bad),
