@@ -22,6 +22,7 @@ Every walk plays its path's moves on the search's one :class:`~gotk.game.state.G
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,18 +181,20 @@ class Search:
         """Up to ``limit`` walks from the root, each to a new leaf whose planes go to ``feats[row + i]`` (a finished
         game on the way is backed up at once, with its exact value); stops early at a collision with a leaf in
         flight or at the target. Returns the leaves written, for :meth:`absorb`."""
-        tree, cfg, state = self.tree, self.cfg, self.root_state
-        if not self.pending and tree.status[0] == T.EXPANDED and not self.started:
+        tree, cfg, state, pending = self.tree, self.cfg, self.root_state, self.pending
+        status, N, VL = tree.status, tree.N, tree.VL  # a walk changes no array's identity (an expansion may)
+        if not pending and status[0] == T.EXPANDED and not self.started:
             self._start_root()
         rule = T.GUMBEL if cfg.interior_rule == "gumbel" else T.PUCT
         gumbel_root = cfg.search == "gumbel"
+        target = self.target
         for _ in range(limit):
-            t = tree.nodes
-            if t.status[0] == T.EXPANDED:
-                if self.target is not None and t.N[0] + t.VL[0] >= self.target:
+            root = status[0]
+            if root == T.EXPANDED:
+                if target is not None and N[0] + VL[0] >= target:
                     break
                 start = self._root_child() if gumbel_root else 0
-            elif t.status[0] == T.TERMINAL:
+            elif root == T.TERMINAL:
                 break
             else:
                 start = 0
@@ -205,34 +208,40 @@ class Search:
                 break
             path = self.path[:length].copy()
             node = int(path[-1])
-            played = 0
-            try:
-                for m in tree.move[path[1:]]:
-                    state.play(int(m))
-                    played += 1
-                if state.passes >= 2:
-                    v = terminal_value(state)
-                    tree.status[node] = T.TERMINAL
-                    tree.TV[node] = v
-                    tree.backup(path, v)
-                    continue
-                feats[row + len(self.pending)] = self.encoder.encode(state)
-                self.pending.append((node, path, candidates(state, cfg.pass_rule), state.passes == 1))
-            finally:
-                for _ in range(played):
-                    state.undo()
-        return len(self.pending)
+            moves = tree.move[path[1:]].tolist()
+            for i, m in enumerate(moves):
+                try:
+                    state.play(m)
+                except BaseException:
+                    for _ in range(i):
+                        state.undo()
+                    raise
+            if state.passes >= 2:
+                v = terminal_value(state)
+                status[node] = T.TERMINAL
+                tree.TV[node] = v
+                tree.backup(path, v)
+            else:
+                try:
+                    feats[row + len(pending)] = self.encoder.encode(state)
+                    pending.append((node, path, candidates(state, cfg.pass_rule), state.passes == 1))
+                finally:
+                    for _ in moves:
+                        state.undo()
+                continue
+            for _ in moves:
+                state.undo()
+        return len(pending)
 
     def _root_child(self) -> int:
         """Gumbel's root rule: the candidate that sequential halving visits next."""
-        t = self.tree.nodes
-        cfg = self.cfg
-        k = int(t.N[0] + t.VL[0] - self.n_start)
+        tree, cfg = self.tree, self.cfg
+        k = int(tree.N[0] + tree.VL[0] - self.n_start)
         visits = int(self.schedule[k]) if k < self.schedule.shape[0] else -1
-        child = G.root_pick(self.tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, visits, self.scratch)
+        child = G.root_pick(tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, visits, self.scratch)
         if child < 0:  # the schedule's visit count is gone (a terminal child's): the most visited
-            child = G.root_pick(self.tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, -1, self.scratch)
-        return int(child)
+            child = G.root_pick(tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, -1, self.scratch)
+        return child
 
     def absorb(self, probs: np.ndarray, values: np.ndarray) -> None:
         """The network's move probabilities ``(B, size²+1)`` and values ``(B,)`` (the mover's view) for the leaves
@@ -240,12 +249,13 @@ class Search:
         tree, cfg = self.tree, self.cfg
         for (node, path, moves, answers), p, v in zip(self.pending, probs, values, strict=True):
             pri = p[moves]
-            if answers and moves[-1] == self.root_state.pass_point and cfg.pass_prior > 0:
+            if answers and cfg.pass_prior > 0 and moves[-1] == self.root_state.pass_point:
                 pri[-1] = max(pri[-1], cfg.pass_prior * max(pri.sum(), 1e-12))
-            total = pri.sum()
-            pri = pri / total if total > 0 and np.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
-            tree.expand(node, moves, pri, float(v))
-            tree.backup(path, -float(v))
+            total = float(pri.sum())
+            pri = pri / total if total > 0 and math.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
+            v = float(v)
+            tree.expand(node, moves, pri, v)
+            tree.backup(path, -v)
         self.pending = []
 
     # --- one game's loop --------------------------------------------------------------------------------

@@ -401,9 +401,10 @@ class Tree:
 
     def expand(self, node: int, moves: np.ndarray, priors: np.ndarray, value: float) -> None:
         """Give ``node`` the children ``moves`` (int32) with ``priors``, and record its network ``value``."""
-        self.ensure(moves.size)
+        if self.size + moves.size > self.capacity:
+            self.ensure(moves.size)
         self.size = expand(self.arrays, node, self.size, moves, priors)
-        self.nodes.RV[node] = value
+        self.RV[node] = value
 
     def backup(self, path: np.ndarray, value: float) -> None:
         """Back ``value`` (the view of the player who moved into the path's last node) up the whole ``path``."""
