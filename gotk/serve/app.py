@@ -446,8 +446,10 @@ def analyse_request(reg: Registry, req: dict) -> dict:
         if visits:
             if slot.has_value:
                 res["search"], shares = A.search(slot, state, visits, top, seed)
+                ranking = [A.parse_point(m["move"], state.size) for m in res["search"]["moves"]]
                 res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
-                                                    top=min(top, 5), last_move=state_last(state)))
+                                                    top=min(top, 5), ranking=ranking,
+                                                    last_move=state_last(state)))
             else:
                 res["search"] = {"error": "no search: search needs a network with a value head"
                                  + (" (this is the random player)" if slot.agent is None else "")}

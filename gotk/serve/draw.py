@@ -37,7 +37,9 @@ class Board:
     is smaller and a little lower, and the number above it (both stay readable); a legend (colour → plane)
     is drawn under the board;
     ``heat``: flat probabilities (``size*size`` or ``+1`` with pass) drawn as a red heat map with
-    the ``top`` most probable moves labelled; ``clickable``: an invisible target per point."""
+    the ``top`` most probable moves labelled (ties in board order), or, where ``ranking`` is given (flat moves, best
+    first, as a search's table lists them), the first ``top`` of ``ranking`` with heat > 0, so that the map's labels
+    and the table agree on ties; ``clickable``: an invisible target per point."""
 
     size: int
     stones: np.ndarray | None = None
@@ -47,6 +49,7 @@ class Board:
     overlays: list[tuple[str, np.ndarray]] = field(default_factory=list)
     heat: np.ndarray | None = None
     top: int = 5
+    ranking: list[int] | None = None
     clickable: bool = False
 
 
@@ -207,7 +210,10 @@ def primitives(b: Board) -> list[tuple]:
         out.append(("circle", x, y, CELL / 2 - 3, "none", "#00a000", 1.0,
                     {"class": "next-move", "data-point": coords.to_gtp(b.next_move, s), "stroke-width": "4"}))
     if b.heat is not None:
-        for rank, (p, prob) in enumerate(top_moves(np.asarray(b.heat), s, b.top), start=1):
+        heat = np.asarray(b.heat)
+        ranked = (top_moves(heat, s, b.top) if b.ranking is None
+                  else [(p, float(heat[p])) for p in b.ranking if heat[p] > 0][:b.top])
+        for rank, (p, prob) in enumerate(ranked, start=1):
             if p >= n:  # pass: written in the top-left corner
                 out.append(("text", MARGIN / 2, MARGIN / 2, f"pass {100 * prob:.0f}", 10, "#e8112d",
                             {"class": "top-move", "data-rank": str(rank), "data-point": "pass",
