@@ -62,9 +62,9 @@ def train_cmd(
     ownership_weight: float = typer.Option(None, "--ownership-weight", help="Weight of the ownership loss (its "
                                            "sum over the points) of a model with ownership outputs (zero) on data "
                                            "with self-play targets (default: 1.5 / size²)."),
-    score_weight: float = typer.Option(None, "--score-weight", help="Weight of the score loss (Huber, in points) "
-                                       "of a model with a score output (zero) on data with self-play targets "
-                                       "(default: 0.02)."),
+    score_weight: float = typer.Option(None, "--score-weight", help="Weight of the score loss (Huber with delta "
+                                       "12, in points) of a model with a score output (zero) on data with "
+                                       "self-play targets (default: 0.0015, KataGo's)."),
     init_agent: str = typer.Option(None, "--init-agent", help="Start from this agent file's weights (the same "
                                    "--model, head, hyper-parameters, encoder and board size)."),
     patience: int = typer.Option(None, help="Stop after this many epochs without a better validation score."),

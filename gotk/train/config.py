@@ -60,7 +60,8 @@ class TrainConfig:
     positions_per_game: int | None = None  # None: 8 when the value head is trained, else all
     value_weight: float = 1.0
     # the auxiliary losses of a model with ownership and score outputs (``zero``) on data with self-play targets;
-    # None: KataGo's weights, 1.5 / size² for the ownership (its sum over the points) and 0.02 for the score
+    # None: KataGo's weights (gotk.train.losses), 1.5 / size² for the ownership (its sum over the points) and 0.0015
+    # for the score (Huber, delta 12 points)
     ownership_weight: float | None = None
     score_weight: float | None = None
     init_agent: str | None = None  # an agent file whose weights the new model starts from (same model and shape)

@@ -9,7 +9,11 @@ the terms are weighted (:class:`gotk.train.trainer.Trainer` owns the forward pas
   known (value 0 — draw, void or unknown result — is left out).
 * **Ownership and score** (models with ``has_aux``, on self-play data): ``ownership`` (default 1.5 / size²) times
   the sum over the points of the binary cross-entropy between ``(1 + predicted) / 2`` and ``(1 + target) / 2``, and
-  ``score`` (default 0.02) times the Huber loss (delta = the board size) of the score, both averaged over rows.
+  ``score`` (default 0.0015) times the Huber loss (delta :data:`SCORE_HUBER_DELTA` = 12 points) of the score in
+  points, both averaged over rows. These are KataGo's per-row weights (``python/katago/train/metrics_pytorch.py``):
+  its ownership term is 1.5 times the *mean* over the board's points, which is 1.5 / size² times the sum; its
+  scalar score-mean term is 0.0015 x Huber(12) in points. (KataGo's 0.02 weighs its score *belief distribution*,
+  a cross-entropy over score buckets that gotk's models do not have.)
 
 Under DDP every term is also returned *scaled* so that DDP's gradient average is the mean over all the rows of
 all ranks (``share``: this step's ``[rows, value rows, policy weight]`` summed over ranks).
@@ -28,9 +32,18 @@ STATS = ("rows", "policy_loss_sum", "top1", "top5", "value_se", "value_rows", "s
 targets)."""
 
 
+SCORE_HUBER_DELTA = 12.0
+"""The score's Huber delta in points (KataGo's, on every board size): quadratic within 12 points, linear beyond, so
+that a lopsided game's score does not dominate the gradient."""
+DEFAULT_SCORE_WEIGHT = 0.0015
+"""KataGo's weight of the scalar score-mean term."""
+DEFAULT_OWNERSHIP_WEIGHT = 1.5
+"""KataGo's weight of the ownership term per row, as a mean over the points (gotk sums them: 1.5 / size²)."""
+
+
 @dataclass(frozen=True)
 class LossWeights:
-    """The weight of each term beside the policy's, and the board size (the score's Huber delta)."""
+    """The weight of each term beside the policy's, and the board size."""
 
     value: float
     ownership: float
@@ -40,8 +53,9 @@ class LossWeights:
     @classmethod
     def of(cls, cfg, board_size: int) -> LossWeights:
         """The weights of a :class:`gotk.train.config.TrainConfig` (``None``: the defaults above)."""
-        own = cfg.ownership_weight if cfg.ownership_weight is not None else 1.5 / (board_size * board_size)
-        score = cfg.score_weight if cfg.score_weight is not None else 0.02
+        own = cfg.ownership_weight if cfg.ownership_weight is not None \
+            else DEFAULT_OWNERSHIP_WEIGHT / (board_size * board_size)
+        score = cfg.score_weight if cfg.score_weight is not None else DEFAULT_SCORE_WEIGHT
         return cls(float(cfg.value_weight), float(own), float(score), int(board_size))
 
 
@@ -64,7 +78,7 @@ def aux_sums(own: torch.Tensor, score: torch.Tensor, batch: dict,
     target = (1.0 + batch["ownership"][:n].to(dev, non_blocking=True).float()) / 2.0
     bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
     hub = F.huber_loss(score.float(), batch["score"][:n].to(dev, non_blocking=True).float(),
-                       delta=float(weights.board_size), reduction="none")
+                       delta=SCORE_HUBER_DELTA, reduction="none")
     return weights.ownership * bce.sum(), weights.score * hub.sum()
 
 
@@ -129,4 +143,5 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
     return loss, scaled, stats
 
 
-__all__ = ["STATS", "LossWeights", "aux_sums", "batch_losses", "soft_policy_sums"]
+__all__ = ["DEFAULT_OWNERSHIP_WEIGHT", "DEFAULT_SCORE_WEIGHT", "SCORE_HUBER_DELTA", "STATS", "LossWeights", "aux_sums",
+           "batch_losses", "soft_policy_sums"]
