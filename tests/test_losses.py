@@ -81,3 +81,26 @@ def test_each_term_against_a_hand_computation() -> None:
     # the loss: each term's mean over its rows, added
     want = ce0 / 1 + 0.25 / 1 + sum(own) / 2 + 0.0015 * sum(hub) / 2
     assert loss == pytest.approx(want, rel=1e-5)
+
+
+def test_rows_of_aux_weight_zero_add_no_ownership_or_score_loss() -> None:
+    """The ownership and score terms are averaged over the rows' aux weights: a row of aux weight 0 (a game that
+    resigned or stopped at the move cap) changes nothing, whatever its targets."""
+    weights = LossWeights.of(_cfg(), 2)
+    batch = {**_batch(), "aux_weight": torch.tensor([1.0, 0.0])}
+    loss, s = _losses(weights, batch)
+    own0 = 1.5 / 4 * _ownership_bce_sum(OWN_LOGIT[0], OWN_TARGET[0])
+    hub0 = 0.5 * 2.0 ** 2
+    assert s["ownership_loss_sum"] == pytest.approx(own0, rel=1e-5) and s["ownership_rows"] == 1.0
+    assert s["score_loss_sum"] == pytest.approx(0.0015 * hub0, rel=1e-6) and s["score_rows"] == 1.0
+    want = _soft_ce(LOGITS[0], PI[0]) + 0.25 + own0 / 1 + 0.0015 * hub0 / 1
+    assert loss == pytest.approx(want, rel=1e-5)
+    changed = {**batch, "ownership": batch["ownership"].clone(), "score": batch["score"].clone()}
+    changed["ownership"][1] = -changed["ownership"][1]
+    changed["score"][1] = 100.0
+    assert _losses(weights, changed) == (loss, s)
+    # no row with an aux weight: no ownership or score loss at all
+    none = {**batch, "aux_weight": torch.zeros(2)}
+    loss_none, s_none = _losses(weights, none)
+    assert s_none["ownership_loss_sum"] == 0.0 and s_none["ownership_rows"] == 0.0
+    assert loss_none == pytest.approx(_soft_ce(LOGITS[0], PI[0]) + 0.25, rel=1e-5)

@@ -168,6 +168,52 @@ def test_resignation_and_false_resignation_bookkeeping():
         assert not g.resigned and g.would_resign in (1, 2)
 
 
+def test_ownership_and_score_weigh_only_games_played_out(tmp_path):
+    """Rows of a game that resigned or stopped at the move cap carry aux weight 0 in the written shard and add no
+    ownership or score loss; rows of a game ended by two passes carry 1."""
+    import pyarrow.parquet as pq
+
+    from gotk.selfplay.run import game_id_of, write_chunk
+    from gotk.shards import format as S
+    from gotk.train.losses import LossWeights, aux_sums
+
+    size, agent = 5, _agent(5, seed=2)
+    plain = dict(size=size, visits=2, fast_visits=1, full_fraction=0.5, resign_threshold=None)
+    resigned = SelfPlayBatch(agent, SelfPlayConfig(**{**plain, "resign_threshold": 1.0}, resign_moves=1,
+                                                   resign_disabled=0.0, resign_min_move=4), [(0, 1), (1, 1)]).run()
+    capped = SelfPlayBatch(agent, SelfPlayConfig(**plain, max_moves=7), [(2, 1), (3, 1)]).run()
+    played = SelfPlayBatch(agent, SelfPlayConfig(**plain), [(i, 1) for i in range(4, 7)]).run()
+    pas = size * size
+
+    def two_passes(g) -> bool:
+        return len(g.moves) >= 2 and g.moves[-1][1] == pas and g.moves[-2][1] == pas
+
+    assert all(g.resigned and g.comments[-1].endswith("resigns") for g in resigned)
+    assert all(len(g.moves) == 7 and not two_passes(g) and g.capped for g in capped)
+    played = [g for g in played if two_passes(g)]
+    assert played and not any(g.capped or g.resigned for g in played)
+    games = resigned + capped + played
+    shard = tmp_path / "chunk.parquet"
+    write_chunk(shard, games, agent.encoder.describe())
+    table = pq.read_table(shard)
+    aux = S.decode_targets(table)["aux_weight"]
+    ids = table.column("game_id").to_pylist()
+    want = {game_id_of(g): 0.0 for g in resigned + capped} | {game_id_of(g): 1.0 for g in played}
+    assert all(len(g.label) for g in games)
+    assert sorted(set(ids)) == sorted(want)
+    assert [float(a) for a in aux] == [want[i] for i in ids]
+    # the zero rows add no ownership or score loss, whatever the predictions
+    rows = np.flatnonzero(aux == 0)
+    t = S.decode_targets(table.take(rows))
+    batch = {k: torch.tensor(np.array(t[k])) for k in ("ownership", "score", "aux_weight")}
+    own = torch.randn(len(rows), size, size)
+    score = 30 * torch.randn(len(rows))
+    weights = LossWeights(1.0, 1.0, 1.0, size)
+    assert [float(x) for x in aux_sums(own, score, batch, weights)] == [0.0, 0.0]
+    batch["aux_weight"] = torch.ones(len(rows))
+    assert all(float(x) > 0 for x in aux_sums(own, score, batch, weights))
+
+
 def test_bad_agents_get_one_line():
     with pytest.raises(SelfPlayError, match="plays 5x5, not 9x9"):
         SelfPlayBatch(_agent(5), SelfPlayConfig(size=9), [(0, 0)])

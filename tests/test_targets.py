@@ -41,7 +41,8 @@ def game_rows(rng: np.random.Generator, gid: str, n: int) -> dict:
             "targets": {"policy": policy, "root_value": rng.uniform(-1, 1, n).astype(np.float32),
                         "ownership": rng.integers(-1, 2, (n, SIZE, SIZE)).astype(np.int8),
                         "score": rng.normal(0, 10, n).astype(np.float32),
-                        "weight": rng.choice([0.0, 1.0], n).astype(np.float32)}}
+                        "weight": rng.choice([0.0, 1.0], n).astype(np.float32),
+                        "aux_weight": np.full(n, rng.choice([0.0, 1.0]), np.float32)}}
 
 
 def write_shard(path: Path, games: list[dict], row_group_rows: int = 16) -> dict:
@@ -171,7 +172,8 @@ def test_assembled_window_over_two_generations(generations, tmp_path: Path) -> N
     assert check["problems"] == [] and check["files"] == 7
     assert not (window / "README.md").exists()  # shards outside the folder: no Hub card claiming train/*.parquet
     lines = summary_lines(m)
-    assert "targets   policy, root_value, ownership, score, weight" in lines and "made by   gotk selfplay" in lines
+    assert "targets   policy, root_value, ownership, score, weight, aux_weight" in lines
+    assert "made by   gotk selfplay" in lines
     games = read_games(window)
     assert games.num_rows == 18
     assert set(games.column("split").to_pylist()) == {"train", "val"}
@@ -223,6 +225,57 @@ def test_assemble_refuses_mixed_or_missing_shards(generations, tmp_path: Path) -
     assert "policy" not in batch and batch["features"].shape == (3, 7, SIZE, SIZE)
 
 
+def _v1_schema():
+    """The target schema of a shard written before ``aux_weight`` (what an older gotk wrote)."""
+    import pyarrow as pa
+
+    full = S.shard_schema(encoder_desc(), targets=True)
+    meta = json.loads(full.metadata[S.METADATA_KEY])
+    meta["targets"] = list(S.TARGETS_V1)
+    fields = [f for f in full if f.name != "aux_weight"]
+    return pa.schema(fields, metadata={S.METADATA_KEY: json.dumps(meta).encode()})
+
+
+def test_shards_written_before_aux_weight_read_as_weight_one(generations, tmp_path: Path) -> None:
+    """A shard without ``aux_weight`` (an older run's) is read with aux weight 1 on every row, and may join a
+    window with newer shards: their rows keep their own aux weights."""
+    import pyarrow as pa
+
+    window, rows = generations
+    rng = np.random.default_rng(9)
+    g = game_rows(rng, hexid(rng), 6)
+    old = tmp_path / "old" / "train" / "part-00000.parquet"
+    schema = _v1_schema()
+    assert S.schema_targets(schema) == S.TARGETS_V1
+    n = len(g["label"])
+    table = pa.Table.from_arrays(
+        S.rows_table(S.shard_schema(encoder_desc(), targets=True), [g["game_id"]] * n, g["move_number"],
+                     g["to_play"], S.pack_features(g["planes"], "bit"), g["label"], g["value"],
+                     g["targets"]).columns[:-1], schema=schema)
+    w = S.ShardWriter(old, schema)
+    w.write(table)
+    w.close()
+    np.testing.assert_array_equal(S.decode_targets(pq.read_table(old))["aux_weight"], np.ones(n, np.float32))
+    new = str(window.parent / "gen-0001" / "train" / "part-00000.parquet")
+    m = assemble_dataset(tmp_path / "mixed", encoder_desc(), {"train": [new, str(old)]}, [], {})
+    assert m["targets"] == list(S.TARGETS_V1)  # the columns every shard has
+    index = SplitIndex(tmp_path / "mixed", "train")
+    assert index.targets == S.TARGETS and index.file_targets == [S.TARGETS, S.TARGETS_V1]
+    gid = game_index(g["game_id"])
+    seen_old = seen_new = 0
+    for b in iter_numpy_batches(tmp_path / "mixed", "train", batch_size=5, shuffle=False, symmetries="none"):
+        for i in range(len(b["label"])):
+            if int(b["game_index"][i]) == gid:
+                assert b["aux_weight"][i] == 1.0
+                seen_old += 1
+            else:
+                want = rows[(int(b["game_index"][i]), int(b["move_number"][i]))]
+                assert b["aux_weight"][i] == want["aux_weight"]
+                seen_new += 1
+    assert seen_old == n and seen_new > 0
+    assert {float(rows[k]["aux_weight"]) for k in rows} == {0.0, 1.0}  # the new rows do differ
+
+
 def _check_rows(batch: dict, rows: dict) -> int:
     """Every row of an untransformed batch carries its own targets; returns the rows checked."""
     n = len(batch["label"])
@@ -232,7 +285,7 @@ def _check_rows(batch: dict, rows: dict) -> int:
         np.testing.assert_array_equal(batch["features"][i], want["planes"])
         np.testing.assert_array_equal(batch["policy"][i], want["policy"].astype(np.float16).astype(np.float32))
         np.testing.assert_array_equal(batch["ownership"][i], want["ownership"].astype(np.float32))
-        for k in ("root_value", "score", "weight"):
+        for k in ("root_value", "score", "weight", "aux_weight"):
             assert float(batch[k][i]) == float(want[k])
     return n
 
@@ -246,7 +299,7 @@ def test_loader_yields_targets(generations) -> None:
                                 shuffle_buffer=10):
         assert b["policy"].shape == (len(b["label"]), POINTS + 1) and b["policy"].dtype == np.float32
         assert b["ownership"].shape == (len(b["label"]), SIZE, SIZE) and b["ownership"].dtype == np.float32
-        for k in ("root_value", "score", "weight"):
+        for k in ("root_value", "score", "weight", "aux_weight"):
             assert b[k].dtype == np.float32
         seen += _check_rows(b, rows)
     assert seen == index.num_rows
@@ -292,7 +345,7 @@ def test_symmetries_move_the_targets_with_the_board(generations) -> None:
                 r, c = divmod(int(a["label"][i]), SIZE)
                 r2, c2 = divmod(int(b["label"][i]), SIZE)
                 assert b["ownership"][i, r2, c2] == a["ownership"][i, r, c]
-            for k in ("root_value", "score", "weight", "value"):
+            for k in ("root_value", "score", "weight", "aux_weight", "value"):
                 assert a[k][i] == b[k][i]
     assert len(used) >= 6
 

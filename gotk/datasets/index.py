@@ -138,6 +138,7 @@ class SplitIndex:
         start = 0
         encoder = None
         targets: tuple[str, ...] | None = None
+        file_targets: list[tuple[str, ...]] = []
         for i in range(len(self.files)):
             meta = self.read_metadata(i)
             schema = meta.schema.to_arrow_schema()
@@ -145,9 +146,10 @@ class SplitIndex:
                 obj = S.schema_metadata(schema, self.files[i], required=False)
                 encoder = obj["encoder"] if obj is not None else None
             t = S.schema_targets(schema)
+            file_targets.append(t)
             if targets is None:
                 targets = t
-            elif t != targets:
+            elif bool(t) != bool(targets):
                 raise ValueError(f"{self.files[i]} has target columns {list(t) or 'none'}, the split's first shard "
                                  f"{list(targets) or 'none'}: a split's shards all have the targets or none")
             for g in range(meta.num_row_groups):
@@ -162,8 +164,11 @@ class SplitIndex:
         if encoder is None:
             raise ValueError(f"no encoder description for split {split!r} of {self.path} (no gotk metadata)")
         self.encoder: dict = encoder
-        #: the self-play target columns of the split's shards (``gotk.shards.format.TARGETS``), or ``()``
-        self.targets: tuple[str, ...] = targets or ()
+        #: the self-play target columns of the split's batches (``gotk.shards.format.TARGETS``), or ``()``; a
+        #: shard written before ``aux_weight`` (``TARGETS_V1``) gives its rows an aux weight of 1
+        self.targets: tuple[str, ...] = S.TARGETS if targets else ()
+        #: the target columns each file has (what is read from it)
+        self.file_targets: list[tuple[str, ...]] = file_targets
         self.row_groups = groups
         self.num_rows = start
         c, h, w = (int(x) for x in encoder["shape"])

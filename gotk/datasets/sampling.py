@@ -49,7 +49,8 @@ Batches are dicts: ``features`` (B, C, H, W) uint8 0/1 (int8 for ``int8`` encode
 -1 lost, 0 unknown), ``move_number`` int32, ``to_play`` int8, ``game_index`` int64 — see :func:`game_index`.
 When the split's shards carry the self-play targets (``SplitIndex.targets``, docs/shards.md), batches also
 have ``policy`` float32 (B, size*size+1), ``root_value`` float32 (B,), ``ownership`` float32 (B, size, size)
-(-1/0/+1), ``score`` float32 (B,) and ``weight`` float32 (B,); under a symmetry the policy is permuted exactly
+(-1/0/+1), ``score``, ``weight`` and ``aux_weight`` float32 (B,) (``aux_weight`` 1 on shards written before
+it); under a symmetry the policy is permuted exactly
 like ``label`` and the ownership transformed exactly like a plane. They are kept packed (float16, int8) in the
 shuffle buffer and follow the rows through every selection (game cap, ``where``, resume).
 """
@@ -189,7 +190,7 @@ def _row_filter(index: SplitIndex, max_positions_per_game: int | None, where: st
 
 
 # packed (N, row_bytes) uint8, label, value, move_number, to_play, game_index; with targets also policy (N, moves)
-# float16, root_value, ownership (N, points) int8, score, weight
+# float16, root_value, ownership (N, points) int8, score, weight, aux_weight
 _Cols = dict[str, np.ndarray]
 
 
@@ -218,7 +219,7 @@ class _RowGroupReader:
         f = self._files.get(rg.file)
         if f is None:
             f = self._files[rg.file] = self.index.open_file(rg.file)
-        table = f.read_row_group(rg.index, columns=_COLUMNS + list(self.index.targets))
+        table = f.read_row_group(rg.index, columns=_COLUMNS + list(self.index.file_targets[rg.file]))
         n = table.num_rows
         feats = table.column("features")
         feats = feats.combine_chunks() if feats.num_chunks != 1 else feats.chunk(0)
@@ -243,8 +244,8 @@ class _RowGroupReader:
                 w = col.type.byte_width
                 raw = np.frombuffer(col.buffers()[1], dtype=np.uint8, count=(col.offset + n) * w)[col.offset * w:]
                 cols[name] = raw.reshape(n, w).view("<f2" if name == "policy" else np.int8)
-            for name in ("root_value", "score", "weight"):
-                cols[name] = table.column(name).to_numpy()
+            for name in ("root_value", "score", "weight", "aux_weight"):
+                cols[name] = table.column(name).to_numpy() if name in table.column_names else np.ones(n, np.float32)
         if self.cap is not None:
             keep = self.cap.keep(self._pos[(rg.file, rg.index)], codes, self.seed, self.epoch)
             cols = _take(cols, np.flatnonzero(keep))
@@ -375,7 +376,7 @@ def _targets_into(out: dict[str, np.ndarray], part: _Cols, syms: np.ndarray | No
                 out["ownership"][...] = transform_planes(owner, s)
             elif sel.size:
                 out["ownership"][sel] = transform_planes(owner[sel], s)
-    for key in ("root_value", "score", "weight"):
+    for key in ("root_value", "score", "weight", "aux_weight"):
         out[key][...] = part[key]
 
 
@@ -390,7 +391,7 @@ def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tupl
         h, w = index.shape[1], index.shape[2]
         f32 = np.dtype(np.float32)
         specs += [("policy", f32, (rows, h * w + 1)), ("root_value", f32, (rows,)), ("ownership", f32, (rows, h, w)),
-                  ("score", f32, (rows,)), ("weight", f32, (rows,))]
+                  ("score", f32, (rows,)), ("weight", f32, (rows,)), ("aux_weight", f32, (rows,))]
     out = []
     offset = 0
     for key, dtype, shape in specs:

@@ -168,6 +168,7 @@ class FinishedGame:
     score: float  # area score, Black's view, komi included (0 after a resignation: see ``resigned``)
     winner: int  # BLACK, WHITE or 0 (a draw)
     resigned: bool
+    capped: bool  # stopped at ``max_moves`` before two passes: its final position is not a settled board
     ownership: np.ndarray  # int8 (size, size), Black's view, of the final position
     resign_enabled: bool
     would_resign: int  # in a resign-disabled game, the first colour whose resignation would have triggered
@@ -401,6 +402,7 @@ class SelfPlayBatch:
         return FinishedGame(
             index=g.index, size=self.size, komi=state.komi, moves=list(state.history), comments=list(g.comments),
             score=0.0 if g.resigned_by else score, winner=winner, resigned=bool(g.resigned_by),
+            capped=not g.resigned_by and state.passes < 2,
             ownership=owner.reshape(self.size, self.size), resign_enabled=g.resign_enabled,
             would_resign=g.would_resign, planes=planes,
             move_number=np.array([r[1] for r in g.rows], dtype=np.int32),

@@ -8,7 +8,7 @@ The output folder::
     OUT/sgf/game-NNNNNNN.sgf         every game (result, the root value per move as a comment, provenance)
     OUT/manifest.json, games.parquet the gotk dataset over every chunk (split ``train``), written at the end
     OUT/report.json                  the run's figures: games, positions/s, time outside the network, results,
-                                     resignations and the false-resignation rate
+                                     resignations, the false-resignation rate, games stopped at the move cap
 
 A chunk is ``chunk_games`` games played together in one process (:class:`gotk.selfplay.games.SelfPlayBatch`);
 game ``i`` draws its random numbers from ``(seed, i)`` and a chunk's symmetries from ``(seed, chunk)``, so a
@@ -127,7 +127,7 @@ def game_row(g: FinishedGame) -> dict:
     return {"game_id": game_id_of(g), "index": g.index, "black": "gotk-selfplay", "white": "gotk-selfplay",
             "komi": g.komi, "result": g.result, "winner": {1: "b", 2: "w"}.get(g.winner),
             "end": "resign" if g.resigned else ("draw" if g.winner == 0 else "score"), "num_moves": len(g.moves),
-            "positions": int(g.label.shape[0]), "rules": "chinese", "source": GENERATOR,
+            "positions": int(g.label.shape[0]), "rules": "chinese", "source": GENERATOR, "capped": g.capped,
             "resign_enabled": g.resign_enabled, "would_resign": g.would_resign}
 
 
@@ -146,7 +146,8 @@ def write_sgfs(folder: Path, games: list[FinishedGame], generator: dict, cfg: Se
 
 
 def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> int:
-    """The games' training rows as one shard with the target columns; returns the row count."""
+    """The games' training rows as one shard with the target columns (``aux_weight``: :func:`aux_weight`); returns
+    the row count."""
     from gotk.shards import format as S
 
     schema = S.shard_schema(encoder_desc, targets=True)
@@ -165,7 +166,7 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> in
                 S.pack_features(g.planes, encoder_desc["dtype"]), g.label, sign * black_won,
                 targets={"policy": g.policy.astype(np.float32), "root_value": g.root_value,
                          "ownership": own, "score": (sign * _score_target(g)).astype(np.float32),
-                         "weight": g.weight})
+                         "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)})
             writer.write(table)
             rows += n
         writer.close()
@@ -173,6 +174,13 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> in
         writer.abort()
         raise
     return rows
+
+
+def aux_weight(g: FinishedGame) -> float:
+    """The weight of a game's ownership and score targets (KataGo's): 1 for a game played out to two passes, whose
+    final board is settled and scored; 0 for one that resigned or stopped at the move cap, whose last board still
+    has dead stones on it and whose score is made up."""
+    return 0.0 if g.resigned or g.capped else 1.0
 
 
 def _score_target(g: FinishedGame) -> float:
@@ -324,6 +332,7 @@ def summarize(records: list[dict], wall: float, reused: int, fresh: list[dict]) 
         "evaluations_per_s": round(evals / speed, 1) if speed else None,
         "black_wins": wins["b"], "white_wins": wins["w"], "draws": len(games) - wins["b"] - wins["w"],
         "resigned": sum(g["end"] == "resign" for g in games),
+        "capped": sum(bool(g.get("capped")) for g in games),
         "resign_disabled_games": len(disabled), "would_have_resigned": len(would),
         "false_resignations": len(false),
         "false_resignation_rate": round(len(false) / len(would), 4) if would else None,

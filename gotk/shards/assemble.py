@@ -128,13 +128,14 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
 
     ``splits``: per split, its shard files in order, as paths relative to ``folder`` (they may lead out of it:
     ``../gen-0003/train/part-00000.parquet``); each must exist, hold shards of ``encoder_desc`` (its
-    ``Encoder.describe()``) and, across the whole dataset, the same target columns (all with the self-play
-    targets or none). ``games``: dicts of some ``games.parquet`` columns (``game_id`` required; ``black``,
-    ``white``, ``komi``, ``result``, ``winner`` (``'b'``/``'w'``/None), ``end``, ``num_moves``, ``rules``,
-    ``source``...; the others are null): the rows of the games found in the shards are kept in the order given,
-    their ``split`` and ``positions`` taken from the shards; a game of the shards without a dict gets a row with
-    its id, split and positions only. ``options``: what made the data (stored as the manifest's ``options``);
-    ``generator``: who made it (``{"name": "gotk selfplay", ...}``, stored as ``generator``).
+    ``Encoder.describe()``) and, across the whole dataset, the self-play targets or none (shards written before
+    ``aux_weight`` may join newer ones: the manifest then lists the columns they all have). ``games``: dicts of
+    some ``games.parquet`` columns (``game_id`` required; ``black``, ``white``, ``komi``, ``result``, ``winner``
+    (``'b'``/``'w'``/None), ``end``, ``num_moves``, ``rules``, ``source``...; the others are null): the rows of
+    the games found in the shards are kept in the order given, their ``split`` and ``positions`` taken from the
+    shards; a game of the shards without a dict gets a row with its id, split and positions only. ``options``:
+    what made the data (stored as the manifest's ``options``); ``generator``: who made it (``{"name": "gotk
+    selfplay", ...}``, stored as ``generator``).
 
     Writes ``games.parquet``, the dataset card ``README.md`` when every shard lies in its split's folder inside
     ``folder`` (the card's Hub configuration names ``<split>/*.parquet``), and ``manifest.json`` last (atomic:
@@ -159,11 +160,11 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
         split_games: set[str] = set()
         for rel in files:
             entry, t, counts, biggest = _shard_entry(st, folder, str(rel), encoder_desc)
-            if targets is None:
-                targets = t
-            elif t != targets:
+            if targets is not None and bool(t) != bool(targets):
                 raise ValueError(f"shard {rel} has target columns {list(t) or 'none'}, the dataset's other shards "
                                  f"{list(targets) or 'none'}: a dataset's shards all have the targets or none")
+            if targets is None or len(t) < len(targets):  # old shards beside new ones: the columns all have
+                targets = t
             for gid, n in counts.items():
                 prev = in_shards.get(gid)
                 if prev is not None and prev[0] != name:

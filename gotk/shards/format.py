@@ -2,8 +2,9 @@
 
 Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features``
 fixed_size_binary, ``label`` int16, ``value`` int8; self-play shards add the optional target columns
-:data:`TARGETS` (``policy``, ``root_value``, ``ownership``, ``score``, ``weight``) after them, listed in the
-metadata's ``targets`` (:func:`schema_targets`). Bit encoders store ``np.packbits`` of the
+:data:`TARGETS` (``policy``, ``root_value``, ``ownership``, ``score``, ``weight``, ``aux_weight``) after them,
+listed in the metadata's ``targets`` (:func:`schema_targets`; shards written before ``aux_weight`` have the first
+five, :data:`TARGETS_V1`). Bit encoders store ``np.packbits`` of the
 C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded
 once: :func:`pack_features`, :func:`unpack_features`). The schema
 metadata key ``gotk`` holds ``{"schema_version", "encoder" (Encoder.describe()), "features"}`` as
@@ -36,10 +37,13 @@ ZSTD_LEVEL = 1
 METADATA_KEY = b"gotk"
 SMALL_COLUMNS = ["game_id", "move_number", "to_play", "label", "value"]
 #: The optional self-play target columns, in their order after the six position columns (docs/shards.md,
-#: "Self-play target columns"): a shard has all of them or none.
-TARGETS = ("policy", "root_value", "ownership", "score", "weight")
+#: "Self-play target columns"): a shard written now has all of them or none.
+TARGETS = ("policy", "root_value", "ownership", "score", "weight", "aux_weight")
+#: The target columns of shards written before ``aux_weight``: still read, every row's aux weight taken as 1 (what
+#: those shards were trained with; whether a row's game was played out cannot be told from the shard).
+TARGETS_V1 = TARGETS[:5]
 #: Target columns small enough for Parquet statistics (min/max per row group), beside :data:`SMALL_COLUMNS`.
-TARGET_STAT_COLUMNS = ["root_value", "score", "weight"]
+TARGET_STAT_COLUMNS = ["root_value", "score", "weight", "aux_weight"]
 
 
 def features_nbytes(encoder_desc: dict) -> int:
@@ -92,12 +96,14 @@ def shard_schema(encoder_desc: dict, targets: bool = False) -> pa.Schema:
             pa.field("ownership", pa.binary(points), nullable=False),  # int8 per point, row-major
             pa.field("score", pa.float32(), nullable=False),
             pa.field("weight", pa.float32(), nullable=False),
+            pa.field("aux_weight", pa.float32(), nullable=False),  # ownership and score: 1 played out, 0 not
         ]
     return pa.schema(fields, metadata={METADATA_KEY: meta.encode()})
 
 
 def schema_targets(source: pa.Schema | dict | None) -> tuple[str, ...]:
-    """The self-play target columns a shard has (:data:`TARGETS`, or ``()`` for a plain shard), from its Arrow
+    """The self-play target columns a shard has (:data:`TARGETS`, :data:`TARGETS_V1` for a shard written before
+    ``aux_weight``, or ``()`` for a plain shard), from its Arrow
     schema, its ``gotk`` metadata object or a manifest (their ``"targets"`` list); ValueError when the list names
     other columns, or when a schema's columns disagree with its metadata."""
     if source is None:
@@ -110,7 +116,7 @@ def schema_targets(source: pa.Schema | dict | None) -> tuple[str, ...]:
             raise ValueError(f"the shard's metadata lists targets {list(listed)} but it has columns {list(present)}")
     else:
         listed = tuple(source.get("targets") or ())
-    if listed and listed != TARGETS:
+    if listed and listed not in (TARGETS, TARGETS_V1):
         raise ValueError(f"unknown target columns {list(listed)}; this gotk reads {list(TARGETS)}")
     return listed
 
@@ -126,16 +132,18 @@ def _target_bytes(name: str, values: np.ndarray, width: int) -> pa.FixedSizeBina
 def target_columns(schema: pa.Schema, targets: dict[str, np.ndarray], n: int) -> list[pa.Array]:
     """The Arrow arrays of the target columns for ``n`` rows, checked (ValueError with the column's name):
     ``policy`` ``(n, points+1)`` probabilities (finite, >= 0; stored as float16 little-endian), ``root_value``,
-    ``score``, ``weight`` ``(n,)`` finite (``weight`` >= 0), ``ownership`` ``(n, size, size)`` or
-    ``(n, points)`` in {-1, 0, +1} (stored as int8)."""
-    missing = [k for k in TARGETS if k not in targets]
-    extra = sorted(set(targets) - set(TARGETS))
+    ``score``, ``weight``, ``aux_weight`` ``(n,)`` finite (the weights >= 0), ``ownership`` ``(n, size, size)`` or
+    ``(n, points)`` in {-1, 0, +1} (stored as int8). ``aux_weight`` may be left out: 1 for every row (the
+    ownership and score are those of a game played out)."""
+    names = schema_targets(schema)
+    missing = [k for k in names if k not in targets and k != "aux_weight"]
+    extra = sorted(set(targets) - set(names))
     if missing or extra:
-        raise ValueError(f"targets need exactly {list(TARGETS)}: missing {missing}, unknown {extra}")
+        raise ValueError(f"targets need exactly {list(names)}: missing {missing}, unknown {extra}")
     points = schema.field("ownership").type.byte_width
     out: list[pa.Array] = []
-    for name in TARGETS:
-        v = np.asarray(targets[name])
+    for name in names:
+        v = np.asarray(targets[name]) if name in targets else np.ones(n, np.float32)
         if v.shape[:1] != (n,):
             raise ValueError(f"targets[{name!r}] has {v.shape[0] if v.ndim else 0} rows, the table {n}")
         if name == "policy":
@@ -156,8 +164,8 @@ def target_columns(schema: pa.Schema, targets: dict[str, np.ndarray], n: int) ->
             f = v.astype(np.float32)
             if not np.isfinite(f).all():
                 raise ValueError(f"targets[{name!r}] holds non-finite values")
-            if name == "weight" and (f < 0).any():
-                raise ValueError("targets['weight'] holds negative weights")
+            if name in ("weight", "aux_weight") and (f < 0).any():
+                raise ValueError(f"targets[{name!r}] holds negative weights")
             out.append(pa.array(f))
     return out
 
@@ -169,13 +177,14 @@ def unpack_policy(raw: np.ndarray) -> np.ndarray:
 
 def decode_targets(batch: pa.Table | pa.RecordBatch) -> dict[str, np.ndarray]:
     """The target columns of shard rows as arrays: ``policy`` float32 ``(N, points+1)``, ``root_value``,
-    ``score``, ``weight`` float32 ``(N,)``, ``ownership`` int8 ``(N, size, size)`` (tensor order); ``{}`` for
-    rows without targets."""
-    if not schema_targets(batch.schema):
+    ``score``, ``weight``, ``aux_weight`` float32 ``(N,)`` (ones for a shard without it, :data:`TARGETS_V1`),
+    ``ownership`` int8 ``(N, size, size)`` (tensor order); ``{}`` for rows without targets."""
+    names = schema_targets(batch.schema)
+    if not names:
         return {}
     n = batch.num_rows
-    out: dict[str, np.ndarray] = {}
-    for name in TARGETS:
+    out: dict[str, np.ndarray] = {} if "aux_weight" in names else {"aux_weight": np.ones(n, np.float32)}
+    for name in names:
         col = batch.column(name)
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
@@ -232,7 +241,8 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
         raise ValueError(f"features are {packed.shape[1]} bytes per row, the schema says {width}")
     has_targets = bool(schema_targets(schema))
     if has_targets and targets is None:
-        raise ValueError(f"the schema has the target columns {list(TARGETS)}: rows_table needs targets=")
+        raise ValueError(f"the schema has the target columns {list(schema_targets(schema))}: rows_table needs "
+                         "targets=")
     if not has_targets and targets is not None:
         raise ValueError("targets given, but the schema has no target columns (shard_schema(..., targets=True))")
     feats = pa.FixedSizeBinaryArray.from_buffers(
@@ -358,7 +368,8 @@ class ShardRowWriter:
 
     A schema with the self-play target columns (:func:`shard_schema` with ``targets=True``) adds the arrays
     :attr:`policy` (float32, ``(n, points+1)``), :attr:`root_value`, :attr:`ownership` (int8, ``(n, points)``),
-    :attr:`score` and :attr:`weight`, filled the same way (or given to :meth:`add` as ``targets``).
+    :attr:`score`, :attr:`weight` and :attr:`aux_weight`, filled the same way (or given to :meth:`add` as
+    ``targets``; ``aux_weight`` may be left out there: 1).
 
     ``expected_rows`` (the rows the file will hold, when known) keeps batches no larger than the rows to come."""
 
@@ -391,6 +402,7 @@ class ShardRowWriter:
             self.ownership = np.empty((n, points), np.int8)
             self.score = np.empty(n, np.float32)
             self.weight = np.empty(n, np.float32)
+            self.aux_weight = np.empty(n, np.float32)
         self._game_index = np.empty(n, np.int32)
         self._game_ids.clear()
         self.pos = 0
@@ -442,9 +454,9 @@ class ShardRowWriter:
         self.label[sl] = label
         self.value[sl] = value
         if targets is not None:
-            for name in TARGETS:
+            for name in self.targets:
                 col = getattr(self, name)
-                col[sl] = np.asarray(targets[name]).reshape(k, *col.shape[1:])
+                col[sl] = np.asarray(targets[name]).reshape(k, *col.shape[1:]) if name in targets else 1.0
         self.commit([game_id], [k])
 
     def _write_batch(self) -> None:
@@ -452,7 +464,7 @@ class ShardRowWriter:
         n = self.pos
         if n:
             ids = pa.array(self._game_ids, pa.string()).take(pa.array(self._game_index[:n]))
-            targets = {name: getattr(self, name)[:n] for name in TARGETS} if self.targets else None
+            targets = {name: getattr(self, name)[:n] for name in self.targets} if self.targets else None
             self._writer.write(rows_table(self.schema, ids, self.move_number[:n], self.to_play[:n],
                                           self.features[:n], self.label[:n], self.value[:n], targets))
         self.write_s += time.perf_counter() - t

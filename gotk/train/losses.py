@@ -10,13 +10,16 @@ the terms are weighted (:class:`gotk.train.trainer.Trainer` owns the forward pas
 * **Ownership and score** (models with ``has_aux``, on self-play data): ``ownership`` (default 1.5 / size²) times
   the sum over the points of the binary cross-entropy between ``(1 + predicted) / 2`` and ``(1 + target) / 2``, and
   ``score`` (default 0.0015) times the Huber loss (delta :data:`SCORE_HUBER_DELTA` = 12 points) of the score in
-  points, both averaged over rows. These are KataGo's per-row weights (``python/katago/train/metrics_pytorch.py``):
-  its ownership term is 1.5 times the *mean* over the board's points, which is 1.5 / size² times the sum; its
-  scalar score-mean term is 0.0015 x Huber(12) in points. (KataGo's 0.02 weighs its score *belief distribution*,
-  a cross-entropy over score buckets that gotk's models do not have.)
+  points, both weighted by the rows' ``aux_weight`` and averaged over them (rows of aux weight 0, from games that
+  resigned or stopped at the move cap, add nothing: their last board is not settled; KataGo weighs these terms
+  by its ``target_weight_ownership`` the same way, though it sums over the whole batch). These are KataGo's
+  per-row weights (``python/katago/train/metrics_pytorch.py``): its ownership term is 1.5 times the *mean* over
+  the board's points, which is 1.5 / size² times the sum; its scalar score-mean term is 0.0015 x Huber(12) in
+  points. (KataGo's 0.02 weighs its score *belief distribution*, a cross-entropy over score buckets that gotk's
+  models do not have.)
 
 Under DDP every term is also returned *scaled* so that DDP's gradient average is the mean over all the rows of
-all ranks (``share``: this step's ``[rows, value rows, policy weight]`` summed over ranks).
+all ranks (``share``: this step's ``[rows, value rows, policy weight, aux weight]`` summed over ranks).
 """
 
 from __future__ import annotations
@@ -69,17 +72,25 @@ def soft_policy_sums(p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.
     return (w * ce_rows).sum(), w.sum()
 
 
+def aux_weights(batch: dict, n: int, device: torch.device) -> torch.Tensor:
+    """The ``aux_weight`` of the first ``n`` rows of ``batch`` (float32; ones when the batch has none)."""
+    if "aux_weight" not in batch:
+        return torch.ones(n, device=device)
+    return batch["aux_weight"][:n].to(device, non_blocking=True).float()
+
+
 def aux_sums(own: torch.Tensor, score: torch.Tensor, batch: dict,
              weights: LossWeights) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ownership loss, score loss)`` summed over the rows of ``own`` (ownership logits, before the tanh) and
-    ``score``, each times its weight."""
+    ``score``, each row times its ``aux_weight`` (:func:`aux_weights`), each term times its weight."""
     n, dev = own.shape[0], own.device
+    aux = aux_weights(batch, n, dev)
     # (1 + tanh(z)) / 2 = sigmoid(2z): the cross-entropy on the logits 2z, stable where tanh saturates
     target = (1.0 + batch["ownership"][:n].to(dev, non_blocking=True).float()) / 2.0
     bce = F.binary_cross_entropy_with_logits(2.0 * own.float(), target, reduction="none").sum((1, 2))
     hub = F.huber_loss(score.float(), batch["score"][:n].to(dev, non_blocking=True).float(),
                        delta=SCORE_HUBER_DELTA, reduction="none")
-    return weights.ownership * bce.sum(), weights.score * hub.sum()
+    return weights.ownership * (aux * bce).sum(), weights.score * (aux * hub).sum()
 
 
 def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tensor | None,
@@ -126,16 +137,18 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
         stats[4] = se.sum().detach()
         stats[5] = nk
     if own is not None and score is not None:
-        if "ownership" in batch:
-            rows = y.shape[0]
+        if "ownership" in batch:  # averaged over the rows' aux weights (rows of weight 0 add nothing)
+            aux = aux_weights(batch, y.shape[0], dev).sum()
             own_sum, score_sum = aux_sums(own, score, batch, weights)
-            loss = loss + (own_sum + score_sum) / rows
+            terms = own_sum + score_sum
+            loss = loss + torch.where(aux > 0, terms / aux.clamp(min=1e-12), torch.zeros_like(terms))
             if share is not None:
-                scaled = scaled + (own_sum + score_sum) * world / share[0].clamp(min=1.0)
+                scaled = scaled + torch.where(share[3] > 0, terms * world / share[3].clamp(min=1e-12),
+                                              torch.zeros_like(terms))
             stats[8] = own_sum.detach()
-            stats[9] = rows
+            stats[9] = aux
             stats[10] = score_sum.detach()
-            stats[11] = rows
+            stats[11] = aux
         else:  # no targets: the outputs join the graph with zero weight (DDP expects every parameter used)
             zero = 0.0 * (own.float().sum() + score.float().sum())
             loss = loss + zero
@@ -144,4 +157,5 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
 
 
 __all__ = ["DEFAULT_OWNERSHIP_WEIGHT", "DEFAULT_SCORE_WEIGHT", "SCORE_HUBER_DELTA", "STATS", "LossWeights", "aux_sums",
-           "batch_losses", "soft_policy_sums"]
+           "aux_weights", "batch_losses",
+           "soft_policy_sums"]

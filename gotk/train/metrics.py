@@ -23,7 +23,8 @@ def summarise(s: list[float], seconds: float | None) -> dict:
     """Window/epoch sums (:data:`STAT_FIELDS`; the first eight alone are accepted too) → means: positions, loss,
     policy_loss (cross-entropy against the move played), top1, top5, value_mse, samples_per_s; on data with
     self-play targets also policy_soft_ce (the cross-entropy against the search's policy, weighted by the rows'
-    ``weight``), ownership_loss and score_loss (per row, times their weights: the terms added to the loss)."""
+    ``weight``), ownership_loss and score_loss (per unit of the rows' ``aux_weight``, times their weights: the
+    terms added to the loss)."""
     rows, ploss, top1, top5, vse, vrows, loss_sum, steps = s[:8]
     soft, wsum, own, own_rows, score, score_rows = (list(s[8:14]) + [0.0] * 6)[:6]
     out: dict = {"positions": int(rows), "loss": loss_sum / steps if steps else None}

@@ -323,7 +323,7 @@ class Trainer:
                  "value": torch.zeros(1, dtype=torch.float32)}
         if self.targets:  # the same graph as the other ranks' steps
             batch.update(policy=torch.zeros(1, h * w + 1), root_value=torch.zeros(1), ownership=torch.zeros(1, h, w),
-                         score=torch.zeros(1), weight=torch.zeros(1))
+                         score=torch.zeros(1), weight=torch.zeros(1), aux_weight=torch.zeros(1))
         return batch
 
     def train_step(self, batch: dict | None) -> torch.Tensor:
@@ -346,11 +346,12 @@ class Trainer:
             self.net.train(not empty)
             if empty:
                 batch = self._empty_batch()
-            share = torch.zeros(3, dtype=torch.float64, device=self.device)
+            share = torch.zeros(4, dtype=torch.float64, device=self.device)
             if not empty:
                 share[0] = batch["label"].shape[0]
                 share[1] = (batch["value"] != 0).sum() if self.model.has_value else 0
                 share[2] = batch["weight"].sum() if "weight" in batch else 0
+                share[3] = batch["aux_weight"].sum() if "aux_weight" in batch else 0
             torch.distributed.all_reduce(share)
             loss, report, stats = self._losses(batch, share.float())
             if empty:

@@ -10,7 +10,7 @@ import torch
 
 from gotk.datasets import ShardDataset
 from gotk.train.evaluate import Metrics
-from gotk.train.losses import LossWeights, aux_sums, soft_policy_sums
+from gotk.train.losses import LossWeights, aux_sums, aux_weights, soft_policy_sums
 
 VAL_SHARE = 0.1  # of a --max-minutes budget: the most one validation may take
 
@@ -73,7 +73,8 @@ class Validation:
         deadline = self.deadline(t_budget)
         cut = False
         aux = model.has_aux
-        sums = torch.zeros(5, dtype=torch.float64, device=self.device)  # soft CE, weights, ownership, score, rows
+        # soft CE, policy weights, ownership, score, aux weights
+        sums = torch.zeros(5, dtype=torch.float64, device=self.device)
         for b in self.ds:
             if deadline is not None and m.rows > 0 and time.perf_counter() >= deadline:
                 cut = True  # the budget's share is spent: the rows so far are this validation
@@ -94,7 +95,7 @@ class Validation:
                 sums[0:2] += torch.stack(soft_policy_sums(p.float(), b))
             if self.targets and aux and own is not None:
                 sums[2:4] += torch.stack(aux_sums(own, score, b, self.loss_weights))
-                sums[4] += n
+                sums[4] += aux_weights(b, n, self.device).sum()
             logp = torch.log_softmax(p.float(), 1).cpu().numpy() if p is not None else None
             base = (self.baseline.predict(b["game_index"][:n].numpy(), b["to_play"][:n].numpy())
                     if self.baseline is not None and v is not None else None)
