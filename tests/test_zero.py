@@ -78,6 +78,46 @@ def test_killed_run_resumes_with_the_same_generations(tmp_path):
     assert r.returncode == 2 and "other settings" in r.stderr and "Traceback" not in r.stderr
 
 
+def _tiny_opts(out: Path, generations: int, **over):
+    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.zero.loop import ZeroOptions
+
+    kw = dict(size=5, generations=generations, games=4, chunk_games=2, blocks=1, filters=8, train_steps=3,
+              batch_size=16, eval_games=0, gnugo_levels=(), threads=1, device="cpu", seed=3,
+              selfplay=SelfPlayConfig(size=5, visits=4, fast_visits=2))
+    kw.update(over)
+    return ZeroOptions(out=str(out), **kw)
+
+
+@pytest.fixture(scope="module")
+def two_sessions(tmp_path_factory) -> Path:
+    """A tiny run: generation 0 in one session, generation 1 in a second one (a resumed run)."""
+    from gotk.zero.loop import zero
+
+    out = tmp_path_factory.mktemp("zero") / "run"
+    zero(_tiny_opts(out, 1), log=lambda *_: None)
+    assert not (out / "gen-001" / "selfplay").exists()
+    zero(_tiny_opts(out, 2), log=lambda *_: None)
+    return out
+
+
+def test_the_window_trains_on_every_chunk(two_sessions):
+    """Every self-play chunk of the window's generations is in its training split, the newest one included."""
+    from gotk.datasets import SplitIndex
+
+    m = json.loads((two_sessions / "gen-001" / "window" / "manifest.json").read_text())
+    assert set(m["splits"]) == {"train"}
+    chunks = sorted(str(p.relative_to(two_sessions)) for p in two_sessions.glob("gen-00[01]/selfplay/chunks/*.parquet"))
+    assert len(chunks) == 4  # two chunks a generation
+    listed = sorted(os.path.normpath(os.path.join("gen-001/window", e["file"])) for e in m["splits"]["train"]["shards"])
+    assert listed == chunks
+    positions = sum(json.loads((two_sessions / f"gen-00{g}" / "selfplay" / "report.json").read_text())["positions"]
+                    for g in (0, 1))
+    assert SplitIndex(two_sessions / "gen-001" / "window", "train").num_rows == positions
+    conf = json.loads((two_sessions / "gen-001" / "train" / "config.json").read_text())
+    assert conf["data"]["train_rows"] == positions and conf["data"]["val_rows"] is None
+
+
 def test_zero_refuses_bad_options(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gotk", "zero", "--out", str(tmp_path / "z")], capture_output=True,
                        text=True, timeout=120)

@@ -68,7 +68,7 @@ class TrainConfig:
     log_every: int = 50
     checkpoint_every: int = 1000
     patience: int | None = None
-    val_split: str = "val"
+    val_split: str = "val"  # "": no validation (and no warning that the data has no such split)
     max_val_positions: int | None = None
     train_split: str = "train"
     progress: bool = True

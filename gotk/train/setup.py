@@ -28,7 +28,7 @@ def check_data(cfg: TrainConfig, manifest: dict, main: bool) -> None:
         if cfg.patience is not None:
             raise ValueError(f"--patience needs a {cfg.val_split!r} split to validate on; {cfg.data} has "
                              f"{', '.join(splits)} (encode with e.g. --split train=0.95,val=0.05)")
-        if main:
+        if main and cfg.val_split:  # an empty --val-split asks for no validation: no warning
             print(f"warning: {cfg.data} has no {cfg.val_split!r} split: no validation, the agent is the model "
                   "after the last step (encode with e.g. --split train=0.95,val=0.05)", file=sys.stderr)
     if cfg.head in ("value", "both"):

@@ -6,7 +6,9 @@ A generation ``g`` (folder ``RUN/gen-NNN/``):
    ``selfplay/`` (:mod:`gotk.selfplay.run`; a killed run redoes only its unfinished chunks);
 2. **train**: the next network, starting from this one's weights, on a *window* of the latest ``window``
    generations' self-play: ``window/`` is a dataset whose manifest lists their shard files (nothing is copied),
-   trained by :func:`gotk.train.trainer.train` into ``train/`` (soft policy target, value, ownership, score);
+   every chunk of them in its ``train`` split (none held out: the newest games are the most useful ones, and a
+   held-out loss would decide nothing), trained by :func:`gotk.train.trainer.train` into ``train/`` (soft policy
+   target, value, ownership, score; the agent is the network after the last step);
 3. **evaluate** the new network: matches (``gotk match`` reports in ``eval/``) against the anchors (the random
    player; GNU Go at each ``--gnugo-levels`` level when ``gnugo`` is installed) and, with ``--gating``, against
    the current best, which it replaces only with ≥ ``gate`` of the games; without gating it always does
@@ -257,7 +259,8 @@ class ZeroRun:
                                         seed=o.seed * 100_003 + g, threads=o.threads, device=o.device))
 
     def window_dataset(self, g: int) -> Path:
-        """``gen-g/window``: a dataset over the self-play shards of generations ``g - window + 1 .. g``."""
+        """``gen-g/window``: a dataset over the self-play shards of generations ``g - window + 1 .. g``, all of
+        them in its ``train`` split."""
         from gotk.shards.assemble import assemble_dataset
         from gotk.shards.manifest import load_manifest, read_games
 
@@ -265,24 +268,17 @@ class ZeroRun:
         if (out / "manifest.json").is_file():
             return out
         lo = max(0, g - self.opts.window + 1)
-        train, held, games, encoder = [], None, {}, None
+        train, games, encoder = [], {}, None
         for k in range(lo, g + 1):
             src = self.root / _gen(k) / "selfplay"
             m = load_manifest(src)
             encoder = m["encoder"]
-            shards = [src / e["file"] for e in m["splits"]["train"]["shards"]]
-            if k == g and len(shards) > 1:  # the newest games are held out for validation
-                held = shards.pop()
-            train += shards
+            train += [src / e["file"] for e in m["splits"]["train"]["shards"]]
             for row in read_games(src).to_pylist():
                 games.setdefault(row["game_id"], row)
-        val_ids = _game_ids(held) if held is not None else set()
-        if val_ids & set().union(*map(_game_ids, train)):  # a game played twice, in both: nothing held out
-            train, held, val_ids = train + [held], None, set()
         files = [os.path.relpath(f, out) for f in train]
-        val = [os.path.relpath(held, out)] if held is not None else []
-        games = [dict(r, split="val" if gid in val_ids else "train") for gid, r in games.items()]
-        assemble_dataset(out, encoder, {"train": files, **({"val": val} if val else {})}, games,
+        games = [dict(r, split="train") for r in games.values()]
+        assemble_dataset(out, encoder, {"train": files}, games,
                          options={"window": [lo, g]},
                          generator={"name": "gotk zero", "generation": g})
         return out
@@ -312,7 +308,7 @@ class ZeroRun:
                           hparams=meta["model"]["hparams"], max_steps=o.train_steps, batch_size=o.batch_size,
                           lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
                           checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
-                          init_agent=str(prev), tensorboard=False, schedule="none", max_val_positions=4096,
+                          init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
                           threads=o.threads, device=o.device, **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
@@ -390,12 +386,6 @@ class ZeroRun:
         from gotk.zero.report import write_report
 
         return write_report(self.root, self.state, self.ratings())
-
-
-def _game_ids(shard: Path) -> set[str]:
-    import pyarrow.parquet as pq
-
-    return set(pq.read_table(shard, columns=["game_id"]).column("game_id").to_pylist())
 
 
 def find_gnugo(given: str | None = None) -> str | None:
