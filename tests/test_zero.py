@@ -89,6 +89,13 @@ def _tiny_opts(out: Path, generations: int, **over):
     return ZeroOptions(out=str(out), **kw)
 
 
+def _adam_steps(path: Path) -> set[int]:
+    import torch
+
+    state = torch.load(path, weights_only=True)["state"]["state"]
+    return {int(s["step"]) for s in state.values()}
+
+
 @pytest.fixture(scope="module")
 def two_sessions(tmp_path_factory) -> Path:
     """A tiny run: generation 0 in one session, generation 1 in a second one (a resumed run)."""
@@ -118,6 +125,55 @@ def test_the_window_trains_on_every_chunk(two_sessions):
     assert conf["data"]["train_rows"] == positions and conf["data"]["val_rows"] is None
 
 
+def test_the_optimizer_goes_on_from_generation_to_generation(two_sessions, tmp_path):
+    """Generation 1's optimizer continues generation 0's (Adam's step count goes on from 3 to 6), loaded from
+    gen-000/optimizer.pt by the resumed session; generation 0's warms up, generation 1's does not."""
+    from gotk.zero.loop import zero
+
+    assert _adam_steps(two_sessions / "gen-000" / "optimizer.pt") == {3}
+    assert _adam_steps(two_sessions / "gen-001" / "optimizer.pt") == {6}
+    t0 = json.loads((two_sessions / "gen-000" / "train.json").read_text())
+    t1 = json.loads((two_sessions / "gen-001" / "train.json").read_text())
+    assert t0["optimizer_from"] is None and t1["optimizer_from"] == "gen-000"
+    c0 = json.loads((two_sessions / "gen-000" / "train" / "config.json").read_text())["config"]
+    c1 = json.loads((two_sessions / "gen-001" / "train" / "config.json").read_text())["config"]
+    assert c0["warmup_steps"] == 3 and c0["init_optimizer"] is None
+    assert c1["warmup_steps"] == 0 and c1["init_optimizer"] == str(two_sessions / "gen-000" / "optimizer.pt")
+    lrs = [r["lr"] for r in map(json.loads, (two_sessions / "gen-000" / "train" / "metrics.jsonl").read_text()
+                                .splitlines()) if r["kind"] == "step"]
+    assert lrs == pytest.approx([0.003 / 3, 0.003 * 2 / 3, 0.003])  # linear warm-up to the zero model's rate
+    # --fresh-optimizer: every generation starts over, with a warm-up
+    fresh = tmp_path / "fresh"
+    zero(_tiny_opts(fresh, 2, carry_optimizer=False, warmup_steps=2), log=lambda *_: None)
+    assert not (fresh / "gen-000" / "optimizer.pt").exists()
+    c1 = json.loads((fresh / "gen-001" / "train" / "config.json").read_text())["config"]
+    assert c1["warmup_steps"] == 2 and c1["init_optimizer"] is None
+    ckpt = torch_load(fresh / "gen-001" / "train" / "checkpoint.pt")
+    assert {int(s["step"]) for s in ckpt["optimizer"]["state"].values()} == {3}
+
+
+def test_a_run_recorded_before_the_optimizer_options_resumes(two_sessions, tmp_path):
+    """A zero.json without the options added since (an older run's) reads as having had their defaults."""
+    from gotk.zero.loop import ZeroError, ZeroRun
+
+    state = json.loads((two_sessions / "zero.json").read_text())
+    for key in ("carry_optimizer", "warmup_steps"):
+        del state["options"][key]
+    old = tmp_path / "old"
+    old.mkdir()
+    state["options"]["out"] = str(old)
+    (old / "zero.json").write_text(json.dumps(state))
+    ZeroRun(_tiny_opts(old, 2))._load_state()
+    with pytest.raises(ZeroError, match="carry_optimizer"):
+        ZeroRun(_tiny_opts(old, 2, carry_optimizer=False))._load_state()
+
+
+def torch_load(path: Path) -> dict:
+    import torch
+
+    return torch.load(path, weights_only=True)
+
+
 def test_zero_refuses_bad_options(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gotk", "zero", "--out", str(tmp_path / "z")], capture_output=True,
                        text=True, timeout=120)
@@ -130,6 +186,8 @@ def test_zero_refuses_bad_options(tmp_path):
     assert r.returncode == 2 and "--gnugo-levels" in r.stderr
     r = _zero(tmp_path / "z3", "--generations", "1", "--device", "gpu", check=False)
     assert r.returncode == 2 and "--device must be" in r.stderr and not (tmp_path / "z3").exists()
+    r = _zero(tmp_path / "z4", "--generations", "1", "--warmup-steps", "-1", check=False)
+    assert r.returncode == 2 and "--warmup-steps must be" in r.stderr and not (tmp_path / "z4").exists()
 
 
 @pytest.mark.slow

@@ -218,6 +218,25 @@ def test_init_agent_continues_from_an_agent(zero_run: Path, target_dataset: Path
         Trainer(_cfg(target_dataset, tmp_path / "bad3", init_agent=str(tmp_path / "missing.gotk")))
 
 
+def test_init_optimizer_continues_a_saved_optimizer(zero_run: Path, target_dataset: Path, tmp_path: Path) -> None:
+    """A run started from an optimizer state file goes on with its state (Adam's step count, moments); one of
+    another optimizer or a missing file is refused in one line."""
+    from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
+
+    st = load_checkpoint(zero_run / CHECKPOINT)
+    path = tmp_path / "optimizer.pt"
+    save_optimizer_state(path, "adam", st["optimizer"])
+    tr = Trainer(_cfg(target_dataset, tmp_path / "next", init_agent=str(zero_run / "agent.gotk"),
+                      init_optimizer=str(path)))
+    state = tr.optimizer.state_dict()["state"]
+    assert {int(s["step"]) for s in state.values()} == {100}
+    assert all(torch.equal(state[k]["exp_avg_sq"], st["optimizer"]["state"][k]["exp_avg_sq"]) for k in state)
+    with pytest.raises(ValueError, match="optimizer 'adam', this run's is 'sgd'"):
+        Trainer(_cfg(target_dataset, tmp_path / "sgd", optimizer="sgd", init_optimizer=str(path)))
+    with pytest.raises(ValueError, match="no such optimizer state file"):
+        Trainer(_cfg(target_dataset, tmp_path / "none", init_optimizer=str(tmp_path / "missing.pt")))
+
+
 def test_cli_options_and_plain_data(zero_run: Path, target_dataset: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     out = tmp_path / "cli"

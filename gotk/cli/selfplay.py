@@ -123,6 +123,12 @@ def zero_cmd(
     batch_size: int = typer.Option(128, "--batch-size"),
     lr: float = typer.Option(None, "--lr", help="Learning rate [the model's default]."),
     optimizer: str = typer.Option(None, "--optimizer", help="Optimizer [the model's default]."),
+    carry_optimizer: bool = typer.Option(True, "--carry-optimizer/--fresh-optimizer", help="Each generation's "
+                                         "optimizer goes on from the previous one's state (Adam's moments and "
+                                         "step count; default), or starts fresh with a warm-up every generation."),
+    warmup_steps: int = typer.Option(None, "--warmup-steps", help="Steps over which a fresh optimizer raises the "
+                                     "learning rate linearly to --lr (the first generation; every generation "
+                                     "with --fresh-optimizer) [min(100, --train-steps)]."),
     gating: bool = typer.Option(False, "--gating/--continuous", help="Gating: a new network replaces the best "
                                 "only when it wins --gate of --gating-games; continuous (default): always."),
     gate: float = typer.Option(0.55, "--gate"),
@@ -160,7 +166,8 @@ def zero_cmd(
     opts = ZeroOptions(out=str(out), size=size, hours=hours, generations=generations, games=games, selfplay=cfg,
                        model=model, blocks=blocks, filters=filters, encoder=encoder,
                        init_agent=str(init_agent) if init_agent else None, window=window, train_steps=train_steps,
-                       batch_size=batch_size, lr=lr, optimizer=optimizer, gating=gating, gate=gate,
+                       batch_size=batch_size, lr=lr, optimizer=optimizer, carry_optimizer=carry_optimizer,
+                       warmup_steps=warmup_steps, gating=gating, gate=gate,
                        gating_games=gating_games, eval_games=eval_games, eval_visits=eval_visits,
                        eval_every=eval_every, aux_targets=not no_aux, threads=threads, device=device,
                        gnugo_levels=levels,

@@ -1,5 +1,8 @@
 """The training checkpoint (``checkpoint.pt``): model, optimizer, scaler, RNG states, loader position and
-counters, written atomically, so that ``--resume`` continues exactly where the run stopped."""
+counters, written atomically, so that ``--resume`` continues exactly where the run stopped; and an *optimizer
+state file* (the optimizer's ``state_dict`` alone, :func:`save_optimizer_state`), which a new run may start its
+optimizer from (``TrainConfig.init_optimizer``: ``gotk zero`` carries Adam's moments and step count from one
+generation's training to the next, as KataGo's one continuous optimizer does)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from gotk.atomic import atomic_path
 CHECKPOINT = "checkpoint.pt"
 FORMAT = "gotk-train-checkpoint"
 VERSION = 1
+OPTIMIZER_FORMAT = "gotk-optimizer-state"
 
 
 def rng_state() -> dict:
@@ -58,3 +62,23 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     if st.get("version") != VERSION:
         raise ValueError(f"{path} is a checkpoint of version {st.get('version')}; this gotk reads version {VERSION}")
     return st
+
+
+def save_optimizer_state(path: str | os.PathLike, optimizer: str, state: dict) -> None:
+    """Write an optimizer's ``state_dict()`` (``optimizer``: its name, e.g. ``"adam"``) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        torch.save({"format": OPTIMIZER_FORMAT, "version": VERSION, "optimizer": optimizer, "state": state}, tmp)
+
+
+def load_optimizer_state(path: str | os.PathLike, optimizer: str) -> dict:
+    """The ``state_dict`` that :func:`save_optimizer_state` wrote, for an optimizer named ``optimizer``; ValueError
+    when the file is missing, not one, or of another optimizer."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{path}: no such optimizer state file")
+    st = torch.load(p, map_location="cpu", weights_only=True)
+    if not isinstance(st, dict) or st.get("format") != OPTIMIZER_FORMAT:
+        raise ValueError(f"{path} is not a gotk optimizer state file")
+    if st.get("optimizer") != optimizer:
+        raise ValueError(f"{path} holds the state of optimizer {st.get('optimizer')!r}, this run's is {optimizer!r}")
+    return st["state"]

@@ -65,6 +65,9 @@ class TrainConfig:
     ownership_weight: float | None = None
     score_weight: float | None = None
     init_agent: str | None = None  # an agent file whose weights the new model starts from (same model and shape)
+    # an optimizer state file (gotk.train.checkpoint.save_optimizer_state) the new optimizer starts from: the same
+    # optimizer over the same model (what gotk zero carries from one generation to the next)
+    init_optimizer: str | None = None
     log_every: int = 50
     checkpoint_every: int = 1000
     patience: int | None = None

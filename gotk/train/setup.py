@@ -1,6 +1,6 @@
-"""What a training run starts from: its data checked, its datasets, the value baseline, the weights it may start
-from (``--init-agent``) and the ``config.json`` that records it all. The trainer (:mod:`gotk.train.trainer`)
-calls these once, before its first step."""
+"""What a training run starts from: its data checked, its datasets, the value baseline, the weights and optimizer
+state it may start from (``--init-agent``, ``init_optimizer``) and the ``config.json`` that records it all. The
+trainer (:mod:`gotk.train.trainer`) calls these once, before its first step."""
 
 from __future__ import annotations
 
@@ -96,6 +96,18 @@ def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder
         model.load_state_dict(tensors, strict=True)
     except RuntimeError as e:
         raise ValueError(f"--init-agent {path}: its weights do not fit the model: {e}") from e
+
+
+def load_init_optimizer(optimizer: torch.optim.Optimizer, path: str, cfg: TrainConfig) -> None:
+    """Load the optimizer state file ``path`` into the freshly made ``optimizer`` (ValueError when it is of
+    another optimizer or does not fit the model's parameters). The learning rate is set at every step anyway."""
+    from gotk.train.checkpoint import load_optimizer_state
+
+    state = load_optimizer_state(path, cfg.optimizer)
+    try:
+        optimizer.load_state_dict(state)
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"--init-optimizer {path}: it does not fit this model's parameters: {e}") from e
 
 
 def write_run_config(out: Path, cfg: TrainConfig, data: dict, model: dict, run: dict) -> None:

@@ -14,7 +14,8 @@ the value loss.
 
 The loss terms (the policy against the move played or the search's policy, the value, ownership and score) are
 :mod:`gotk.train.losses`. ``init_agent`` starts the model from an agent file's weights (each self-play generation
-continues from the previous network).
+continues from the previous network); ``init_optimizer`` starts the optimizer from a saved state
+(:mod:`gotk.train.checkpoint`: each generation continues the previous one's Adam moments and step count).
 
 Distributed (``torchrun --nproc_per_node N -m gotk train ...``, see ``docs/scaling.md``): the process
 group is set up from torchrun's environment (:mod:`gotk.distributed`), the model is wrapped in DDP and each
@@ -57,7 +58,14 @@ from gotk.train.metrics import (
     tensorboard_available,
     trim_after,
 )
-from gotk.train.setup import check_data, fit_value_baseline, load_init_agent, make_datasets, write_run_config
+from gotk.train.setup import (
+    check_data,
+    fit_value_baseline,
+    load_init_agent,
+    load_init_optimizer,
+    make_datasets,
+    write_run_config,
+)
 from gotk.train.validation import VAL_SHARE, Validation, val_score
 
 AGENT = "agent.gotk"
@@ -140,6 +148,8 @@ class Trainer:
         if cfg.compile:  # the training forward only: validation and the agent use the plain module
             self.net = torch.compile(self.net, backend=cfg.compile)
         self.optimizer = make_optimizer(cfg, self.model.parameters())
+        if cfg.init_optimizer and not resume:  # a resumed run's optimizer comes from its checkpoint
+            load_init_optimizer(self.optimizer, cfg.init_optimizer, cfg)
         use_scaler = self.amp and self.device.type == "cuda" and self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
         self.horizon = cfg.schedule_steps or cfg.max_steps or (cfg.epochs or 1) * self.batches_per_epoch()

@@ -8,7 +8,11 @@ A generation ``g`` (folder ``RUN/gen-NNN/``):
    generations' self-play: ``window/`` is a dataset whose manifest lists their shard files (nothing is copied),
    every chunk of them in its ``train`` split (none held out: the newest games are the most useful ones, and a
    held-out loss would decide nothing), trained by :func:`gotk.train.trainer.train` into ``train/`` (soft policy
-   target, value, ownership, score; the agent is the network after the last step);
+   target, value, ownership, score; the agent is the network after the last step). The optimizer goes on
+   from the one that trained network ``g`` (``gen-(g-1)/optimizer.pt``: Adam's moments and step count, as
+   KataGo trains one continuous optimizer); a generation whose optimizer starts fresh (the first, or after a
+   network that gating kept out) raises its learning rate linearly over ``warmup_steps`` steps instead of
+   taking full-size steps on a zero second-moment estimate;
 3. **evaluate** the new network: matches (``gotk match`` reports in ``eval/``) against the anchors (the random
    player; GNU Go at each ``--gnugo-levels`` level when ``gnugo`` is installed) and, with ``--gating``, against
    the current best, which it replaces only with ≥ ``gate`` of the games; without gating it always does
@@ -36,6 +40,8 @@ from gotk.errors import GotkError
 from gotk.selfplay.games import SelfPlayConfig
 
 STATE_NAME = "zero.json"
+OPTIMIZER_NAME = "optimizer.pt"  # gen-g/optimizer.pt: the optimizer state after training network g + 1
+DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
 RANDOM_NAME = "random"
 NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
 
@@ -67,6 +73,8 @@ class ZeroOptions:
     batch_size: int = 128
     lr: float | None = None
     optimizer: str | None = None
+    carry_optimizer: bool = True  # each generation's optimizer goes on from the previous one's state
+    warmup_steps: int | None = None  # warm-up of a fresh optimizer; None: min(DEFAULT_WARMUP_STEPS, train_steps)
     gating: bool = False
     gate: float = 0.55
     gating_games: int = 20
@@ -89,6 +97,8 @@ class ZeroOptions:
             raise ZeroError(f"--generations must be >= 1, not {self.generations}")
         if self.games < 1 or self.window < 1 or self.train_steps < 1 or self.batch_size < 1:
             raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ZeroError(f"--warmup-steps must be >= 0, not {self.warmup_steps}")
         if not 0.5 <= self.gate <= 1:
             raise ZeroError(f"--gate must be in 0.5..1, not {self.gate}")
         if self.eval_games < 0 or self.gating_games < 1 or (self.eval_visits is not None and self.eval_visits < 2) \
@@ -103,6 +113,11 @@ class ZeroOptions:
         except ValueError as e:
             raise ZeroError(str(e)) from None
         return self
+
+    @property
+    def warmup(self) -> int:
+        """Steps of learning-rate warm-up of a generation whose optimizer starts fresh."""
+        return self.warmup_steps if self.warmup_steps is not None else min(DEFAULT_WARMUP_STEPS, self.train_steps)
 
     def record(self) -> dict:
         d = asdict(self)
@@ -139,10 +154,13 @@ class ZeroRun:
         rec = json.loads(json.dumps(self.opts.record()))
         if self.state_path.is_file():
             self.state = json.loads(self.state_path.read_text())
-            if self.state.get("options") != rec:
+            stored = self.state.get("options")
+            if isinstance(stored, dict):  # a run recorded before an option existed ran with its default
+                stored = {**{k: v for k, v in _defaults().items() if k in rec and k not in stored}, **stored}
+            if stored != rec:
                 from gotk.runfolder import record_differences
 
-                diff = "; ".join(record_differences(self.state.get("options"), rec))
+                diff = "; ".join(record_differences(stored, rec))
                 raise ZeroError(f"{self.root} holds a run with other settings ({diff}): use another --out")
         elif self.root.exists() and any(self.root.iterdir()):
             raise ZeroError(f"{self.root} exists and is not a gotk zero run: use an empty or new --out")
@@ -303,23 +321,43 @@ class ZeroRun:
         out = self.root / _gen(g) / "train"
         if out.exists():
             shutil.rmtree(out)  # a half-done training step starts again
-        log(f"generation {g}: training {o.train_steps} steps on {data}")
+        carried = self._carried_optimizer(g)
+        log(f"generation {g}: training {o.train_steps} steps on {data}"
+            + (f", the optimizer from {carried.parent.name}" if carried else f", a fresh optimizer ({o.warmup} "
+               f"warm-up steps)"))
         cfg = TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head="both",
                           hparams=meta["model"]["hparams"], max_steps=o.train_steps, batch_size=o.batch_size,
                           lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
                           checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
                           init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
+                          init_optimizer=str(carried) if carried else None, warmup_steps=0 if carried else o.warmup,
                           threads=o.threads, device=o.device, **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
         val = {f"val_{k}": v for k, v in (result.get("val") or {}).items()
                if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last, **val}
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last, **val,
+                   "optimizer_from": carried.parent.name if carried else None}
         # the network carries the search it was trained with: gotk gtp / match and the evaluations below play it so
         convert_agent(out / "agent.gotk", nxt, fp16=False, search=o.selfplay.agent_search())
+        if o.carry_optimizer:
+            from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
+
+            st = load_checkpoint(out / CHECKPOINT)
+            save_optimizer_state(self.root / _gen(g) / OPTIMIZER_NAME, st["config"]["optimizer"], st["optimizer"])
         with atomic_path(summary_path) as tmp:
             Path(tmp).write_text(json.dumps(summary, indent=2) + "\n")
         return summary
+
+    def _carried_optimizer(self, g: int) -> Path | None:
+        """The optimizer state generation ``g`` goes on from: the one saved after training network ``g`` when
+        that network is the one trained from (it was promoted), else None (a fresh optimizer)."""
+        if not self.opts.carry_optimizer or g == 0:
+            return None
+        gens = self.state.get("generations") or []
+        path = self.root / _gen(g - 1) / OPTIMIZER_NAME
+        promoted = len(gens) >= g and gens[g - 1].get("promoted")
+        return path if promoted and path.is_file() else None
 
     # --- evaluation -----------------------------------------------------------------------------------
 
@@ -386,6 +424,11 @@ class ZeroRun:
         from gotk.zero.report import write_report
 
         return write_report(self.root, self.state, self.ratings())
+
+
+def _defaults() -> dict:
+    """The recorded options (:meth:`ZeroOptions.record`) at their defaults."""
+    return json.loads(json.dumps(ZeroOptions(out="").record()))
 
 
 def find_gnugo(given: str | None = None) -> str | None:
