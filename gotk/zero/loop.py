@@ -334,9 +334,7 @@ class ZeroRun:
                           threads=o.threads, device=o.device, **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
-        val = {f"val_{k}": v for k, v in (result.get("val") or {}).items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last, **val,
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last,
                    "optimizer_from": carried.parent.name if carried else None}
         # the network carries the search it was trained with: gotk gtp / match and the evaluations below play it so
         convert_agent(out / "agent.gotk", nxt, fp16=False, search=o.selfplay.agent_search())
