@@ -138,6 +138,7 @@ class SplitIndex:
         start = 0
         encoder = None
         targets: tuple[str, ...] | None = None
+        glob: list[dict | None] = []
         for i in range(len(self.files)):
             meta = self.read_metadata(i)
             schema = meta.schema.to_arrow_schema()
@@ -145,6 +146,7 @@ class SplitIndex:
                 obj = S.schema_metadata(schema, self.files[i], required=False)
                 encoder = obj["encoder"] if obj is not None else None
             t = S.schema_targets(schema)
+            glob.append(S.schema_globals(schema))
             if targets is None:
                 targets = t
             elif t != targets:
@@ -164,6 +166,9 @@ class SplitIndex:
         self.encoder: dict = encoder
         #: the self-play target columns of the split's shards (``gotk.shards.format.TARGETS``), or ``()``
         self.targets: tuple[str, ...] = targets or ()
+        #: the description of the split's ``globals`` column (``gotk.encoders.global_inputs.describe()``) when every
+        #: shard has the same one, else None (the column, where some shards have it, is not read)
+        self.globals: dict | None = glob[0] if glob and all(g == glob[0] for g in glob) else None
         self.row_groups = groups
         self.num_rows = start
         c, h, w = (int(x) for x in encoder["shape"])

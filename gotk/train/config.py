@@ -64,6 +64,9 @@ class TrainConfig:
     ownership_weight: float | None = None
     score_weight: float | None = None
     init_agent: str | None = None  # an agent file whose weights the new model starts from (same model and shape)
+    # the model takes the shards' global inputs (komi, side to move: gotk.encoders.global_inputs); None: when the
+    # training data has the globals column and the model can take them (docs/training.md)
+    globals: bool | None = None
     log_every: int = 50
     checkpoint_every: int = 1000
     patience: int | None = None

@@ -58,7 +58,8 @@ class ZeroOptions:
     model: str = "zero"
     blocks: int = 6
     filters: int = 64
-    encoder: str = "simple"
+    encoder: str = "relative"  # own / opponent planes: every target is from the player to move's view
+    globals: bool = True  # the network takes the komi and the side to move as global inputs
     init_agent: str | None = None
     window: int = 4  # generations of self-play in the training window
     train_steps: int = 300
@@ -212,7 +213,7 @@ class ZeroRun:
             return
         from gotk.selfplay.run import new_agent
 
-        new_agent(path, o.size, o.model, o.encoder, o.seed, blocks=o.blocks, filters=o.filters)
+        new_agent(path, o.size, o.model, o.encoder, o.seed, globals=o.globals, blocks=o.blocks, filters=o.filters)
 
     def candidate_path(self, g: int) -> Path:
         """Network ``g + 1``: trained in generation ``g`` from network ``g``'s weights."""
@@ -313,7 +314,8 @@ class ZeroRun:
                           lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
                           checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
                           init_agent=str(prev), tensorboard=False, schedule="none", max_val_positions=4096,
-                          threads=o.threads, device=o.device, **({} if o.aux_targets else NO_AUX))
+                          threads=o.threads, device=o.device, globals=bool(meta.get("globals")),
+                          **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
         val = {f"val_{k}": v for k, v in (result.get("val") or {}).items()
