@@ -174,7 +174,7 @@ class FinishedGame:
     would_resign: int  # in a resign-disabled game, the first colour whose resignation would have triggered
     planes: np.ndarray
     move_number: np.ndarray
-    to_play: np.ndarray
+    to_play: np.ndarray  # int8: +1 black to move, -1 white (the shards' column)
     label: np.ndarray
     policy: np.ndarray
     root_value: np.ndarray
@@ -184,7 +184,7 @@ class FinishedGame:
     def global_inputs(self) -> np.ndarray:
         """The rows' global inputs ``(rows, G)`` float32: the game's komi from each row's player to move's view and
         the side to move (:mod:`gotk.encoders.global_inputs`), what the shards' ``globals`` column holds."""
-        return GI.global_rows(self.komi, np.asarray(self.to_play) == WHITE, self.size)
+        return GI.from_to_play(self.komi, self.to_play, self.size)
 
     @property
     def result(self) -> str:
