@@ -109,15 +109,18 @@ def test_global_inputs_change_the_outputs(name: str) -> None:
 
     torch.manual_seed(0)
     model = build_model(name, 11, 9, head="both", num_globals=GI.size(), blocks=2, filters=16)
-    with torch.no_grad():  # the output layers start at zero (uniform policy, value 0): give them weights
-        for p in model.parameters():
-            if not p.any():
-                p.normal_(0, 0.3)
-    model.eval()
+    with torch.no_grad():  # the output layers and the global inputs' layer start at zero: give them weights
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear | torch.nn.Conv2d) and not m.weight.any():
+                m.weight.normal_(0, 0.5)
     x = torch.randint(0, 2, (3, 11, 9, 9), dtype=torch.uint8)
     white = [False, True, True]
     no_komi = torch.as_tensor(GI.global_rows(0.0, white, 9))
     komi = torch.as_tensor(GI.global_rows(7.5, white, 9))
+    with torch.no_grad():  # batch-norm statistics of real activations (fresh ones leave the value head dead)
+        for _ in range(20):
+            model(torch.randint(0, 2, (16, 11, 9, 9), dtype=torch.uint8), glob=komi.repeat(6, 1)[:16])
+    model.eval()
     with torch.no_grad():
         p0, v0 = model(x, glob=no_komi)
         p1, v1 = model(x, glob=komi)
@@ -139,3 +142,16 @@ def test_models_without_global_inputs() -> None:
         assert torch.equal(plain.eval()(x)[0], plain(x, glob=torch.ones(1, 2))[0])
     with pytest.raises(ValueError, match="takes no global inputs"):
         build_model("leelaz", 18, 9, num_globals=2)
+
+
+@pytest.mark.parametrize("name", ["resnet", "zero"])
+def test_a_new_model_with_global_inputs_starts_as_the_model_without(name: str) -> None:
+    torch.manual_seed(2)
+    plain = build_model(name, 11, 9, head="both", blocks=2, filters=16).eval()
+    torch.manual_seed(2)
+    glob = build_model(name, 11, 9, head="both", blocks=2, filters=16, num_globals=2).eval()
+    x = torch.randint(0, 2, (2, 11, 9, 9), dtype=torch.uint8)
+    with torch.no_grad():
+        a, b = plain(x), glob(x, glob=torch.tensor([[0.375, 1.0], [-0.325, 0.0]]))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not glob.global_in.weight.any()  # it learns from zero

@@ -36,8 +36,9 @@ Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
 **Global inputs.** ``resnet`` and ``zero`` built with ``num_globals=G`` also take a ``(B, G)`` float vector per
 position (``forward(x, glob=g)``: the komi from the player to move's view and the side to move,
 :mod:`gotk.encoders.global_inputs`); a linear layer turns it into one bias per trunk channel, added to the stem's
-output before the residual blocks (KataGo adds its global inputs as a per-channel bias after its first conv). A
-model built without them ignores ``glob``; a model built with them refuses a forward pass without it.
+output before the residual blocks (KataGo adds its global inputs as a per-channel bias after its first conv); that
+layer starts at zero, so a new model with global inputs starts as the same model without them. A model built
+without them ignores ``glob``; a model built with them refuses a forward pass without it.
 
 Inputs may be uint8/int8; models cast to the dtype of their weights. ``forward(x)`` always returns the pair;
 models with ``has_aux`` also give ``forward_aux(x)`` → ``(policy_logits, value, ownership (B, H, W) in [-1, 1],
@@ -89,8 +90,13 @@ class GoNet(nn.Module):
             raise ValueError(f"num_globals must be >= 0, not {num_globals}")
 
     def _global_layer(self, filters: int) -> None:
-        """The linear map from the global inputs to one bias per trunk channel (a model that takes them)."""
+        """The linear map from the global inputs to one bias per trunk channel (a model that takes them), built last
+        and at zero: a new model starts as the same model without global inputs (the same weights for a seed) and
+        learns how much the komi matters."""
         self.global_in = nn.Linear(self.num_globals, filters) if self.num_globals else None
+        if self.global_in is not None:
+            nn.init.zeros_(self.global_in.weight)
+            nn.init.zeros_(self.global_in.bias)
 
     def _add_globals(self, h: torch.Tensor, glob: torch.Tensor | None) -> torch.Tensor:
         """``h`` (B, C, H, W) plus the per-channel bias of the global inputs ``glob`` (B, G); ``h`` unchanged for a
@@ -246,7 +252,6 @@ class ResNet(GoNet):
                  filters: int = 64, num_globals: int = 0) -> None:
         super().__init__(num_planes, board_size, head, num_globals)
         self.stem, self.blocks = residual_tower(num_planes, filters, blocks)
-        self._global_layer(filters)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, 1, 1)
             self.pass_fc = nn.Linear(filters, 1)
@@ -255,6 +260,7 @@ class ResNet(GoNet):
                 nn.Conv2d(filters, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(inplace=True), nn.Flatten(),
                 nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
+        self._global_layer(filters)
 
     def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
                                                                                    torch.Tensor | None]:
@@ -338,7 +344,6 @@ class ZeroNet(GoNet):
         self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
                                   nn.BatchNorm2d(filters), nn.ReLU(inplace=True))
         self.blocks = nn.Sequential(*(ZeroBlock(filters, pool if i % 3 == 2 else 0) for i in range(blocks)))
-        self._global_layer(filters)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, head_ch, 1, bias=False)
             self.policy_bias = nn.Linear(2 * filters, head_ch)
@@ -358,6 +363,7 @@ class ZeroNet(GoNet):
         for m in outs:
             nn.init.zeros_(m.weight)
             nn.init.zeros_(m.bias)
+        self._global_layer(filters)
 
     @property
     def has_aux(self) -> bool:  # type: ignore[override]

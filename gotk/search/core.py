@@ -57,7 +57,8 @@ def terminal_value(state: GameState) -> float:
 
 class Search:
     """A search tree over positions of one game. ``evaluator`` (``evaluate(planes) → (probs, values)``, e.g.
-    :class:`gotk.search.evaluate.NetEvaluator`) is needed by :meth:`run` only; ``encoder`` writes the leaves' planes
+    :class:`gotk.search.evaluate.NetEvaluator`; ``evaluate(planes, glob)`` with the leaves' global inputs when its
+    ``num_globals`` says it takes them) is needed by :meth:`run` only; ``encoder`` writes the leaves' planes
     (default: the evaluator's); ``rng`` draws the root's noise and sampled moves (default: seeded from
     ``config.seed``)."""
 
