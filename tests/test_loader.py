@@ -359,3 +359,14 @@ def test_bad_arguments(seven):
         ShardDataset(seven, "val", symmetries="some")
     with pytest.raises(ValueError, match="rank"):
         ShardDataset(seven, "val", rank=2, world_size=2)
+
+
+def test_sgf_batches_carry_the_globals_the_shards_hold(relative, loose_sgf):
+    """``gotk eval`` on SGF feeds the same global inputs as the encoded shards of the same games."""
+    from gotk.datasets.sgf_batches import sgf_batches
+    from gotk.encoders import get_encoder
+
+    sgf = np.concatenate([b["globals"] for b in sgf_batches([loose_sgf], get_encoder("relative"), 500)])
+    stored = np.concatenate([b["globals"] for b in iter_numpy_batches(relative, "train", batch_size=500,
+                                                                      shuffle=False, symmetries="none")])
+    assert sorted(map(tuple, sgf.tolist())) == sorted(map(tuple, stored.tolist()))

@@ -18,10 +18,10 @@ from gotk.sources.archives import Skip, iter_sources
 def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
                 stats: dict | None = None) -> Iterator[dict]:
     """Encode SGF files/folders/archives on the fly with ``encoder``; batches shaped like the loader's
-    (``features``, ``label``, ``value``, ``move_number``, ``globals``: the global inputs of the record's komi and
-    the colour to move, plus ``rank``: the rank scale value of the player to move, NaN when unknown, see
-    gotk.sgf.metadata). ``stats`` counts games read/skipped."""
-    from gotk.sgf.metadata import rank_value
+    (``features``, ``label``, ``value``, ``move_number``, ``globals``: the global inputs of the record's komi,
+    normalised as ``gotk encode`` does (0 when unknown), and the colour to move; plus ``rank``: the rank scale
+    value of the player to move, NaN when unknown, see gotk.sgf.metadata). ``stats`` counts games read/skipped."""
+    from gotk.sgf.metadata import parse_komi, rank_value, record_headers
 
     stats = stats if stats is not None else {}
     buf: list[tuple[np.ndarray, ...]] = []
@@ -54,6 +54,7 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
                 stats["skipped"] = stats.get("skipped", 0) + 1
                 continue
             stats["games"] = stats.get("games", 0) + 1
+            komi = parse_komi(record_headers(rec).get("KM"))[0] or 0.0  # normalised as gotk encode's (0: unknown)
             ranks = [rank_value(rec.black_rank), rank_value(rec.white_rank)]
             b, w = (np.nan if r is None else float(r) for r in ranks)
             for enc in itertools.chain([first], pieces):
@@ -61,7 +62,7 @@ def sgf_batches(paths: Iterable[str | os.PathLike], encoder, batch_size: int,
                     continue
                 value = value_targets(rec.result.winner, enc.to_play)
                 buf.append((enc.features, enc.labels, value, enc.move_numbers, np.where(enc.to_play == 1, b, w),
-                            GI.from_to_play(rec.komi, enc.to_play, rec.size)))
+                            GI.from_to_play(komi, enc.to_play, rec.size)))
                 held += len(enc)
                 if held >= batch_size:
                     yield flush()
