@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dlgo-games", type=int, default=20, help="games for dlgo (oneplane, sevenplane, simple)")
     ap.add_argument("--dlgo-alphago-games", type=int, default=3, help="games for dlgo's alphago encoder")
     ap.add_argument("--repeat", type=int, default=3, help="gotk repeats (best wall time kept)")
-    ap.add_argument("--encoders", default="oneplane,sevenplane,simple,alphago,leelazero")
+    ap.add_argument("--encoders", default="oneplane,sevenplane,simple,relative,alphago,leelazero")
     ap.add_argument("--json-out", help="also write the JSON report here")
     args = ap.parse_args(argv)
 

@@ -223,3 +223,49 @@ def test_package_holds_no_pickle(agent_file: Path) -> None:
     header = json.loads(blob[8:8 + n])
     assert set(header) - {"__metadata__"} == set(meta["weights"]["tensors"])
     assert meta["weights"]["sha256"] == hashlib.sha256(blob).hexdigest()
+
+
+def _globals_agent(path: Path, size: int = 9) -> Path:
+    """A resnet agent over the relative encoder that takes the global inputs, its weights made distinctive."""
+    from gotk.encoders import global_inputs as GI
+
+    torch.manual_seed(4)
+    enc = get_encoder("relative", size)
+    model = build_model("resnet", enc.num_planes, size, head="both", num_globals=GI.size(), blocks=1, filters=8)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.3)
+    return save_agent(path, model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
+
+
+def test_agent_with_global_inputs_round_trips_and_reads_the_komi(tmp_path: Path) -> None:
+    from gotk.encoders import global_inputs as GI
+
+    path = _globals_agent(tmp_path / "glob.gotk")
+    with zipfile.ZipFile(path) as zf:
+        meta = json.loads(zf.read(AGENT_JSON))
+    assert meta["globals"] == GI.describe()
+    agent = load_agent(path)
+    assert agent.num_globals == 2
+    state = GameState(9, komi=7.5)
+    state.play(40)  # white to move: +7.5 / 20 for white
+    assert np.allclose(agent.global_inputs(state), [7.5 / 20, 1.0])
+    cheap = GameState(9, komi=0.5)
+    cheap.play(40)
+    assert agent.value(state) != pytest.approx(agent.value(cheap), abs=1e-6)
+    assert not np.allclose(agent.policy(state), agent.policy(cheap))
+    plain = load_agent(_globals_agent(tmp_path / "again.gotk"))
+    assert agent.value(state) == pytest.approx(plain.value(state), abs=1e-6)  # the same file plays the same
+
+
+def test_agent_with_other_global_inputs_is_refused(tmp_path: Path) -> None:
+    src = _globals_agent(tmp_path / "glob.gotk")
+
+    def rename(raw: bytes) -> bytes:
+        meta = json.loads(raw)
+        meta["globals"]["names"] = ["komi", "handicap"]
+        return json.dumps(meta).encode()
+
+    bad = _rewrite(src, tmp_path / "bad.gotk", rename)
+    with pytest.raises(AgentError, match="takes global inputs"):
+        load_agent(bad)

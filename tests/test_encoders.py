@@ -19,7 +19,7 @@ from gotk.sgf.reader import read_sgf
 from gotk.sgf.record import GameRecord
 from gotk.sources.archives import iter_sources
 
-BASIC = ("oneplane", "sevenplane", "simple")
+BASIC = ("oneplane", "sevenplane", "simple", "relative")
 
 
 def rc(r: int, c: int, size: int) -> int:
@@ -85,7 +85,7 @@ def test_alphago_options_pass_through():
 
 
 @pytest.mark.parametrize("name, planes, dtype", [("oneplane", 1, "int8"), ("sevenplane", 7, "bit"),
-                                                 ("simple", 11, "bit")])
+                                                 ("simple", 11, "bit"), ("relative", 11, "bit")])
 def test_encoder_attributes(name, planes, dtype):
     enc = get_encoder(name, board_size=9)
     assert isinstance(enc, Encoder)
@@ -161,6 +161,29 @@ def test_simple_liberty_buckets_and_to_move(color):
     assert (out[8] == (color == BLACK)).all()
     assert (out[9] == (color == WHITE)).all()
     assert not out[10].any()
+
+
+@pytest.mark.parametrize("color", [BLACK, WHITE])
+def test_relative_liberty_buckets_from_the_movers_view(color):
+    out = get_encoder("relative", board_size=9).encode(liberty_state(), color=color)
+    own, opp = (LIBS_BLACK, LIBS_WHITE) if color == BLACK else (LIBS_WHITE, LIBS_BLACK)
+    for base, libs in ((0, own), (4, opp)):
+        assert plane_points(out[base]) == expected_bucket(libs, 1, 1)
+        assert plane_points(out[base + 1]) == expected_bucket(libs, 2, 2)
+        assert plane_points(out[base + 2]) == expected_bucket(libs, 3, 3)
+        assert plane_points(out[base + 3]) == expected_bucket(libs, 4, 99)
+    assert (out[8] == 1).all()  # the board's extent
+    assert (out[9] == (color == WHITE)).all()
+    assert not out[10].any()
+
+
+def test_relative_swaps_own_and_opponent_with_the_side_to_move():
+    enc = get_encoder("relative", board_size=9)
+    black, white = enc.encode(liberty_state(), color=BLACK), enc.encode(liberty_state(), color=WHITE)
+    assert np.array_equal(black[0:4], white[4:8]) and np.array_equal(black[4:8], white[0:4])
+    assert np.array_equal(black[8], white[8]) and not black[9].any() and white[9].all()
+    # own 1-liberty stones for black: the black stone at (0,8) in atari; for white: the white stone at (4,0)
+    assert plane_points(black[0]) == {(0, 8)} and plane_points(white[0]) == {(4, 0)}
 
 
 @pytest.mark.parametrize("color", [BLACK, WHITE])

@@ -1,5 +1,5 @@
-"""``sevenplane``, ``simple``, ``oneplane`` and ``leelazero`` against an independent computation on every position
-of 200 real KGS games.
+"""``sevenplane``, ``simple``, ``relative``, ``oneplane`` and ``leelazero`` against an independent computation on
+every position of 200 real KGS games.
 
 The reference side plays the moves on sgfmill's board (``sgfmill.boards.Board``), finds strings and
 their liberties with its own flood fill, and tracks simple ko from sgfmill's ``play`` result (a
@@ -90,6 +90,20 @@ def expected_simple(cells, libs, ko: int | None, color: int) -> np.ndarray:
     return out
 
 
+def expected_relative(cells, libs, ko: int | None, color: int) -> np.ndarray:
+    out = np.zeros((11, cells.size), dtype=np.uint8)
+    for base, who in ((0, color), (4, 3 - color)):
+        mine = cells == who
+        for k in range(3):
+            out[base + k] = mine & (libs == k + 1)
+        out[base + 3] = mine & (libs >= 4)
+    out[8] = 1
+    out[9] = color == WHITE
+    if ko is not None:
+        out[10, ko] = 1
+    return out
+
+
 def real_records():
     for name in ARCHIVES:
         got = 0
@@ -114,7 +128,7 @@ def expected_leelazero(history: list[np.ndarray], color: int) -> np.ndarray:
 
 
 def test_planes_match_sgfmill_reference_on_real_games():
-    encoders = {name: get_encoder(name) for name in ("oneplane", "sevenplane", "simple", "leelazero")}
+    encoders = {name: get_encoder(name) for name in ("oneplane", "sevenplane", "simple", "relative", "leelazero")}
     games = positions = kos = handicap = 0
     nbrs = _neighbours(19)
     for rec in real_records():
@@ -140,6 +154,8 @@ def test_planes_match_sgfmill_reference_on_real_games():
             where = f"{rec.member} move {i}"
             assert np.array_equal(seven.features[i].reshape(7, -1), expected_sevenplane(cells, libs, ko, color)), where
             assert np.array_equal(simple.features[i].reshape(11, -1), expected_simple(cells, libs, ko, color)), where
+            assert np.array_equal(encoded["relative"].features[i].reshape(11, -1),
+                                  expected_relative(cells, libs, ko, color)), where
             sign = np.where(cells == color, 1, np.where(cells == 0, 0, -1))
             assert np.array_equal(one.features[i, 0].ravel(), sign), where
             assert np.array_equal(lz.features[i].reshape(18, -1), expected_leelazero(history, color)), where

@@ -331,6 +331,45 @@ def test_agent_engine(agent_file: Path) -> None:
         assert mv == "pass" or e.state.board[coords.from_gtp(mv, 9)] == (BLACK if color == "b" else WHITE)
 
 
+def test_agent_with_global_inputs_plays_through_gotk_gtp_at_the_komi_set(tmp_path: Path) -> None:
+    """An agent that takes the komi as a global input, through the real ``gotk gtp``: its policy after ``komi K``
+    is the agent's own on a position of komi K, and it plays with a search too."""
+    from gotk.encoders import get_encoder
+    from gotk.encoders import global_inputs as GI
+    from gotk.nets import build_model, load_agent, save_agent
+
+    torch.manual_seed(3)
+    enc = get_encoder("relative", 9)
+    model = build_model("resnet", enc.num_planes, 9, head="both", num_globals=GI.size(), blocks=1, filters=8)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.3)
+    path = save_agent(tmp_path / "glob.gotk", model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
+    agent = load_agent(path)
+
+    def expected(komi: float) -> list[str]:
+        state = GameState(9, komi=komi)
+        state.play(coords.from_gtp("E5", 9))
+        probs = agent.policy(state)
+        top = np.argsort(-probs, kind="stable")[:3]
+        return [f"{coords.to_gtp(int(p), 9)} {probs[p]:.6f}" for p in top] + [f"value {agent.value(state):.6f}"]
+
+    script = "boardsize 9\nclear_board\nplay b E5\nkomi 7.5\ngotk-policy 3\nkomi -20\ngotk-policy 3\nquit\n"
+    proc = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(path), "--threads", "1"],
+                          input=script, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    answers = [a.removeprefix("=").strip() for a in proc.stdout.split("\n\n") if a]
+    assert answers[4].split("\n") == expected(7.5)
+    assert answers[6].split("\n") == expected(-20)
+    assert expected(7.5) != expected(-20)
+    script = "boardsize 9\nkomi 6.5\ngenmove b\ngenmove w\nquit\n"
+    proc = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(path), "--threads", "1",
+                           "--visits", "8"], input=script, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    moves = [a.removeprefix("=").strip() for a in proc.stdout.split("\n\n") if a][2:4]
+    assert all(re.fullmatch(r"[A-HJ][1-9]|pass|resign", m) for m in moves), moves
+
+
 # --- fuzzing ---------------------------------------------------------------------------------------
 
 _WORDS = st.sampled_from(list(REQUIRED) + ["b", "w", "black", "white", "pass", "A1", "T19", "Z0", "i5", "-1", "0",

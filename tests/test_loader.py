@@ -35,10 +35,9 @@ def seven(tmp_path_factory, sample_archive) -> Path:
 
 
 @pytest.fixture(scope="session")
-def oneplane(tmp_path_factory, sample_archive) -> Path:
-    """oneplane (int8) dataset of the archive's first 40 games, written as loose .sgf files."""
-    root = tmp_path_factory.mktemp("loader1")
-    src = root / "sgf"
+def loose_sgf(tmp_path_factory, sample_archive) -> Path:
+    """The archive's first 40 games, written as loose .sgf files."""
+    src = tmp_path_factory.mktemp("loader1") / "sgf"
     src.mkdir()
     with tarfile.open(sample_archive, "r|*") as tf:
         n = 0
@@ -46,9 +45,25 @@ def oneplane(tmp_path_factory, sample_archive) -> Path:
             if info.isfile() and info.name.endswith(".sgf") and n < 40:
                 (src / f"g{n:03d}.sgf").write_bytes(tf.extractfile(info).read())
                 n += 1
-    out = root / "one"
-    encode_dataset([src], out, EncodeOptions(encoder="oneplane", split="train=1.0", shard_rows=3000,
-                                             row_group_rows=700, include_passes=True), workers=1, progress=False)
+    return src
+
+
+@pytest.fixture(scope="session")
+def oneplane(loose_sgf) -> Path:
+    """oneplane (int8) dataset of the 40 loose games, written without the globals column."""
+    out = loose_sgf.parent / "one"
+    encode_dataset([loose_sgf], out, EncodeOptions(encoder="oneplane", split="train=1.0", shard_rows=3000,
+                                                   row_group_rows=700, include_passes=True, globals=False),
+                   workers=1, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def relative(loose_sgf) -> Path:
+    """relative dataset of the 40 loose games, with the globals column (gotk encode's default)."""
+    out = loose_sgf.parent / "relative"
+    encode_dataset([loose_sgf], out, EncodeOptions(encoder="relative", split="train=1.0", shard_rows=3000,
+                                                   row_group_rows=700), workers=1, progress=False)
     return out
 
 
@@ -120,7 +135,7 @@ def test_dataloader_every_row_once(seven, num_workers):
     assert ds.encoder["name"] == "sevenplane"
     dtypes = {k: v.dtype for k, v in got[0].items()}
     assert dtypes == {"features": np.uint8, "label": np.int64, "value": np.float32, "move_number": np.int32,
-                      "to_play": np.int8, "game_index": np.int64}
+                      "to_play": np.int8, "game_index": np.int64, "globals": np.float32}
 
 
 def test_ranks_times_workers_every_row_once(seven):
@@ -209,6 +224,33 @@ def test_int8_encoder(oneplane):
     assert same(in_process, batches)
     torch_batch = next(iter(ds))
     assert torch_batch["features"].dtype == torch.int8
+    assert SplitIndex(oneplane, "train").globals is None and "globals" not in batches[0]  # shards without them
+
+
+def sgf_komi(path: Path) -> float:
+    """The ``KM`` property of an SGF file, read with a regular expression (0 when absent)."""
+    import re
+
+    m = re.search(rb"KM\[([^\]]*)\]", path.read_bytes())
+    return float(m.group(1)) if m and m.group(1).strip() else 0.0
+
+
+def test_globals_are_the_sgf_komi_and_side_to_move_under_every_symmetry(relative, loose_sgf):
+    games = pq.read_table(relative / "games.parquet", columns=["game_id", "archive"]).to_pylist()
+    komi_of = {game_index(g["game_id"]): sgf_komi(loose_sgf / Path(g["archive"]).name) for g in games}
+    assert len(set(komi_of.values())) > 1  # games of several komi
+    plain = list(iter_numpy_batches(relative, "train", batch_size=100, shuffle=False, symmetries="none"))
+    turned = list(iter_numpy_batches(relative, "train", batch_size=100, shuffle=False, symmetries="random", seed=5))
+    for a, b in zip(plain, turned, strict=True):
+        assert not np.array_equal(a["features"], b["features"])  # the boards did turn
+        assert np.array_equal(a["globals"], b["globals"]) and b["globals"].dtype == np.float32
+    rows = {k: v for k in plain[0] for v in [np.concatenate([b[k] for b in plain])]}
+    white = rows["to_play"] == -1
+    komi = np.array([komi_of[int(g)] for g in rows["game_index"]])
+    # KataGo's convention: the komi for the player to move (+ for white, who receives it), over 20
+    assert np.allclose(rows["globals"][:, 0], np.where(white, komi, -komi) / 20)
+    assert np.array_equal(rows["globals"][:, 1], white.astype(np.float32))
+    assert white.any() and (~white).any()
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
@@ -317,3 +359,14 @@ def test_bad_arguments(seven):
         ShardDataset(seven, "val", symmetries="some")
     with pytest.raises(ValueError, match="rank"):
         ShardDataset(seven, "val", rank=2, world_size=2)
+
+
+def test_sgf_batches_carry_the_globals_the_shards_hold(relative, loose_sgf):
+    """``gotk eval`` on SGF feeds the same global inputs as the encoded shards of the same games."""
+    from gotk.datasets.sgf_batches import sgf_batches
+    from gotk.encoders import get_encoder
+
+    sgf = np.concatenate([b["globals"] for b in sgf_batches([loose_sgf], get_encoder("relative"), 500)])
+    stored = np.concatenate([b["globals"] for b in iter_numpy_batches(relative, "train", batch_size=500,
+                                                                      shuffle=False, symmetries="none")])
+    assert sorted(map(tuple, sgf.tolist())) == sorted(map(tuple, stored.tolist()))

@@ -101,3 +101,57 @@ def test_lr_schedules() -> None:
     assert lr_factor("cosine", 100, 100) == 0.0
     assert [lr_factor("step", s, 90) for s in (0, 29, 30, 60, 89)] == pytest.approx([1, 1, 0.1, 0.01, 0.01])
     assert lr_factor("cosine", 0, 100, warmup=10) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("name", ["resnet", "zero"])
+def test_global_inputs_change_the_outputs(name: str) -> None:
+    from gotk.encoders import global_inputs as GI
+
+    torch.manual_seed(0)
+    model = build_model(name, 11, 9, head="both", num_globals=GI.size(), blocks=2, filters=16)
+    with torch.no_grad():  # the output layers and the global inputs' layer start at zero: give them weights
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear | torch.nn.Conv2d) and not m.weight.any():
+                m.weight.normal_(0, 0.5)
+    x = torch.randint(0, 2, (3, 11, 9, 9), dtype=torch.uint8)
+    white = [False, True, True]
+    no_komi = torch.as_tensor(GI.global_rows(0.0, white, 9))
+    komi = torch.as_tensor(GI.global_rows(7.5, white, 9))
+    with torch.no_grad():  # batch-norm statistics of real activations (fresh ones leave the value head dead)
+        for _ in range(20):
+            model(torch.randint(0, 2, (16, 11, 9, 9), dtype=torch.uint8), glob=komi.repeat(6, 1)[:16])
+    model.eval()
+    with torch.no_grad():
+        p0, v0 = model(x, glob=no_komi)
+        p1, v1 = model(x, glob=komi)
+        p2, v2 = model(x, glob=komi.clone())
+    assert not torch.allclose(v0, v1) and not torch.allclose(p0, p1)
+    assert torch.equal(v1, v2) and torch.equal(p1, p2)  # a function of the planes and the vector alone
+    assert model.num_globals == 2 and model.global_in.in_features == 2
+    with pytest.raises(ValueError, match="global inputs"):
+        model(x)
+    with pytest.raises(ValueError, match=r"\(3, 2\) global inputs"):
+        model(x, glob=komi[:, :1])
+
+
+def test_models_without_global_inputs() -> None:
+    plain = build_model("resnet", 11, 9, blocks=1, filters=8)
+    assert plain.num_globals == 0 and plain.global_in is None
+    x = torch.zeros(1, 11, 9, 9)
+    with torch.no_grad():  # the vector is ignored by a model built without it
+        assert torch.equal(plain.eval()(x)[0], plain(x, glob=torch.ones(1, 2))[0])
+    with pytest.raises(ValueError, match="takes no global inputs"):
+        build_model("leelaz", 18, 9, num_globals=2)
+
+
+@pytest.mark.parametrize("name", ["resnet", "zero"])
+def test_a_new_model_with_global_inputs_starts_as_the_model_without(name: str) -> None:
+    torch.manual_seed(2)
+    plain = build_model(name, 11, 9, head="both", blocks=2, filters=16).eval()
+    torch.manual_seed(2)
+    glob = build_model(name, 11, 9, head="both", blocks=2, filters=16, num_globals=2).eval()
+    x = torch.randint(0, 2, (2, 11, 9, 9), dtype=torch.uint8)
+    with torch.no_grad():
+        a, b = plain(x), glob(x, glob=torch.tensor([[0.375, 1.0], [-0.325, 0.0]]))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not glob.global_in.weight.any()  # it learns from zero

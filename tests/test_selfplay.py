@@ -139,6 +139,38 @@ def test_games_are_legal_and_their_rows_match_the_engine(search):
         assert g.ownership.sum() - g.komi == pytest.approx(g.score)
 
 
+@pytest.mark.parametrize("policy_only", [False, True])
+def test_agent_with_global_inputs_plays_and_its_chunk_carries_them(tmp_path, policy_only):
+    import pyarrow.parquet as pq
+
+    from gotk.encoders import global_inputs as GI
+    from gotk.selfplay.run import write_chunk
+    from gotk.shards.format import schema_globals
+    from gotk.shards.globals_column import decode_globals
+
+    size = 5
+    torch.manual_seed(6)
+    enc = get_encoder("relative", size)
+    net = build_model("resnet", enc.num_planes, size, head="both", blocks=1, filters=8, num_globals=GI.size())
+    with torch.no_grad():
+        for p in net.parameters():
+            p.normal_(0, 0.3)
+    agent = Agent(net, enc, {"model": {"name": "resnet"}})
+    cfg = SelfPlayConfig(size=size, visits=6, fast_visits=2, full_fraction=1.0, komi=2.5, resign_threshold=None,
+                         policy_only=policy_only)
+    games = SelfPlayBatch(agent, cfg, [(i, 4) for i in range(6 if policy_only else 3)], seed=4).run()
+    rows = sum(len(g.label) for g in games)
+    assert rows > 0
+    path = tmp_path / "chunk.parquet"
+    assert write_chunk(path, games, enc.describe()) == rows
+    table = pq.read_table(path)
+    assert schema_globals(table.schema) == GI.describe()
+    glob = decode_globals(table)
+    white = table.column("to_play").to_numpy() == -1
+    # by hand: komi 2.5 is +0.125 for white to move, -0.125 for black
+    assert np.array_equal(glob, np.stack([np.where(white, 0.125, -0.125), white], axis=1).astype(np.float32))
+
+
 def test_same_seed_same_games_and_policy_only_mode():
     agent = _agent(5, seed=1)
     cfg = SelfPlayConfig(size=5, visits=6, fast_visits=2)

@@ -74,6 +74,33 @@ def test_schema_and_metadata():
     assert meta["features"]["encoding"] == "packbits_big" and meta["features"]["bytes_per_row"] == 316
 
 
+def test_globals_column_written_read_and_checked(tmp_path):
+    from gotk.encoders import global_inputs as GI
+    from gotk.shards.globals_column import decode_globals
+
+    desc = _desc((3, 9, 9))
+    schema = S.shard_schema(desc, globals_desc=GI.describe())
+    assert schema.names[-1] == "globals" and str(schema.field("globals").type) == "fixed_size_list<item: float>[2]"
+    assert S.schema_globals(schema) == GI.describe() and S.schema_globals(S.shard_schema(desc)) is None
+    glob = np.array([[-0.325, 0.0], [0.325, 1.0], [0.0, 0.0]], dtype=np.float32)
+    with S.ShardRowWriter(tmp_path / "g.parquet", schema) as w:
+        packed = S.pack_features(np.zeros((3, 3, 9, 9), np.uint8), "bit")
+        w.add("g0", packed[:2], np.arange(2), np.array([1, -1]), np.zeros(2), np.zeros(2), global_inputs=glob[:2])
+        w.add("g1", packed[2:], np.arange(1), np.array([1]), np.zeros(1), np.zeros(1), global_inputs=glob[2:])
+        with pytest.raises(ValueError, match="global_inputs= is required"):
+            w.add("g2", packed[:1], np.arange(1), np.array([1]), np.zeros(1), np.zeros(1))
+        w.finish()
+    table = pq.read_table(tmp_path / "g.parquet")
+    assert np.array_equal(decode_globals(table), glob) and decode_globals(_table(desc, 2)[0]) is None
+    with pytest.raises(ValueError, match="globals must be"):
+        S.rows_table(schema, ["g"], [0], [1], packed[:1], [0], [0], global_inputs=glob)
+    with pytest.raises(ValueError, match="non-finite"):
+        S.rows_table(schema, ["g"], [0], [1], packed[:1], [0], [0], global_inputs=np.full((1, 2), np.nan))
+    lying = table.schema.remove(table.schema.get_field_index("globals"))  # metadata says globals, no column
+    with pytest.raises(ValueError, match="disagree"):
+        S.schema_globals(lying)
+
+
 def test_row_groups_fixed_whatever_the_batches(tmp_path):
     desc = _desc((7, 19, 19))
     t, _ = _table(desc, 1000, seed=3)

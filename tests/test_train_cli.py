@@ -83,6 +83,8 @@ def test_run_writes_everything(run_dir: Path, dataset: Path) -> None:
 
     agent = load_agent(run_dir / "agent.gotk")
     assert agent.has_policy and agent.has_value
+    # the shards carry the globals column and resnet takes it: on by default
+    assert cfg["model"]["num_globals"] == 2 and agent.num_globals == 2
     assert agent.meta["data_manifest_sha256"] == cfg["data"]["manifest_sha256"]
     best = max(epochs, key=lambda r: r["val_top1"])
     assert agent.meta["metrics"]["val_top1"] == pytest.approx(best["val_top1"], abs=1e-6)
@@ -145,6 +147,31 @@ def test_refusals(dataset: Path, run_dir: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--optimizer" in res.output
     res = invoke(["train", "--data", str(dataset), "--out", str(tmp_path / "r3"), "--resume"])
     assert res.exit_code == 2 and "no checkpoint.pt" in res.output
+
+
+def test_global_inputs_choices(dataset: Path, tmp_path: Path) -> None:
+    from gotk.data import HELDOUT_ARCHIVE
+    from gotk.nets import load_agent
+
+    res = invoke(["train", "--data", str(dataset), "--out", str(tmp_path / "off"), *TINY, "--max-steps", "2",
+                  "--no-globals"])
+    assert res.exit_code == 0, res.output
+    assert load_agent(tmp_path / "off" / "agent.gotk").num_globals == 0
+    res = invoke(["train", "--data", str(dataset), "--out", str(tmp_path / "small"), "--model", "small",
+                  "--max-steps", "2", "--threads", "1", "--no-progress", "--device", "cpu"])
+    assert res.exit_code == 0, res.output  # a model that takes none trains on data with the column
+    assert load_agent(tmp_path / "small" / "agent.gotk").num_globals == 0
+    res = invoke(["train", "--data", str(dataset), "--out", str(tmp_path / "r"), "--model", "small", "--globals"])
+    assert res.exit_code == 2 and "takes no global inputs" in res.output
+    bare = tmp_path / "bare"
+    res = invoke(["encode", str(HELDOUT_ARCHIVE), "--encoder", "sevenplane", "--out", str(bare), "--workers", "1",
+                  "--split", "train=0.9,val=0.1", "--no-globals", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    res = invoke(["train", "--data", str(bare), "--out", str(tmp_path / "b"), *TINY, "--globals"])
+    assert res.exit_code == 2 and "no globals column" in res.output
+    res = invoke(["train", "--data", str(bare), "--out", str(tmp_path / "b2"), *TINY, "--max-steps", "2"])
+    assert res.exit_code == 0, res.output
+    assert load_agent(tmp_path / "b2" / "agent.gotk").num_globals == 0
 
 
 def test_value_only_model(dataset: Path, tmp_path: Path) -> None:

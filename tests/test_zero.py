@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from gotk.nets.agent import read_agent_files
@@ -49,6 +50,10 @@ def test_killed_run_resumes_with_the_same_generations(tmp_path):
     # each network carries the search it was trained with, and is evaluated with it at the run's komi
     meta = read_agent_files(whole / "gen-001" / "candidate.gotk")[0]
     assert meta["search"]["search"] == "gumbel" and meta["search"]["pass_rule"] == "answer"
+    # by default the network reads own / opponent planes and the komi and side to move as global inputs
+    assert meta["encoder"]["name"] == "relative" and meta["globals"]["names"] == ["komi", "white_to_move"]
+    chunk = next((whole / "gen-001" / "selfplay" / "chunks").glob("*.parquet"))
+    assert pq.read_schema(chunk).names[-1] == "globals"
     evaluation = json.loads((whole / "gen-001" / "eval" / "vs-random.json").read_text())
     assert evaluation["komi"] == 7.5 and evaluation["agent"].startswith("net-")
 

@@ -41,6 +41,9 @@ def encode_cmd(
                               "(black_is_bot or white_is_bot) and year >= 2015\" (docs/metadata.md)."),
     bots: list[Path] = typer.Option(None, "--bots", help="Extra bot-name list file (one regular expression per "
                                     "line; repeatable; see docs/metadata.md)."),
+    globals_: bool = typer.Option(True, "--globals/--no-globals", help="Write each row's global inputs (komi "
+                                  "from the player to move's view, side to move) as the shards' globals column "
+                                  "(docs/shards.md)."),
     encoder_option: list[str] = typer.Option(None, "--encoder-option", help="Encoder option KEY=VALUE, e.g. "
                                              "ladders=false (repeatable)."),
     unit_size: int = typer.Option(128, "--unit-size", help="SGF members per scan work unit (does not change the "
@@ -71,7 +74,7 @@ def encode_cmd(
         encoder=encoder, encoder_options=parse_key_values(encoder_option), board_size=board_size, split=split,
         test_from=list(test_from or []), min_rank=min_rank, no_handicap=no_handicap, include_passes=include_passes,
         skip_first=skip_first, drop_partial=drop_partial, shard_rows=shard_rows, where=where,
-        bots=[str(b) for b in bots or []], max_moves=max_moves,
+        bots=[str(b) for b in bots or []], max_moves=max_moves, globals=globals_,
     )
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:

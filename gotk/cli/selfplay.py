@@ -115,7 +115,9 @@ def zero_cmd(
     model: str = typer.Option("zero", "--model", help="The network (a new random one; see --init-agent)."),
     blocks: int = typer.Option(6, "--blocks"),
     filters: int = typer.Option(64, "--filters"),
-    encoder: str = typer.Option("simple", "--encoder", help="Input planes."),
+    encoder: str = typer.Option("relative", "--encoder", help="Input planes."),
+    globals_: bool = typer.Option(True, "--globals/--no-globals", help="The new network takes the komi and the side "
+                                  "to move as global inputs (resnet and zero models)."),
     init_agent: Path = typer.Option(None, "--init-agent", help="Start from this agent (policy + value heads) "
                                     "instead of a random network, e.g. a supervised one."),
     window: int = typer.Option(4, "--window", help="Generations of self-play games trained on."),
@@ -164,7 +166,7 @@ def zero_cmd(
     cfg = SelfPlayConfig(size=size, search=search, visits=visits, fast_visits=fast_visits,
                          full_fraction=full_fraction, resign_threshold=None if no_resign else -0.9)
     opts = ZeroOptions(out=str(out), size=size, hours=hours, generations=generations, games=games, selfplay=cfg,
-                       model=model, blocks=blocks, filters=filters, encoder=encoder,
+                       model=model, blocks=blocks, filters=filters, encoder=encoder, globals=globals_,
                        init_agent=str(init_agent) if init_agent else None, window=window, train_steps=train_steps,
                        batch_size=batch_size, lr=lr, optimizer=optimizer, carry_optimizer=carry_optimizer,
                        warmup_steps=warmup_steps, gating=gating, gate=gate,

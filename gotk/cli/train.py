@@ -65,6 +65,9 @@ def train_cmd(
     score_weight: float = typer.Option(None, "--score-weight", help="Weight of the score loss (Huber with delta "
                                        "12, in points) of a model with a score output (zero) on data with "
                                        "self-play targets (default: 0.0015, KataGo's)."),
+    globals_: bool = typer.Option(None, "--globals/--no-globals", help="The model takes the shards' global inputs "
+                                  "(komi from the player to move's view, side to move; resnet and zero models). "
+                                  "Default: on when every shard has the globals column and the model can take them."),
     init_agent: str = typer.Option(None, "--init-agent", help="Start from this agent file's weights (the same "
                                    "--model, head, hyper-parameters, encoder and board size)."),
     patience: int = typer.Option(None, help="Stop after this many epochs without a better validation score."),
@@ -100,7 +103,7 @@ def train_cmd(
         workers=workers, threads=threads, seed=seed,
         symmetries=symmetries,
         positions_per_game=positions_per_game, value_weight=value_weight, ownership_weight=ownership_weight,
-        score_weight=score_weight, init_agent=init_agent, patience=patience, log_every=log_every,
+        score_weight=score_weight, init_agent=init_agent, globals=globals_, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
         storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
         tensorboard=tensorboard,

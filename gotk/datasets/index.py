@@ -139,6 +139,7 @@ class SplitIndex:
         encoder = None
         targets: tuple[str, ...] | None = None
         file_targets: list[tuple[str, ...]] = []
+        glob: list[dict | None] = []
         for i in range(len(self.files)):
             meta = self.read_metadata(i)
             schema = meta.schema.to_arrow_schema()
@@ -147,6 +148,7 @@ class SplitIndex:
                 encoder = obj["encoder"] if obj is not None else None
             t = S.schema_targets(schema)
             file_targets.append(t)
+            glob.append(S.schema_globals(schema))
             if targets is None:
                 targets = t
             elif bool(t) != bool(targets):
@@ -169,6 +171,9 @@ class SplitIndex:
         self.targets: tuple[str, ...] = S.TARGETS if targets else ()
         #: the target columns each file has (what is read from it)
         self.file_targets: list[tuple[str, ...]] = file_targets
+        #: the description of the split's ``globals`` column (``gotk.encoders.global_inputs.describe()``) when every
+        #: shard has the same one, else None (the column, where some shards have it, is not read)
+        self.globals: dict | None = glob[0] if glob and all(g == glob[0] for g in glob) else None
         self.row_groups = groups
         self.num_rows = start
         c, h, w = (int(x) for x in encoder["shape"])

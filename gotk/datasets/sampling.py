@@ -53,6 +53,10 @@ have ``policy`` float32 (B, size*size+1), ``root_value`` float32 (B,), ``ownersh
 it); under a symmetry the policy is permuted exactly
 like ``label`` and the ownership transformed exactly like a plane. They are kept packed (float16, int8) in the
 shuffle buffer and follow the rows through every selection (game cap, ``where``, resume).
+
+When every shard of the split has the ``globals`` column (``SplitIndex.globals``), batches also have ``globals``
+float32 (B, G): the position's global inputs (komi from the player to move's view, side to move:
+:mod:`gotk.encoders.global_inputs`), which no board symmetry changes.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from gotk.coords import transform_planes
 from gotk.datasets.index import RowGroup, SplitIndex, _game_codes, selected_games
 from gotk.datasets.symmetry import NUM_SYMMETRIES, label_permutations, transform_labels
 from gotk.shards.format import unpack_features
+from gotk.shards.globals_column import GLOBALS, decode_globals
 
 __all__ = ["iter_numpy_batches", "worker_batch_offsets"]
 
@@ -219,7 +224,8 @@ class _RowGroupReader:
         f = self._files.get(rg.file)
         if f is None:
             f = self._files[rg.file] = self.index.open_file(rg.file)
-        table = f.read_row_group(rg.index, columns=_COLUMNS + list(self.index.file_targets[rg.file]))
+        extra = list(self.index.file_targets[rg.file]) + ([GLOBALS] if self.index.globals is not None else [])
+        table = f.read_row_group(rg.index, columns=_COLUMNS + extra)
         n = table.num_rows
         feats = table.column("features")
         feats = feats.combine_chunks() if feats.num_chunks != 1 else feats.chunk(0)
@@ -246,6 +252,8 @@ class _RowGroupReader:
                 cols[name] = raw.reshape(n, w).view("<f2" if name == "policy" else np.int8)
             for name in ("root_value", "score", "weight", "aux_weight"):
                 cols[name] = table.column(name).to_numpy() if name in table.column_names else np.ones(n, np.float32)
+        if self.index.globals is not None:
+            cols[GLOBALS] = decode_globals(table)
         if self.cap is not None:
             keep = self.cap.keep(self._pos[(rg.file, rg.index)], codes, self.seed, self.epoch)
             cols = _take(cols, np.flatnonzero(keep))
@@ -392,6 +400,8 @@ def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tupl
         f32 = np.dtype(np.float32)
         specs += [("policy", f32, (rows, h * w + 1)), ("root_value", f32, (rows,)), ("ownership", f32, (rows, h, w)),
                   ("score", f32, (rows,)), ("weight", f32, (rows,)), ("aux_weight", f32, (rows,))]
+    if index.globals is not None:
+        specs.append((GLOBALS, np.dtype(np.float32), (rows, len(index.globals["names"]))))
     out = []
     offset = 0
     for key, dtype, shape in specs:
@@ -436,6 +446,8 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int
             out["label"][...] = part["label"] if syms is None else transform_labels(part["label"], syms, size)
             for key in ("value", "move_number", "to_play", "game_index"):
                 out[key][...] = part[key]
+            if index.globals is not None:  # the same under every symmetry
+                out[GLOBALS][...] = part[GLOBALS]
             if index.targets:
                 _targets_into(out, part, syms, size)
             yield out

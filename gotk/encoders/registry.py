@@ -11,6 +11,7 @@ _BUILTIN: dict[str, str] = {
     "oneplane": "gotk.encoders.oneplane:OnePlaneEncoder",
     "sevenplane": "gotk.encoders.sevenplane:SevenPlaneEncoder",
     "simple": "gotk.encoders.simple:SimpleEncoder",
+    "relative": "gotk.encoders.relative:RelativeEncoder",
     "alphago": "gotk.encoders.alphago:AlphaGoEncoder",
     "leelazero": "gotk.encoders.leelazero:LeelaZeroEncoder",
 }

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gotk.encoders import global_inputs as GI
 from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
 from gotk.jobs.scan_files import UnitGames, unit_games
@@ -82,6 +83,7 @@ class ShardEncoder:
         self.into = enc.encode_game_into if enc.writes_into else None  # else the game goes by chunks
         self.batchable = enc.writes_into and enc.batchable
         self.board_only = self.batchable and enc.board_only
+        self.globals = options.globals  # the rows' global inputs go into the writer's globals column
         self.encode_s = 0.0
         self._scratch: np.ndarray | None = None  # (chunk_moves, C, H*W) planes, made when first needed
         self._part_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # labels, moves, colours
@@ -138,6 +140,11 @@ class ShardEncoder:
         return self.writer.features[sl].view(self.enc.np_dtype).reshape(rows, self.enc.num_planes,
                                                                          self.enc.num_points)
 
+    def _globals(self, komi, to_play: np.ndarray) -> np.ndarray | None:
+        """The global inputs of rows with colours ``to_play`` in games of ``komi`` (one or one per row; 0 where the
+        record gave none), or None when the shard has no globals column."""
+        return GI.from_to_play(komi, to_play, self.enc.board_size) if self.globals else None
+
     def _check_rows(self, rows: int, expected: int, gid: str) -> None:
         if rows != expected:
             raise RuntimeError(f"encoder {self.desc['name']} gave {rows} rows for game {gid}, "
@@ -185,6 +192,8 @@ class ShardEncoder:
             if self.packed:
                 w.features[sl] = S.pack_features(out[:rows], self.desc["dtype"])
             w.value[sl] = signed_value_targets(np.repeat(unit.sign[run], per_game), w.to_play[sl])
+            if self.globals:
+                w.global_inputs[sl] = self._globals(np.repeat(unit.komi[run], per_game), w.to_play[sl])
             w.commit([unit.game_id[g] for g in run.tolist()], per_game)
             k += len(run)
 
@@ -199,7 +208,8 @@ class ShardEncoder:
         self._encode_run(np.array([g], dtype=np.int64), out, self._part_rows)
         tp = to_play[lo:hi]
         self.writer.add(unit.game_id[g], S.pack_features(out[lo:hi], self.desc["dtype"]), moves[lo:hi], tp,
-                        labels[lo:hi], value_targets(unit.winner[g], tp))
+                        labels[lo:hi], value_targets(unit.winner[g], tp),
+                        global_inputs=self._globals(unit.komi[g], tp))
 
     def _put_game(self, g: int, lo: int, hi: int) -> None:
         """Rows ``lo:hi`` of game ``g`` of the open unit, by the encoder's game loop."""
@@ -224,6 +234,8 @@ class ShardEncoder:
         if self.packed:
             w.features[sl] = S.pack_features(out[:rows], self.desc["dtype"])
         w.value[sl] = value_targets(unit.winner[g], w.to_play[sl])
+        if self.globals:
+            w.global_inputs[sl] = self._globals(unit.komi[g], w.to_play[sl])
         w.commit([unit.game_id[g]], [rows])
         return True
 
@@ -239,7 +251,8 @@ class ShardEncoder:
             if a < b:
                 tp = eg.to_play[a:b]
                 self.writer.add(gid, S.pack_features(eg.features[a:b], self.desc["dtype"]), eg.move_numbers[a:b],
-                                tp, eg.labels[a:b], value_targets(winner, tp))
+                                tp, eg.labels[a:b], value_targets(winner, tp),
+                                global_inputs=self._globals(unit.komi[g], tp))
         self._check_rows(game_rows, int(unit.rows[g]), gid)
 
 
@@ -247,8 +260,9 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     """Encode one final shard: ``spec`` = ``{"split", "index", "file" (relative to the output
     folder), "digest", "pieces": [[unit_id, game_index, row_lo, row_hi], ...]}``; ``options``:
     ``encoder``, ``encoder_options``, ``board_size``, ``include_passes``, ``skip_first``,
-    ``work_dir``, ``out_dir``, ``row_group_rows``, ``zstd_level``. Returns the shard's entry
-    (``file``, ``rows``, ``bytes``, ``sha256``) plus timings.
+    ``work_dir``, ``out_dir``, ``row_group_rows``, ``zstd_level``, ``globals`` (the ``globals`` column of the
+    rows' komi, from the game's record, and colour to move: :mod:`gotk.encoders.global_inputs`). Returns the
+    shard's entry (``file``, ``rows``, ``bytes``, ``sha256``) plus timings.
 
     The pieces are encoded by a :class:`ShardEncoder` into a :class:`~gotk.shards.format.ShardRowWriter`
     (rows straight into its column arrays, one zero-copy Arrow table per batch); once the file is in place,
@@ -257,7 +271,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     enc = encoder_for(options)
     st = options.storage()
     rows = sum(hi - lo for _, _, lo, hi in spec["pieces"])
-    with S.ShardRowWriter(join(options.out_dir, spec["file"]), S.shard_schema(enc.describe()), rows,
+    schema = S.shard_schema(enc.describe(), globals_desc=GI.describe() if options.globals else None)
+    with S.ShardRowWriter(join(options.out_dir, spec["file"]), schema, rows,
                           options.row_group_rows, options.zstd_level, storage=st) as writer:
         encoder = ShardEncoder(enc, options, writer, st)
         encoder.encode(spec["pieces"])

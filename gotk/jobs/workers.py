@@ -110,6 +110,7 @@ class ShardOptions:
     row_group_rows: int = S.ROW_GROUP_ROWS
     zstd_level: int = S.ZSTD_LEVEL
     storage_options: dict | None = None
+    globals: bool = True  # shards carry the globals column (gotk.encoders.global_inputs)
 
     def storage(self) -> Storage:
         return Storage.for_url(self.out_dir, self.storage_options)

@@ -8,7 +8,10 @@ training games (:class:`gotk.train.value_eval.KomiHandicapBaseline`) with the va
 value head and that baseline (:func:`value_head_warning` compares them). An optional ``search`` object holds the
 search settings the agent plays best with (:data:`SEARCH_KEYS`: the root rule ``search`` it was trained with,
 ``batch``, ``c_puct``, ``fpu``, ``lcb``, Gumbel's ``considered``, ``c_visit``, ``c_scale``, the ``pass_rule``), which a
-search built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). Loading never
+search built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). A model built with
+global inputs records their description under ``globals`` (:func:`gotk.encoders.global_inputs.describe`: the names
+in order, the komi scale); the agent computes them for every position it evaluates (:meth:`Agent.global_inputs`,
+from the position's komi and colour to move). Loading never
 unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every
 tensor's name and shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
 
@@ -35,6 +38,7 @@ import torch
 
 from gotk import __version__
 from gotk.atomic import atomic_path
+from gotk.encoders import global_inputs as GI
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes
 from gotk.nets.networks import HEADS, MODELS, GoNet, build_model
@@ -99,6 +103,8 @@ def save_agent(path: str | os.PathLike, model: GoNet, model_name: str, hparams: 
         },
         **(extra or {}),
     }
+    if model.num_globals:
+        meta["globals"] = GI.describe()
     path = Path(path)
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(AGENT_JSON, json.dumps(meta, indent=2, sort_keys=True))
@@ -134,6 +140,13 @@ def _validate_meta(meta: object, path) -> dict:
     w = meta.get("weights")
     _require(isinstance(w, dict) and isinstance(w.get("sha256"), str) and isinstance(w.get("tensors"), dict),
              "agent.json has no weights sha256/tensors", path)
+    glob = meta.get("globals")
+    _require(glob is None or (isinstance(glob, dict) and isinstance(glob.get("names"), list)),
+             "agent.json 'globals' must be an object with a list of 'names'", path)
+    _require(glob is None or (glob["names"] == list(GI.NAMES) and glob.get("komi_scale") == GI.KOMI_SCALE),
+             f"the agent takes global inputs {glob and glob.get('names')!r} (komi scale "
+             f"{glob and glob.get('komi_scale')!r}); this gotk computes {list(GI.NAMES)} (komi scale "
+             f"{GI.KOMI_SCALE})", path)
     _require(_search_settings_ok(meta.get("search", {})),
              f"agent.json 'search' must map {', '.join(SEARCH_KEYS)} to values of their types, not "
              f"{meta.get('search')!r}", path)
@@ -281,6 +294,7 @@ class Agent:
         self.meta = meta
         self.board_size = model.board_size
         self.num_moves = model.num_moves
+        self.num_globals = model.num_globals  # 0: the model takes no global inputs
 
     @property
     def has_policy(self) -> bool:
@@ -294,13 +308,24 @@ class Agent:
     def name(self) -> str:
         return self.meta.get("model", {}).get("name", "agent")
 
+    def global_inputs(self, state, color: int | None = None) -> np.ndarray | None:
+        """The ``(G,)`` global inputs of ``state`` (its komi; ``color`` overrides its player to move), or None for a
+        model that takes none."""
+        return GI.for_state(state, color) if self.num_globals else None
+
     @torch.no_grad()
-    def predict(self, features: np.ndarray | torch.Tensor) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """Raw outputs for a batch of encoded positions ``(B, C, H, W)``: policy log-probabilities
-        ``(B, size*size+1)`` (or None) and values ``(B,)`` in [-1, 1] (or None)."""
+    def predict(self, features: np.ndarray | torch.Tensor, glob: np.ndarray | torch.Tensor | None = None,
+                ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Raw outputs for a batch of encoded positions ``(B, C, H, W)`` (and, for a model with global inputs, their
+        ``glob`` ``(B, G)``): policy log-probabilities ``(B, size*size+1)`` (or None) and values ``(B,)`` in [-1, 1]
+        (or None)."""
         x = torch.as_tensor(np.asarray(features)) if not isinstance(features, torch.Tensor) else features
+        g = None
+        if self.num_globals and glob is not None:
+            g = torch.as_tensor(np.asarray(glob, dtype=np.float32)) if not isinstance(glob, torch.Tensor) else glob
+            g = g.to(self.device)
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
-            p, v = self.model(x.to(self.device))
+            p, v = self.model(x.to(self.device), glob=g)
         logp = torch.log_softmax(p.float(), dim=1).cpu().numpy() if p is not None else None
         val = v.float().cpu().numpy() if v is not None else None
         return logp, val
@@ -310,16 +335,17 @@ class Agent:
             raise ValueError(f"agent plays {self.board_size}x{self.board_size}, the position is "
                              f"{state.size}x{state.size}")
 
-    def _encode(self, state) -> np.ndarray:
+    def _encode(self, state) -> tuple[np.ndarray, np.ndarray | None]:
         self._check_state(state)
-        return self.encoder.encode(state)[None]
+        glob = self.global_inputs(state)
+        return self.encoder.encode(state)[None], None if glob is None else glob[None]
 
     def policy(self, state) -> np.ndarray:
         """Probabilities over the ``size*size+1`` moves (pass last) for the player to move; illegal
         moves get 0 and the rest is renormalised."""
         if not self.has_policy:
             raise ValueError("this agent has no policy head")
-        logp, _ = self.predict(self._encode(state))
+        logp, _ = self.predict(*self._encode(state))
         probs = np.exp(logp[0].astype(np.float64))
         mask = np.zeros(self.num_moves, dtype=bool)
         mask[state.legal_moves()] = True
@@ -334,7 +360,7 @@ class Agent:
         """Expected outcome in [-1, 1] from the view of the player to move (needs a value head)."""
         if not self.has_value:
             raise ValueError("this agent has no value head")
-        _, v = self.predict(self._encode(state))
+        _, v = self.predict(*self._encode(state))
         return float(v[0])
 
     def select_move(self, state, temperature: float = 0.0, rng: np.random.Generator | None = None) -> int:
@@ -377,9 +403,11 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
     m = meta["model"]
     got = {k: list(v.shape) for k, v in tensors.items()}
     _check_hparams(meta, got, path)
+    num_globals = len(meta["globals"]["names"]) if meta.get("globals") else 0
     try:
         with torch.device("meta"):  # shapes only, no memory: compared with the weights before a real build
-            shell = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], **m["hparams"])
+            shell = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"],
+                                num_globals=num_globals, **m["hparams"])
     except (ValueError, TypeError, RuntimeError, OverflowError) as e:
         raise AgentError(f"cannot build model from agent.json: {e}", path) from e
     expected = {k: list(v.shape) for k, v in shell.state_dict().items()}
@@ -390,7 +418,8 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
         wrong = sorted(k for k in set(expected) & set(got) if expected[k] != got[k])
         raise AgentError(f"weights do not fit model {m['name']!r}: missing {missing[:5]}, unexpected {extra[:5]}, "
                          f"wrong shape {wrong[:5]}", path)
-    model = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], **m["hparams"])
+    model = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], num_globals=num_globals,
+                        **m["hparams"])
     model.load_state_dict(tensors, strict=True)
     enc_desc = meta["encoder"]
     try:
@@ -407,7 +436,7 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
 
 
 _SAVED_KEYS = {"format", "format_version", "gotk_version", "created_utc", "model", "board_size", "num_planes",
-               "encoder", "data_manifest_sha256", "metrics", "weights"}
+               "encoder", "data_manifest_sha256", "metrics", "weights", "globals"}
 
 
 def convert_agent(path: str | os.PathLike, out: str | os.PathLike, fp16: bool = True,

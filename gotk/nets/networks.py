@@ -33,6 +33,13 @@ Models (``build_model(name, num_planes, board_size, head=..., **hparams)``):
 * ``leelaz``: Leela Zero's network exactly (:class:`LeelaZeroNet`), both heads by default: ``gotk agent export
   --format leela-zero`` writes it as a Leela Zero weights file (``docs/leelazero.md``).
 
+**Global inputs.** ``resnet`` and ``zero`` built with ``num_globals=G`` also take a ``(B, G)`` float vector per
+position (``forward(x, glob=g)``: the komi from the player to move's view and the side to move,
+:mod:`gotk.encoders.global_inputs`); a linear layer turns it into one bias per trunk channel, added to the stem's
+output before the residual blocks (KataGo adds its global inputs as a per-channel bias after its first conv); that
+layer starts at zero, so a new model with global inputs starts as the same model without them. A model built
+without them ignores ``glob``; a model built with them refuses a forward pass without it.
+
 Inputs may be uint8/int8; models cast to the dtype of their weights. ``forward(x)`` always returns the pair;
 models with ``has_aux`` also give ``forward_aux(x)`` → ``(policy_logits, value, ownership (B, H, W) in [-1, 1],
 score (B,) in points)``, both from the view of the player to move.
@@ -67,7 +74,7 @@ class GoNet(nn.Module):
 
     has_aux = False
 
-    def __init__(self, num_planes: int, board_size: int, head: str) -> None:
+    def __init__(self, num_planes: int, board_size: int, head: str, num_globals: int = 0) -> None:
         super().__init__()
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, not {head!r}")
@@ -78,6 +85,30 @@ class GoNet(nn.Module):
         self.head = head
         self.num_points = board_size * board_size
         self.num_moves = self.num_points + 1
+        self.num_globals = int(num_globals)
+        if self.num_globals < 0:
+            raise ValueError(f"num_globals must be >= 0, not {num_globals}")
+
+    def _global_layer(self, filters: int) -> None:
+        """The linear map from the global inputs to one bias per trunk channel (a model that takes them), built last
+        and at zero: a new model starts as the same model without global inputs (the same weights for a seed) and
+        learns how much the komi matters."""
+        self.global_in = nn.Linear(self.num_globals, filters) if self.num_globals else None
+        if self.global_in is not None:
+            nn.init.zeros_(self.global_in.weight)
+            nn.init.zeros_(self.global_in.bias)
+
+    def _add_globals(self, h: torch.Tensor, glob: torch.Tensor | None) -> torch.Tensor:
+        """``h`` (B, C, H, W) plus the per-channel bias of the global inputs ``glob`` (B, G); ``h`` unchanged for a
+        model without global inputs."""
+        if not self.num_globals:
+            return h
+        if glob is None:
+            raise ValueError(f"this model takes {self.num_globals} global inputs (komi, side to move): "
+                             "forward(x, glob=...) needs them")
+        if glob.dim() != 2 or glob.shape[0] != h.shape[0] or glob.shape[1] != self.num_globals:
+            raise ValueError(f"expected ({h.shape[0]}, {self.num_globals}) global inputs, got {tuple(glob.shape)}")
+        return h + self.global_in(glob.to(self.global_in.weight.dtype))[:, :, None, None]
 
     @property
     def has_policy(self) -> bool:
@@ -129,7 +160,8 @@ class DlgoConvNet(GoNet):
             nn.init.zeros_(self.policy_fc.bias)
         self.value_fc = nn.Linear(dense, 1) if self.has_value else None
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
+                                                                                   torch.Tensor | None]:
         c = self.convs(self._prep(x))
         h = self.dense(c)
         p = v = None
@@ -176,7 +208,8 @@ class AlphaGoNet(GoNet):
             nn.init.zeros_(m.weight)
             nn.init.zeros_(m.bias)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
+                                                                                   torch.Tensor | None]:
         h = self.trunk(self._prep(x))
         p = v = None
         if self.has_policy:
@@ -216,8 +249,8 @@ class ResNet(GoNet):
     """Residual tower with batch norm; convolutional policy head (board + pass), AlphaGo Zero value head."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "policy", blocks: int = 6,
-                 filters: int = 64) -> None:
-        super().__init__(num_planes, board_size, head)
+                 filters: int = 64, num_globals: int = 0) -> None:
+        super().__init__(num_planes, board_size, head, num_globals)
         self.stem, self.blocks = residual_tower(num_planes, filters, blocks)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, 1, 1)
@@ -227,9 +260,11 @@ class ResNet(GoNet):
                 nn.Conv2d(filters, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU(inplace=True), nn.Flatten(),
                 nn.Linear(self.num_points, 256), nn.ReLU(inplace=True), nn.Linear(256, 1),
             )
+        self._global_layer(filters)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        h = self.blocks(self.stem(self._prep(x)))
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
+                                                                                   torch.Tensor | None]:
+        h = self.blocks(self._add_globals(self.stem(self._prep(x)), glob))
         p = None
         if self.has_policy:
             p = torch.cat([self.policy_conv(h).flatten(1), self.pass_fc(h.mean(dim=(2, 3)))], dim=1)
@@ -302,8 +337,8 @@ class ZeroNet(GoNet):
     tanh (the trainer's numerically stable binary cross-entropy)."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "both", blocks: int = 6,
-                 filters: int = 64) -> None:
-        super().__init__(num_planes, board_size, head)
+                 filters: int = 64, num_globals: int = 0) -> None:
+        super().__init__(num_planes, board_size, head, num_globals)
         pool = max(1, filters // 4)
         head_ch = 32
         self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
@@ -328,16 +363,17 @@ class ZeroNet(GoNet):
         for m in outs:
             nn.init.zeros_(m.weight)
             nn.init.zeros_(m.bias)
+        self._global_layer(filters)
 
     @property
     def has_aux(self) -> bool:  # type: ignore[override]
         """Ownership and score come with the value head."""
         return self.has_value
 
-    def forward(self, x: torch.Tensor, aux: bool | str = False) -> tuple:
+    def forward(self, x: torch.Tensor, aux: bool | str = False, glob: torch.Tensor | None = None) -> tuple:
         """``(policy_logits, value)``; with ``aux`` also ``ownership`` (tanh; ``aux="logits"``: before the tanh)
-        and ``score`` (None where the head is not built)."""
-        h = self.blocks(self.stem(self._prep(x)))
+        and ``score`` (None where the head is not built). ``glob``: the global inputs (a model built with them)."""
+        h = self.blocks(self._add_globals(self.stem(self._prep(x)), glob))
         pooled = _global_pool(h)
         p = v = own = score = None
         if self.has_policy:
@@ -354,10 +390,10 @@ class ZeroNet(GoNet):
                     own = torch.tanh(own)
         return (p, v, own, score) if aux else (p, v)
 
-    def forward_aux(self, x: torch.Tensor) -> tuple:
+    def forward_aux(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple:
         """``(policy_logits, value, ownership (B, H, W) in [-1, 1], score (B,))`` from the view of the player
         to move (ownership and score None without the value head)."""
-        return self.forward(x, aux=True)
+        return self.forward(x, aux=True, glob=glob)
 
 
 class LeelaZeroNet(GoNet):
@@ -387,7 +423,8 @@ class LeelaZeroNet(GoNet):
                 nn.init.zeros_(head[-1].weight)
                 nn.init.zeros_(head[-1].bias)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
+                                                                                   torch.Tensor | None]:
         h = self.blocks(self.stem(self._prep(x)))
         p = self.policy_head(h) if self.has_policy else None
         v = torch.tanh(self.value_head(h)).squeeze(-1) if self.has_value else None
@@ -405,6 +442,7 @@ class ModelSpec:
     # the optimizer and learning rate ``gotk train`` uses when neither --optimizer nor --lr is given
     # (``{"optimizer": ..., "lr": ...}``; empty: SGD at its default rate); measured in docs/recipes.md
     train_defaults: dict = field(default_factory=dict)
+    takes_globals: bool = False  # the model may be built with global inputs (num_globals)
 
 
 def _dlgo(name: str) -> Callable[..., GoNet]:
@@ -420,14 +458,15 @@ MODELS: dict[str, ModelSpec] = {
     # its dense value tail diverges with SGD 0.05 (value MSE -> 2.0); Adam 1e-3 learns (docs/recipes.md)
     "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)",
                                train_defaults={"optimizer": "adam", "lr": 1e-3}),
-    "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm"),
+    "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm",
+                        takes_globals=True),
     # trained from self-play targets every generation, on small windows of data and few steps: Adam learns the
     # policy, value and auxiliary heads together without the tuning SGD's rate needs per board size and loss
     # mix; with batch norm everywhere 3e-3 learns the targets in fewer steps than 1e-3
     # (tests/test_zero_net.py, tests/test_models_learn.py check it learns with these defaults)
     "zero": ModelSpec(ZeroNet, "both", {"blocks": 6, "filters": 64},
                       "KataGo-style residual net: global pooling, policy, value, score, ownership",
-                      train_defaults={"optimizer": "adam", "lr": 3e-3}),
+                      train_defaults={"optimizer": "adam", "lr": 3e-3}, takes_globals=True),
     "leelaz": ModelSpec(LeelaZeroNet, "both", {"blocks": 6, "filters": 64}, "Leela Zero's network (exports to leelaz)",
                         train_defaults={"optimizer": "adam", "lr": 1e-3}),
 }
@@ -451,11 +490,19 @@ def model_hparams(name: str, **given) -> dict:
     return out
 
 
-def build_model(name: str, num_planes: int, board_size: int = 19, head: str | None = None, **hparams) -> GoNet:
-    """Build model ``name`` for ``num_planes`` input planes on a ``board_size`` board."""
+def build_model(name: str, num_planes: int, board_size: int = 19, head: str | None = None, num_globals: int = 0,
+                **hparams) -> GoNet:
+    """Build model ``name`` for ``num_planes`` input planes on a ``board_size`` board, taking ``num_globals`` global
+    inputs (0: none; only models whose spec ``takes_globals``, ValueError otherwise)."""
     hp = model_hparams(name, **hparams)
     spec = MODELS[name]
-    return spec.build(num_planes=num_planes, board_size=board_size, head=head or spec.default_head, **hp)
+    head = head or spec.default_head
+    if num_globals:
+        if not spec.takes_globals:
+            takes = ", ".join(n for n, m in MODELS.items() if m.takes_globals)
+            raise ValueError(f"model {name!r} takes no global inputs (models that do: {takes})")
+        return spec.build(num_planes=num_planes, board_size=board_size, head=head, num_globals=num_globals, **hp)
+    return spec.build(num_planes=num_planes, board_size=board_size, head=head, **hp)
 
 
 def count_parameters(model: nn.Module) -> int:

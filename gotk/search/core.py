@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gotk.encoders import global_inputs as GI
 from gotk.game.state import GameState
 from gotk.play.players import sensible_moves
 from gotk.search import gumbel as G
@@ -56,7 +57,8 @@ def terminal_value(state: GameState) -> float:
 
 class Search:
     """A search tree over positions of one game. ``evaluator`` (``evaluate(planes) → (probs, values)``, e.g.
-    :class:`gotk.search.evaluate.NetEvaluator`) is needed by :meth:`run` only; ``encoder`` writes the leaves' planes
+    :class:`gotk.search.evaluate.NetEvaluator`; ``evaluate(planes, glob)`` with the leaves' global inputs when its
+    ``num_globals`` says it takes them) is needed by :meth:`run` only; ``encoder`` writes the leaves' planes
     (default: the evaluator's); ``rng`` draws the root's noise and sampled moves (default: seeded from
     ``config.seed``)."""
 
@@ -72,6 +74,7 @@ class Search:
         self.path = np.zeros(256, dtype=np.int64)
         self.scratch = np.zeros(64, dtype=np.float64)
         self.feats: np.ndarray | None = None
+        self.glob: np.ndarray | None = None  # the leaves' global inputs, where the evaluator takes them
         self.pending: list[tuple[int, np.ndarray, np.ndarray, bool]] = []  # (node, path, candidates, answers a pass)
         self.target: int | None = None  # root visits this move's search reaches
         self.started = False  # the root's rule has its per-search draws (noise, Gumbel, schedule)
@@ -177,8 +180,9 @@ class Search:
 
     # --- walks and leaves ------------------------------------------------------------------------------
 
-    def gather(self, feats: np.ndarray, row: int = 0, limit: int = 1) -> int:
-        """Up to ``limit`` walks from the root, each to a new leaf whose planes go to ``feats[row + i]`` (a finished
+    def gather(self, feats: np.ndarray, row: int = 0, limit: int = 1, glob: np.ndarray | None = None) -> int:
+        """Up to ``limit`` walks from the root, each to a new leaf whose planes go to ``feats[row + i]`` (and, when
+        ``glob`` is given, its global inputs to ``glob[row + i]``: :mod:`gotk.encoders.global_inputs`) (a finished
         game on the way is backed up at once, with its exact value); stops early at a collision with a leaf in
         flight or at the target. Returns the leaves written, for :meth:`absorb`."""
         tree, cfg, state, pending = self.tree, self.cfg, self.root_state, self.pending
@@ -224,6 +228,8 @@ class Search:
             else:
                 try:
                     feats[row + len(pending)] = self.encoder.encode(state)
+                    if glob is not None:
+                        glob[row + len(pending)] = GI.for_state(state)
                     pending.append((node, path, candidates(state, cfg.pass_rule), state.passes == 1))
                 finally:
                     for _ in moves:
@@ -270,6 +276,9 @@ class Search:
         tree = self.tree
         if self.feats is None or self.feats.shape[0] < self.cfg.batch:
             self.feats = np.zeros((self.cfg.batch, *self.encoder.shape), dtype=self.encoder.np_dtype)
+        if getattr(self.evaluator, "num_globals", 0) and (self.glob is None or self.glob.shape[0] < self.cfg.batch):
+            self.glob = np.zeros((self.cfg.batch, GI.size()), dtype=np.float32)
+        glob = self.glob if getattr(self.evaluator, "num_globals", 0) else None
         done = 0
         while True:
             if tree.status[0] == T.EXPANDED:
@@ -281,9 +290,10 @@ class Search:
                     break
             before = tree.N[0]
             try:
-                n = self.gather(self.feats, 0, self.cfg.batch)
+                n = self.gather(self.feats, 0, self.cfg.batch, glob)
                 if n:
-                    self.absorb(*self.evaluator.evaluate(self.feats[:n]))
+                    self.absorb(*(self.evaluator.evaluate(self.feats[:n]) if glob is None
+                                  else self.evaluator.evaluate(self.feats[:n], glob[:n])))
             except BaseException:
                 self.clear_tree()  # leaves left pending would block every later walk
                 raise

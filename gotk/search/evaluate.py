@@ -4,6 +4,10 @@
 or a separate value agent with the same encoder and board size). Each position is evaluated under a
 random board symmetry (AlphaGo Zero): its planes are transformed, and the policy is mapped back.
 ``seconds`` accumulates the time spent in the network calls (the speed benchmark's "inside" share).
+
+An agent whose model takes global inputs (komi and side to move, :mod:`gotk.encoders.global_inputs`) gets them
+beside the planes: :meth:`NetEvaluator.global_rows` computes them from the states (their komi and colour to move),
+and no symmetry changes them. :attr:`NetEvaluator.num_globals` says whether a caller must supply them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import time
 import numpy as np
 
 from gotk.datasets.symmetry import NUM_SYMMETRIES, apply_symmetries_, label_permutations
+from gotk.encoders import global_inputs as GI
 from gotk.search.config import SearchSetupError
 
 
@@ -57,6 +62,8 @@ class NetEvaluator:
         self.symmetries = symmetries
         self.rng = np.random.default_rng(seed)
         self.perms = label_permutations(self.board_size)
+        #: the global inputs either agent takes (0: none): callers give ``glob`` rows of this width
+        self.num_globals = max(getattr(agent, "num_globals", 0), getattr(value_agent, "num_globals", 0))
         self.seconds = 0.0  # time inside the network calls
         self.calls = 0
         self.positions = 0
@@ -74,12 +81,22 @@ class NetEvaluator:
             syms = np.zeros(len(states), dtype=np.int64)
         return np.ascontiguousarray(feats), syms
 
-    def run(self, feats: np.ndarray, syms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Network outputs for encoded planes: probabilities ``(B, size²+1)`` in board orientation, values ``(B,)``."""
+    def global_rows(self, states) -> np.ndarray | None:
+        """The global inputs ``(B, G)`` of the states (their komi and colour to move), or None when no agent takes
+        them."""
+        if not self.num_globals:
+            return None
+        return np.stack([GI.for_state(s) for s in states]) if len(states) else np.zeros((0, GI.size()), np.float32)
+
+    def run(self, feats: np.ndarray, syms: np.ndarray, glob: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Network outputs for encoded planes (and their global inputs ``glob``, where an agent takes them):
+        probabilities ``(B, size²+1)`` in board orientation, values ``(B,)``."""
+        if self.num_globals and glob is None:
+            raise ValueError("the agent takes global inputs (komi, side to move): give glob rows beside the planes")
         t = time.perf_counter()
-        logp, val = self.agent.predict(feats)
+        logp, val = self.agent.predict(feats, glob)
         if self.value_agent is not None:
-            _, val = self.value_agent.predict(feats)
+            _, val = self.value_agent.predict(feats, glob)
         self.seconds += time.perf_counter() - t
         self.calls += 1
         self.positions += feats.shape[0]
@@ -89,19 +106,20 @@ class NetEvaluator:
         values = np.zeros(feats.shape[0]) if val is None else np.asarray(val, dtype=np.float64).reshape(-1)
         return probs, values
 
-    def evaluate(self, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Network outputs for planes ``(B, C, H, W)`` in board orientation, each evaluated under a random symmetry
-        (``feats`` is left as it is)."""
+    def evaluate(self, feats: np.ndarray, glob: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Network outputs for planes ``(B, C, H, W)`` in board orientation (and their global inputs ``glob``
+        ``(B, G)``, needed when :attr:`num_globals`), each evaluated under a random symmetry (``feats`` is left as
+        it is; the global inputs are the same under every symmetry)."""
         x = feats.copy()
         if self.symmetries:
             syms = self.rng.integers(0, NUM_SYMMETRIES, size=x.shape[0])
             apply_symmetries_(x, syms)
         else:
             syms = np.zeros(x.shape[0], dtype=np.int64)
-        return self.run(x, syms)
+        return self.run(x, syms, glob)
 
     def __call__(self, states) -> tuple[np.ndarray, np.ndarray]:
-        return self.run(*self.encode(states))
+        return self.run(*self.encode(states), self.global_rows(states))
 
 
 __all__ = ["NetEvaluator", "SearchSetupError", "check_agents"]

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gotk.encoders import global_inputs as GI
 from gotk.errors import GotkError
 from gotk.game.scoring import area_ownership
 from gotk.game.state import GameState
@@ -174,11 +175,17 @@ class FinishedGame:
     would_resign: int  # in a resign-disabled game, the first colour whose resignation would have triggered
     planes: np.ndarray
     move_number: np.ndarray
-    to_play: np.ndarray
+    to_play: np.ndarray  # int8: +1 black to move, -1 white (the shards' column)
     label: np.ndarray
     policy: np.ndarray
     root_value: np.ndarray
     weight: np.ndarray
+
+    @property
+    def global_inputs(self) -> np.ndarray:
+        """The rows' global inputs ``(rows, G)`` float32: the game's komi from each row's player to move's view and
+        the side to move (:mod:`gotk.encoders.global_inputs`), what the shards' ``globals`` column holds."""
+        return GI.from_to_play(self.komi, self.to_play, self.size)
 
     @property
     def result(self) -> str:
@@ -234,6 +241,8 @@ class SelfPlayBatch:
                 g.random_at = int(rng.integers(0, self.size * self.size))
             self.games.append(g)
         self.seconds = 0.0
+        #: the evaluations' global inputs (one row per batch slot), where the agent takes them
+        self.glob: np.ndarray | None = None
 
     @property
     def net_seconds(self) -> float:
@@ -252,6 +261,8 @@ class SelfPlayBatch:
     def run(self) -> list[FinishedGame]:
         t0 = time.perf_counter()
         feats = np.zeros((len(self.games), *self.encoder.shape), dtype=self.encoder.np_dtype)
+        if self.evaluator.num_globals:
+            self.glob = np.zeros((len(self.games), GI.size()), dtype=np.float32)
         active = list(self.games)
         finished: list[FinishedGame] = []
         while active:
@@ -262,7 +273,8 @@ class SelfPlayBatch:
                 elif g.done:
                     finished.append(self._finish(g))
             if batch:
-                probs, values = self.evaluator.evaluate(feats[: len(batch)])
+                glob = None if self.glob is None else self.glob[: len(batch)]
+                probs, values = self.evaluator.evaluate(feats[: len(batch)], glob)
                 for i, g in enumerate(batch):
                     self._absorb(g, probs[i: i + 1], values[i: i + 1])
             active = [g for g in active if not g.done]
@@ -294,7 +306,7 @@ class SelfPlayBatch:
             if search.finished:
                 self._decide(g)
                 continue
-            if search.gather(feats, row, 1):
+            if search.gather(feats, row, 1, self.glob):
                 g.pending = True
                 return True
 
@@ -366,6 +378,8 @@ class SelfPlayBatch:
                 g.record_next = False
                 continue
             feats[row] = self.encoder.encode(state)
+            if self.glob is not None:
+                self.glob[row] = GI.for_state(state)
             g.root_planes = feats[row].copy() if g.record_next else None
             g.moves = moves
             return True

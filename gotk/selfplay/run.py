@@ -146,11 +146,12 @@ def write_sgfs(folder: Path, games: list[FinishedGame], generator: dict, cfg: Se
 
 
 def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> int:
-    """The games' training rows as one shard with the target columns (``aux_weight``: :func:`aux_weight`); returns
-    the row count."""
+    """The games' training rows as one shard with the target columns (``aux_weight``: :func:`aux_weight`) and the
+    globals column (each row's komi and side to move); returns the row count."""
+    from gotk.encoders import global_inputs as GI
     from gotk.shards import format as S
 
-    schema = S.shard_schema(encoder_desc, targets=True)
+    schema = S.shard_schema(encoder_desc, targets=True, globals_desc=GI.describe())
     writer = S.ShardWriter(path, schema)
     rows = 0
     try:
@@ -166,7 +167,8 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> in
                 S.pack_features(g.planes, encoder_desc["dtype"]), g.label, sign * black_won,
                 targets={"policy": g.policy.astype(np.float32), "root_value": g.root_value,
                          "ownership": own, "score": (sign * _score_target(g)).astype(np.float32),
-                         "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)})
+                         "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)},
+                global_inputs=g.global_inputs)
             writer.write(table)
             rows += n
         writer.close()
@@ -341,25 +343,27 @@ def summarize(records: list[dict], wall: float, reused: int, fresh: list[dict]) 
 
 
 def new_agent(path: str | os.PathLike, size: int, model: str = "zero", encoder: str = "simple", seed: int = 0,
-              **hparams) -> Path:
+              globals: bool = False, **hparams) -> Path:
     """A randomly initialised agent (policy and value heads) at ``path``, the same for a seed; an existing file is
-    kept (a rerun resumes with it)."""
+    kept (a rerun resumes with it). ``globals``: the model takes the global inputs (komi, side to move:
+    :mod:`gotk.encoders.global_inputs`)."""
     path = Path(path)
     if path.is_file():
         return path
     import torch
 
     from gotk.encoders import get_encoder
+    from gotk.encoders import global_inputs as GI
     from gotk.nets.agent import save_agent
     from gotk.nets.networks import build_model, model_hparams
 
     try:
         enc = get_encoder(encoder, size)
         hp = model_hparams(model, **hparams)
+        torch.manual_seed(seed)
+        net = build_model(model, enc.num_planes, size, head="both", num_globals=GI.size() if globals else 0, **hp)
     except (KeyError, ValueError) as e:
         raise SelfPlayError(str(e).strip("'\"")) from None
-    torch.manual_seed(seed)
-    net = build_model(model, enc.num_planes, size, head="both", **hp)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_agent(path, net, model, hp, enc.describe(), extra={"init": {"kind": "random", "seed": seed}})
     return path

@@ -209,7 +209,8 @@ def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarr
     direct = features is not None and slot.agent is not None and same_encoder(encoder, slot.agent.meta.get("encoder"))
     with _LOCK:
         if direct:
-            logp, v = slot.agent.predict(features[None])
+            glob = slot.agent.global_inputs(state)
+            logp, v = slot.agent.predict(features[None], None if glob is None else glob[None])
             probs = np.exp(logp[0].astype(np.float64))
             mask = np.zeros(probs.size, dtype=bool)
             mask[state.legal_moves()] = True

@@ -4,7 +4,9 @@ Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features
 fixed_size_binary, ``label`` int16, ``value`` int8; self-play shards add the optional target columns
 :data:`TARGETS` (``policy``, ``root_value``, ``ownership``, ``score``, ``weight``, ``aux_weight``) after them,
 listed in the metadata's ``targets`` (:func:`schema_targets`; shards written before ``aux_weight`` have the first
-five, :data:`TARGETS_V1`). Bit encoders store ``np.packbits`` of the
+five, :data:`TARGETS_V1`); a shard may also have the optional ``globals`` column last (the
+global inputs of :mod:`gotk.encoders.global_inputs`, described under the metadata's ``globals``:
+:func:`schema_globals`). Bit encoders store ``np.packbits`` of the
 C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded
 once: :func:`pack_features`, :func:`unpack_features`). The schema
 metadata key ``gotk`` holds ``{"schema_version", "encoder" (Encoder.describe()), "features"}`` as
@@ -29,6 +31,7 @@ import pyarrow.parquet as pq
 
 from gotk.atomic import temp_path
 from gotk.hashing import sha256_file
+from gotk.shards.globals_column import GLOBALS, globals_column
 from gotk.storage import Storage
 
 SCHEMA_VERSION = 2  # 2: games.parquet holds the normalised metadata columns; shard rows as in 1
@@ -53,9 +56,10 @@ def features_nbytes(encoder_desc: dict) -> int:
     return n if encoder_desc["dtype"] == "int8" else (n + 7) // 8
 
 
-def shard_metadata(encoder_desc: dict, targets: bool = False) -> dict:
+def shard_metadata(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None) -> dict:
     """The JSON object stored under the ``gotk`` schema metadata key (``targets``: the shard has the
-    self-play target columns, listed under ``"targets"``; without them the object is unchanged)."""
+    self-play target columns, listed under ``"targets"``; ``globals_desc``: it has the ``globals`` column, described
+    there under ``"globals"``; without them the object is unchanged)."""
     meta = {
         "schema_version": SCHEMA_VERSION,
         "encoder": encoder_desc,
@@ -67,6 +71,8 @@ def shard_metadata(encoder_desc: dict, targets: bool = False) -> dict:
     }
     if targets:
         meta["targets"] = list(TARGETS)
+    if globals_desc is not None:
+        meta["globals"] = dict(globals_desc)
     return meta
 
 
@@ -76,10 +82,11 @@ def board_points(encoder_desc: dict) -> int:
     return int(h) * int(w)
 
 
-def shard_schema(encoder_desc: dict, targets: bool = False) -> pa.Schema:
+def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None) -> pa.Schema:
     """The Arrow schema of a shard, with its ``gotk`` metadata; ``targets`` adds the self-play target columns
-    (:data:`TARGETS`) after the six position columns."""
-    meta = json.dumps(shard_metadata(encoder_desc, targets), sort_keys=True, separators=(",", ":"))
+    (:data:`TARGETS`) after the six position columns, ``globals_desc`` (``global_inputs.describe()``) the ``globals``
+    column last."""
+    meta = json.dumps(shard_metadata(encoder_desc, targets, globals_desc), sort_keys=True, separators=(",", ":"))
     fields = [
         pa.field("game_id", pa.string(), nullable=False),
         pa.field("move_number", pa.int32(), nullable=False),
@@ -98,7 +105,26 @@ def shard_schema(encoder_desc: dict, targets: bool = False) -> pa.Schema:
             pa.field("weight", pa.float32(), nullable=False),
             pa.field("aux_weight", pa.float32(), nullable=False),  # ownership and score: 1 played out, 0 not
         ]
+    if globals_desc is not None:
+        fields.append(pa.field(GLOBALS, pa.list_(pa.float32(), len(globals_desc["names"])), nullable=False))
     return pa.schema(fields, metadata={METADATA_KEY: meta.encode()})
+
+
+def schema_globals(source: pa.Schema | dict | None) -> dict | None:
+    """The description of a shard's ``globals`` column (``{"names", ...}``), or None when it has none: from its Arrow
+    schema, its ``gotk`` metadata object or a manifest; ValueError when a schema's column and metadata disagree."""
+    if source is None:
+        return None
+    if isinstance(source, pa.Schema):
+        raw = (source.metadata or {}).get(METADATA_KEY)
+        desc = json.loads(raw).get("globals") if raw is not None else None
+        if (desc is not None) != (GLOBALS in source.names):
+            raise ValueError("the shard's globals column and its metadata disagree")
+        if desc is not None and source.field(GLOBALS).type.list_size != len(desc["names"]):
+            raise ValueError(f"the shard's globals column does not hold the {len(desc['names'])} values its "
+                             "metadata names")
+        return desc
+    return source.get("globals")
 
 
 def schema_targets(source: pa.Schema | dict | None) -> tuple[str, ...]:
@@ -231,10 +257,11 @@ def unpack_features(packed: np.ndarray, shape: tuple[int, int, int], dtype: str)
 
 def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: np.ndarray,
                to_play: np.ndarray, packed: np.ndarray, labels: np.ndarray, values: np.ndarray,
-               targets: dict[str, np.ndarray] | None = None) -> pa.Table:
+               targets: dict[str, np.ndarray] | None = None, global_inputs: np.ndarray | None = None) -> pa.Table:
     """One Arrow table of shard rows from column arrays (``packed`` is (N, bytes_per_row) uint8;
     ``game_ids`` a list of strings or a pyarrow string array). ``targets`` gives the self-play target columns
-    (see :func:`target_columns`): required exactly when ``schema`` has them (ValueError otherwise)."""
+    (see :func:`target_columns`), ``global_inputs`` the ``globals`` column (:func:`globals_column`): each required
+    exactly when ``schema`` has it (ValueError otherwise)."""
     n = int(packed.shape[0])
     width = schema.field("features").type.byte_width
     if packed.shape[1] != width:
@@ -257,6 +284,10 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
     ]
     if targets is not None:
         columns += target_columns(schema, targets, n)
+    if (GLOBALS in schema.names) != (global_inputs is not None):
+        raise ValueError("global_inputs= is required exactly when the shard schema has the globals column")
+    if global_inputs is not None:
+        columns.append(globals_column(schema, global_inputs, n))
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -369,7 +400,8 @@ class ShardRowWriter:
     A schema with the self-play target columns (:func:`shard_schema` with ``targets=True``) adds the arrays
     :attr:`policy` (float32, ``(n, points+1)``), :attr:`root_value`, :attr:`ownership` (int8, ``(n, points)``),
     :attr:`score`, :attr:`weight` and :attr:`aux_weight`, filled the same way (or given to :meth:`add` as
-    ``targets``; ``aux_weight`` may be left out there: 1).
+    ``targets``; ``aux_weight`` may be left out there: 1); a schema with the ``globals`` column adds
+    :attr:`global_inputs` (float32, ``(n, G)``; :meth:`add`'s ``global_inputs``).
 
     ``expected_rows`` (the rows the file will hold, when known) keeps batches no larger than the rows to come."""
 
@@ -403,6 +435,8 @@ class ShardRowWriter:
             self.score = np.empty(n, np.float32)
             self.weight = np.empty(n, np.float32)
             self.aux_weight = np.empty(n, np.float32)
+        if GLOBALS in self.schema.names:
+            self.global_inputs = np.empty((n, self.schema.field(GLOBALS).type.list_size), np.float32)
         self._game_index = np.empty(n, np.int32)
         self._game_ids.clear()
         self.pos = 0
@@ -440,10 +474,11 @@ class ShardRowWriter:
             self.remaining -= rows
 
     def add(self, game_id: str, features: np.ndarray, move_number: np.ndarray, to_play: np.ndarray,
-            label: np.ndarray, value: np.ndarray, targets: dict[str, np.ndarray] | None = None) -> None:
+            label: np.ndarray, value: np.ndarray, targets: dict[str, np.ndarray] | None = None,
+            global_inputs: np.ndarray | None = None) -> None:
         """Rows of one game, copied: ``features`` packed (``(k, bytes_per_row)`` uint8, :func:`pack_features`),
         the other columns ``k`` values each; ``targets`` (the self-play target columns, as :func:`rows_table`
-        takes them) exactly when the schema has them."""
+        takes them) exactly when the schema has them; ``global_inputs`` ``(k, G)`` likewise."""
         if bool(self.targets) != (targets is not None):
             raise ValueError("targets= is required exactly when the shard schema has the target columns")
         k = len(label)
@@ -457,6 +492,10 @@ class ShardRowWriter:
             for name in self.targets:
                 col = getattr(self, name)
                 col[sl] = np.asarray(targets[name]).reshape(k, *col.shape[1:]) if name in targets else 1.0
+        if (GLOBALS in self.schema.names) != (global_inputs is not None):
+            raise ValueError("global_inputs= is required exactly when the shard schema has the globals column")
+        if global_inputs is not None:
+            self.global_inputs[sl] = global_inputs
         self.commit([game_id], [k])
 
     def _write_batch(self) -> None:
@@ -465,8 +504,9 @@ class ShardRowWriter:
         if n:
             ids = pa.array(self._game_ids, pa.string()).take(pa.array(self._game_index[:n]))
             targets = {name: getattr(self, name)[:n] for name in self.targets} if self.targets else None
+            glob = self.global_inputs[:n] if GLOBALS in self.schema.names else None
             self._writer.write(rows_table(self.schema, ids, self.move_number[:n], self.to_play[:n],
-                                          self.features[:n], self.label[:n], self.value[:n], targets))
+                                          self.features[:n], self.label[:n], self.value[:n], targets, glob))
         self.write_s += time.perf_counter() - t
 
     def finish(self) -> dict:

@@ -68,6 +68,9 @@ class TrainConfig:
     # an optimizer state file (gotk.train.checkpoint.save_optimizer_state) the new optimizer starts from: the same
     # optimizer over the same model (what gotk zero carries from one generation to the next)
     init_optimizer: str | None = None
+    # the model takes the shards' global inputs (komi, side to move: gotk.encoders.global_inputs); None: when the
+    # training data has the globals column and the model can take them (docs/training.md)
+    globals: bool | None = None
     log_every: int = 50
     checkpoint_every: int = 1000
     patience: int | None = None

@@ -353,7 +353,11 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
             if n <= 0:
                 break
         feats = b["features"][:n]
-        logp, val = agent.predict(feats)
+        glob = b.get("globals")
+        if getattr(agent, "num_globals", 0) and glob is None:
+            raise AgentError("the agent takes global inputs (komi, side to move) and the data has no globals column: "
+                             "re-encode it (gotk encode writes them unless --no-globals) or pass SGF files instead")
+        logp, val = agent.predict(feats, None if glob is None else glob[:n])
         base = baseline.predict(b["game_index"][:n], b["to_play"][:n]) if baseline is not None else None
         empty = empty_points(feats, desc)
         metrics.update(b["label"][:n], b["move_number"][:n], logp, val,

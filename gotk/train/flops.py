@@ -62,7 +62,9 @@ def forward_flops(model: nn.Module, shape: tuple[int, int, int]) -> int:
     try:
         model.eval()
         with torch.no_grad():
-            model(torch.zeros((1, *shape), dtype=param.dtype, device=param.device))
+            glob = getattr(model, "num_globals", 0)
+            glob = torch.zeros((1, glob), dtype=param.dtype, device=param.device) if glob else None
+            model(torch.zeros((1, *shape), dtype=param.dtype, device=param.device), glob=glob)
     finally:
         for h in hooks:
             h.remove()

@@ -61,6 +61,26 @@ def make_datasets(cfg: TrainConfig, manifest: dict, rank: int, world: int) -> tu
     return train_ds, val_ds
 
 
+def train_globals(cfg: TrainConfig, train_index, val_index=None) -> int:
+    """How many global inputs the run's model takes: ``cfg.globals`` True needs the globals column in the training
+    (and validation) shards and a model that takes them (ValueError saying which is missing); None takes them when
+    both are there; False never."""
+    from gotk.nets.networks import MODELS
+
+    if cfg.globals is False:
+        return 0
+    have = [ix.globals for ix in (train_index, val_index) if ix is not None]
+    usable = all(g is not None for g in have) and all(g == have[0] for g in have)
+    takes = MODELS[cfg.model].takes_globals
+    if cfg.globals and not usable:
+        raise ValueError("--globals: the data has no globals column in every shard (gotk encode writes it unless "
+                         "--no-globals; self-play always does)")
+    if cfg.globals and not takes:
+        models = ", ".join(n for n, m in MODELS.items() if m.takes_globals)
+        raise ValueError(f"--globals: model {cfg.model!r} takes no global inputs (models that do: {models})")
+    return len(have[0]["names"]) if usable and takes else 0
+
+
 def fit_value_baseline(cfg: TrainConfig):
     """The komi/handicap value baseline fit on the training games (those ``--where`` keeps), indexing every
     game: validation reports it beside the value head's MSE, and the agent file records it."""
@@ -84,10 +104,10 @@ def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder
         raise ValueError(f"--init-agent: {e}") from e
     m = meta["model"]
     mine = {"model": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
-            "num_planes": model.num_planes, "board_size": model.board_size,
+            "num_planes": model.num_planes, "board_size": model.board_size, "global inputs": model.num_globals,
             "encoder": {k: encoder.get(k) for k in ("name", "version", "options")}}
     theirs = {"model": m["name"], "head": m["head"], "hparams": m["hparams"], "num_planes": meta["num_planes"],
-              "board_size": meta["board_size"],
+              "board_size": meta["board_size"], "global inputs": len((meta.get("globals") or {}).get("names", [])),
               "encoder": {k: meta["encoder"].get(k) for k in ("name", "version", "options")}}
     for key in mine:
         if mine[key] != theirs[key]:

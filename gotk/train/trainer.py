@@ -64,6 +64,7 @@ from gotk.train.setup import (
     load_init_agent,
     load_init_optimizer,
     make_datasets,
+    train_globals,
     write_run_config,
 )
 from gotk.train.validation import VAL_SHARE, Validation, val_score
@@ -131,7 +132,8 @@ class Trainer:
         if h != w:
             raise ValueError(f"square boards only, the data is {h}x{w}")
         self.board_size = h
-        self.model = build_model(cfg.model, c, h, head=cfg.head, **cfg.hparams)
+        self.num_globals = train_globals(cfg, self.train_ds.index, self.val_ds.index if self.val_ds else None)
+        self.model = build_model(cfg.model, c, h, head=cfg.head, num_globals=self.num_globals, **cfg.hparams)
         if cfg.init_agent and not resume:  # a resumed run's weights come from its checkpoint
             load_init_agent(self.model, cfg.init_agent, cfg, self.encoder)
         self.model = self.model.to(self.device)
@@ -213,7 +215,7 @@ class Trainer:
             data={"manifest_sha256": self.manifest_sha256, "encoder": self.encoder,
                   "train_rows": int(self.train_ds.num_rows),
                   "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
-            model={"name": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
+            model={"name": cfg.model, "head": cfg.head, "hparams": cfg.hparams, "num_globals": self.num_globals,
                    "parameters": count_parameters(self.model)},
             run={"device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
                  "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
@@ -300,12 +302,13 @@ class Trainer:
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         y = batch["label"].to(dev, non_blocking=True).long()
+        glob = batch["globals"].to(dev, non_blocking=True) if self.num_globals else None
         own = score = None
         with self._autocast():
             if self.model.has_aux:
-                p, v, own, score = self.net(x, aux="logits")
+                p, v, own, score = self.net(x, aux="logits", glob=glob)
             else:
-                p, v = self.net(x)
+                p, v = self.net(x, glob=glob)
         loss, scaled, stats = batch_losses(p, v, own, score, y, batch, self.loss_weights, self.world, share)
         if share is not None:
             return scaled, loss.detach(), stats
@@ -331,6 +334,8 @@ class Trainer:
         dtype = torch.int8 if self.encoder.get("dtype") == "int8" else torch.uint8
         batch = {"features": torch.zeros(1, c, h, w, dtype=dtype), "label": torch.zeros(1, dtype=torch.int64),
                  "value": torch.zeros(1, dtype=torch.float32)}
+        if self.num_globals:
+            batch["globals"] = torch.zeros(1, self.num_globals)
         if self.targets:  # the same graph as the other ranks' steps
             batch.update(policy=torch.zeros(1, h * w + 1), root_value=torch.zeros(1), ownership=torch.zeros(1, h, w),
                          score=torch.zeros(1), weight=torch.zeros(1), aux_weight=torch.zeros(1))

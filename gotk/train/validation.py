@@ -80,17 +80,20 @@ class Validation:
                 cut = True  # the budget's share is spent: the rows so far are this validation
                 break
             x = b["features"]
+            glob = b["globals"] if model.num_globals else None
             if limit is not None:
                 room = limit - m.rows
                 if room <= 0:
                     break
                 x = x[:room]
+                glob = glob[:room] if glob is not None else None
             n = x.shape[0]
+            glob = glob.to(self.device) if glob is not None else None
             with self.autocast():
                 if aux:
-                    p, v, own, score = model(x.to(self.device), aux="logits")
+                    p, v, own, score = model(x.to(self.device), aux="logits", glob=glob)
                 else:
-                    p, v = model(x.to(self.device))
+                    p, v = model(x.to(self.device), glob=glob)
             if self.targets and p is not None:
                 sums[0:2] += torch.stack(soft_policy_sums(p.float(), b))
             if self.targets and aux and own is not None:

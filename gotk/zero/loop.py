@@ -66,7 +66,8 @@ class ZeroOptions:
     model: str = "zero"
     blocks: int = 6
     filters: int = 64
-    encoder: str = "simple"
+    encoder: str = "relative"  # own / opponent planes: every target is from the player to move's view
+    globals: bool = True  # the network takes the komi and the side to move as global inputs
     init_agent: str | None = None
     window: int = 4  # generations of self-play in the training window
     train_steps: int = 300
@@ -232,7 +233,7 @@ class ZeroRun:
             return
         from gotk.selfplay.run import new_agent
 
-        new_agent(path, o.size, o.model, o.encoder, o.seed, blocks=o.blocks, filters=o.filters)
+        new_agent(path, o.size, o.model, o.encoder, o.seed, globals=o.globals, blocks=o.blocks, filters=o.filters)
 
     def candidate_path(self, g: int) -> Path:
         """Network ``g + 1``: trained in generation ``g`` from network ``g``'s weights."""
@@ -331,7 +332,8 @@ class ZeroRun:
                           checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
                           init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
                           init_optimizer=str(carried) if carried else None, warmup_steps=0 if carried else o.warmup,
-                          threads=o.threads, device=o.device, **({} if o.aux_targets else NO_AUX))
+                          threads=o.threads, device=o.device, globals=bool(meta.get("globals")),
+                          **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = _last_step_record(out)
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last,
