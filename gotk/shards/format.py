@@ -118,11 +118,9 @@ def schema_globals(source: pa.Schema | dict | None) -> dict | None:
     if isinstance(source, pa.Schema):
         raw = (source.metadata or {}).get(METADATA_KEY)
         desc = json.loads(raw).get("globals") if raw is not None else None
-        if (desc is not None) != (GLOBALS in source.names):
-            raise ValueError("the shard's globals column and its metadata disagree")
-        if desc is not None and source.field(GLOBALS).type.list_size != len(desc["names"]):
-            raise ValueError(f"the shard's globals column does not hold the {len(desc['names'])} values its "
-                             "metadata names")
+        if (desc is not None) != (GLOBALS in source.names) or (
+                desc is not None and source.field(GLOBALS).type.list_size != len(desc["names"])):
+            raise ValueError("the shard's globals column and its metadata disagree (presence or width)")
         return desc
     return source.get("globals")
 
