@@ -154,7 +154,7 @@ def make_scratch(e, plies):
     return Scratch(eng, ctl, cand, bits)
 
 
-@internal_kernel
+@inline_kernel
 def _fp_set(fp, x):
     fp[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
 
@@ -171,7 +171,7 @@ def touch_string(scr, x):
     _touch_string(scr.bits[CORE], scr.eng.board, scr.eng.nxt, x)
 
 
-@internal_kernel
+@inline_kernel
 def _touch_string(fp, board, nxt, x):
     b = np.uint64(1) << np.uint64(x & 63)
     if fp[x >> 6] & b:
@@ -191,7 +191,7 @@ def touch_point(scr, x):
     _touch_point(scr.bits[CORE], scr.eng.board, scr.eng.nxt, scr.eng.nbr, x)
 
 
-@internal_kernel
+@inline_kernel
 def _touch_point(fp, board, nxt, nbr, x):
     _fp_set(fp, x)
     for k in range(4):
@@ -276,7 +276,7 @@ def _add_liberties(scr, t, row, limit):
     return _liberties_into(scr.bits[CORE], s.board, s.nxt, s.head, s.libs, s.nbr, scr.cand, t, row, limit)
 
 
-@internal_kernel
+@inline_kernel
 def _liberties_into(fp, sb, nxt, head, libs, nbr, cand, t, row, limit):
     _touch_string(fp, sb, nxt, t)
     first = -1

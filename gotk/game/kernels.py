@@ -185,7 +185,7 @@ def check_rule(e, point, color, allow_suicide):
     return check_arrays(e.board, e.head, e.libs, e.meta, e.nbr, np.int64(point), np.int64(color), allow_suicide)
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def check_arrays(board, head, libs, meta, nbr, point, color, allow_suicide):
     """:func:`check_move` on the arrays it reads (a call with the whole Engine passes every field of every
     array: the engine's own loops call this, and :func:`gotk.game.loops.legal_mask`)."""
@@ -215,7 +215,7 @@ def check_arrays(board, head, libs, meta, nbr, point, color, allow_suicide):
     return SUICIDE
 
 
-@internal_kernel
+@inline_kernel
 def _log(lg, i, kind, x, old):
     """Write undo-log entry ``i``; returns the log's new length (kept in a local by :func:`play_rule`, written back
     to ``meta`` once the move is done)."""
@@ -300,7 +300,7 @@ def _merge(a, b, head, nxt, ssize):
     return a
 
 
-@internal_kernel(always_inline=True)
+@inline_kernel
 def _libs_after(board, head, nbr, pt, h, color, merged, merged_libs):
     """Liberties of the string ``h`` that the stone just played at ``pt`` belongs to, when the move captured
     nothing and joined at most one string (``merged``; its liberties before were ``merged_libs``, ``pt``

@@ -17,7 +17,7 @@ from gotk.game.kernels import next_stamp
 from gotk.jit import inline_kernel, internal_kernel, kernel
 
 
-@internal_kernel
+@inline_kernel
 def empty_neighbours(board, nbr, p):
     """How many on-board neighbours of ``p`` are empty (KataGo's ``getNumImmediateLiberties``)."""
     c = 0
