@@ -20,6 +20,7 @@ from gotk.errors import GotkError
 from gotk.export import katago_kernels as KK
 from gotk.export.katago import katago_game_rows, write_katago_npz
 from gotk.game import kernels as K
+from gotk.game.scoring import area_for_pla
 from gotk.game.state import BLACK, WHITE, GameState, Rules
 from gotk.sgf.reader import read_sgf
 from gotk.sgf.record import GameRecord, parse_result
@@ -526,7 +527,7 @@ def test_pass_alive_chains_match_textbook_benson(kgs_games):
     for st in states:
         for color in (BLACK, WHITE):
             res = np.zeros(361, dtype=np.int8)
-            KK.area_for_pla(st.board, st.head, st.nxt, st.nbr, color, False, False, False, res)
+            area_for_pla(st.board, st.head, st.nxt, st.nbr, color, False, False, False, res)
             ours = {int(p) for p in np.flatnonzero((res == color) & (st.board == color))}
             ref = _benson(st.board, color)
             assert ours == ref

@@ -25,6 +25,7 @@ from gotk.export import katago_kernels as KK
 from gotk.export import katago_ladders as KL
 from gotk.game import kernels as K
 from gotk.game.replay import first_to_play, initial_state, replay
+from gotk.game.scoring import calculate_area
 from gotk.game.state import Rules
 from gotk.sgf.record import GameRecord
 
@@ -219,7 +220,7 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
         prevprev = ladder_hist[t - 2] if included >= 2 else prev
         use_area = kr.scoring == "area" and kr.tax == "none"
         if use_area:
-            KK.calculate_area(board, head, state.nxt, nbr, kr.suicide, True, True, True, area)
+            calculate_area(board, head, state.nxt, nbr, kr.suicide, True, True, True, area)
         KK.fill_board_planes(board, head, libs, state.meta, pla, pos19, laddered, prev, prevprev, working[opp], area,
                              use_area, b)
         for k in range(included):

@@ -444,6 +444,23 @@ class GameState:
 
         return area_score(self.board, self.nbr) - self.komi
 
+    def score_final(self, passer: int | None = None) -> float:
+        """The score a finished game is counted by (black − white − komi), :func:`gotk.game.scoring.final_score`: the
+        area with the stones dead inside the opponent's pass-alive area removed and, with a ``passer`` (the player
+        who ends the game by answering a pass), that player's homeless stones too. ``passer`` None: the player
+        whose pass ended the game when the last two moves are passes, else no one."""
+        return self.ownership_final(passer)[0]
+
+    def ownership_final(self, passer: int | None = None) -> tuple[float, np.ndarray]:
+        """``(score, owner)`` by the count of :meth:`score_final`: ``owner`` int8 per point, +1 Black's area, −1
+        White's, 0 neither."""
+        from gotk.game.scoring import final_ownership
+
+        if passer is None:
+            passer = self.history[-1][0] if self.passes >= 2 and self.history else 0
+        area, owner = final_ownership(self.board, self.head, self.nxt, self.nbr, self.rules.suicide, passer)
+        return area - self.komi, owner
+
     def __str__(self) -> str:
         from gotk.game.render import render_board
 
