@@ -16,11 +16,12 @@ import torch
 
 from gotk import coords
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.play.players import RESIGN
+from gotk.play.players import RESIGN, passing_wins
 from gotk.search import Search, SearchConfig, SearchPlayer, SearchSetupError, check_agents
 from gotk.search import tree as T
 from gotk.search.clock import Clock
 from gotk.search.evaluate import NetEvaluator
+from tests.test_engine import EYE_WITH_DEAD_STONE, parse
 
 REPO = Path(__file__).resolve().parents[1]
 GNUGO = Path("/usr/games/gnugo")
@@ -91,6 +92,15 @@ def material(tmp_path_factory):
     return load_agent(material_agent_file(tmp_path_factory.mktemp("search") / "material.gotk"))
 
 
+@pytest.fixture(scope="module")
+def gentle(tmp_path_factory):
+    """The material agent with values far from ±1 (scale 0.02): a move that plays on keeps a value above a lost
+    game's exact −1 even many stones behind."""
+    from gotk.nets import load_agent
+
+    return load_agent(material_agent_file(tmp_path_factory.mktemp("search") / "gentle.gotk", scale=0.02))
+
+
 def pts(*names: str, size: int = 9) -> list[int]:
     return [coords.from_gtp(v, size) for v in names]
 
@@ -127,6 +137,37 @@ def test_pass_when_passing_wins_and_not_when_it_loses(material) -> None:
         assert (move == state.pass_point) == should_pass, (komi, coords.to_gtp(move, 9))
         pass_info = [i for i in player.search.infos(min_moves=100) if i.move == state.pass_point][0]
         assert pass_info.visits > 0 and pass_info.q == (1.0 if should_pass else -1.0)  # exact: the game ends
+
+
+def test_no_pass_into_a_loss_by_the_final_count(gentle) -> None:
+    """White has just passed. Black's A2 stone sits in an eye of White's two-eyed (pass-alive) group: every stone
+    alive Black wins by 2.5 (45 − 35 − 7.5), with the dead stone removed (GNU Go's count) it loses by 0.5 (44 − 37 −
+    7.5; tests/test_engine.py counts it). The search values the pass exactly by the final count, so it plays on;
+    the policy players' pass rule refuses the pass too."""
+    _, black, white, _ = parse(EYE_WITH_DEAD_STONE)
+    state = GameState(9, komi=7.5).setup(black=black, white=white, to_play=WHITE)
+    state.play(state.pass_point)
+    assert state.score_area() > 0 > state.score_final(passer=BLACK)
+    assert not passing_wins(state)
+    player = SearchPlayer(gentle, config=SearchConfig(visits=64, seed=1, resign_threshold=None))
+    move = player.choose(state)
+    assert move != state.pass_point
+    pass_info = [i for i in player.search.infos(min_moves=100) if i.move == state.pass_point][0]
+    assert pass_info.visits > 0 and pass_info.q == -1.0
+
+
+def test_no_pass_with_a_lone_stone_in_the_opponents_framework(gentle) -> None:
+    """Black E5, White A9, Black passes (GNU Go at level 1 does this, counting A9 dead: B+73.5). Every stone alive
+    White's pass would win by komi; by the final count White's homeless A9 stone is removed and the pass loses, so
+    the search plays on."""
+    state = GameState(9, komi=7.5)
+    for v in ("E5", "A9"):
+        state.play(coords.from_gtp(v, 9))
+    state.play(state.pass_point)
+    player = SearchPlayer(gentle, config=SearchConfig(visits=64, seed=1, resign_threshold=None))
+    assert player.choose(state) != state.pass_point
+    pass_info = [i for i in player.search.infos(min_moves=100) if i.move == state.pass_point][0]
+    assert pass_info.q == -1.0
 
 
 def test_symmetry_maps_the_policy_back(agent) -> None:

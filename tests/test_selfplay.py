@@ -133,7 +133,7 @@ def test_games_are_legal_and_their_rows_match_the_engine(search):
         assert len(g.comments) == len(g.moves)
         over = state.passes >= 2 or len(g.moves) >= cfg.move_cap
         assert over
-        assert g.score == pytest.approx(state.score_area())
+        assert g.score == pytest.approx(state.score_final())  # the count of the search's terminal values
         assert g.winner == (1 if g.score > 0 else 2)
         assert g.result == f"{'B' if g.winner == 1 else 'W'}+{abs(g.score):g}"
         assert g.ownership.sum() - g.komi == pytest.approx(g.score)

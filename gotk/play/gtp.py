@@ -338,7 +338,7 @@ class GtpEngine:
         return ""
 
     def cmd_final_score(self, args: list[str]) -> str:
-        return format_score(self.state.score_area())
+        return format_score(self.state.score_final())
 
     def cmd_time_settings(self, args: list[str]) -> str:
         self._need(args, 3)

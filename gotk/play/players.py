@@ -9,8 +9,9 @@ opponent stone in the centre, none on the edge or in a corner.
 Pass rule (both players), checked in this order:
 
 1. no sensible move is left → pass;
-2. the opponent has just passed and passing now wins on area score (:meth:`GameState.score_area`, every
-   stone counted alive, komi included, from the mover's side) → pass, ending the game as a win;
+2. the opponent has just passed and passing now wins by the final count (:meth:`GameState.score_final`:
+   area, komi included, the stones dead inside the opponent's pass-alive area and the passer's own homeless
+   stones removed, from the mover's side) → pass, ending the game as a win;
 3. (:class:`PolicyPlayer` only) no sensible move has policy probability ≥ ``pass_threshold``
    (the network puts its weight on passing) → pass.
 
@@ -75,10 +76,10 @@ def sensible_moves(state: GameState, color: int | None = None) -> np.ndarray:
 
 def passing_wins(state: GameState) -> bool:
     """True when the opponent has just passed and a pass now ends the game as a win for the mover
-    on area score (every stone alive, komi included)."""
+    by the final count (:meth:`GameState.score_final`, komi included)."""
     if state.passes < 1:
         return False
-    score = state.score_area()  # black's view
+    score = state.score_final(passer=state.to_play)  # black's view
     return score > 0 if state.to_play == 1 else score < 0
 
 

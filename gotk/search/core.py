@@ -15,8 +15,15 @@ Every walk plays its path's moves on the search's one :class:`~gotk.game.state.G
   eye: :func:`gotk.play.players.sensible_moves`), plus pass when none is left or the opponent has just passed
   (``"answer"``), or always (``"always"``). Priors are the policy restricted to them and renormalised; a pass that
   would end the game gets at least ``pass_prior``;
-* a position after two passes is terminal: its value is exact, from gotk's area score (every stone alive,
-  komi included): +1 win, −1 loss, 0 draw. This is how the search decides to pass: by its value, not a fixed rule;
+* a position after two passes is terminal: its value is exact, from the score a finished game is counted by
+  (:meth:`GameState.score_final`: area, komi included; the stones dead inside the opponent's pass-alive area
+  removed, and the answering passer's own homeless stones, those touching none of its area; every other
+  stone alive): +1 win, −1 loss, 0 draw. This is how the search decides to pass: by its value, not a fixed
+  rule. So it answers a pass only where that count wins: a stone of its own in an eye of the opponent's
+  unconditionally living group, or a lone stone in the opponent's framework, which an opponent's
+  ``final_score`` removes, does not count for it, and it plays on instead (self-play's results use the same
+  count, so its value targets agree). A pass whose exact value is a loss is never the move played while another
+  candidate is left (:meth:`Search.losing_passes`), however few visits told it apart from the rest;
 * else the value head's estimate (the mover's view).
 """
 
@@ -49,8 +56,9 @@ def candidates(state: GameState, pass_rule: str = "answer") -> np.ndarray:
 
 
 def terminal_value(state: GameState) -> float:
-    """After two passes: +1 / −1 / 0 for the player who moved last (into the node), by area score."""
-    score = state.score_area()
+    """After two passes: +1 / −1 / 0 for the player who moved last (into the node), by the final count
+    (:meth:`GameState.score_final`)."""
+    score = state.score_final()
     mover_in = 3 - state.to_play
     return 0.0 if score == 0 else (1.0 if (score > 0) == (mover_in == BLACK) else -1.0)
 
@@ -345,6 +353,13 @@ class Search:
             out.append(int(tree.move[node]))
         return out
 
+    def losing_passes(self, kids: np.ndarray) -> np.ndarray:
+        """Bool per root child in ``kids``: a pass that ends the game as a loss for the root's player by the final
+        count (a terminal child with a negative exact value). The final choice puts them last: playing on is never
+        worse than a certain loss, and a few visits may not have told the two apart."""
+        tree = self.tree
+        return (tree.status[kids] == T.TERMINAL) & (tree.TV[kids] < 0)
+
     def lower_bounds(self, kids: np.ndarray) -> np.ndarray:
         """The lower confidence bound of each root child's value (the root mover's view, −1..1; :mod:`.lcb`)."""
         tree = self.tree
@@ -375,8 +390,8 @@ class Search:
     def infos(self, min_moves: int = 0, max_moves: int | None = None, pv_limit: int = 30) -> list[MoveInfo]:
         """Root children ordered best first: the final choice's move first (Gumbel's; with ``lcb``, the children
         with enough visits for it by their lower bound), then by visits, value and prior: the visited ones, and
-        unvisited ones by prior up to ``min_moves``; at most ``max_moves``. The first is the move played at
-        temperature 0."""
+        unvisited ones by prior up to ``min_moves``; at most ``max_moves``; a pass that loses the game
+        (:meth:`losing_passes`) after every other visited child. The first is the move played at temperature 0."""
         tree = self.tree
         kids = tree.children(0)
         if kids.size == 0:
@@ -391,6 +406,7 @@ class Search:
             bound = np.zeros(kids.size)
             bound[able] = self.lower_bounds(kids[able])
             keys += [-bound, ~able]
+        keys.append(self.losing_passes(kids))
         order = np.lexsort(keys)
         out = []
         for i in order:
@@ -405,9 +421,14 @@ class Search:
 
     def choose(self, temperature: float, rng: np.random.Generator | None = None) -> int:
         """The move to play: the first of :meth:`infos` at temperature 0 (Gumbel's choice, the most visits, or the
-        best lower confidence bound with ``lcb``), else sampled ∝ N^(1/T)."""
+        best lower confidence bound with ``lcb``), else sampled ∝ N^(1/T); never a losing pass
+        (:meth:`losing_passes`) while another visited move is left."""
         rng = rng if rng is not None else self.rng
         infos = [i for i in self.infos() if i.visits > 0]
+        kids = self.tree.children(0)
+        losing = set(self.tree.move[kids[self.losing_passes(kids)]].tolist())
+        if losing and any(i.move not in losing for i in infos):
+            infos = [i for i in infos if i.move not in losing]
         if not infos:
             kids = self.tree.children(0)
             return int(self.tree.move[kids[np.argmax(self.tree.P[kids])]]) if kids.size else \

@@ -42,7 +42,6 @@ import numpy as np
 
 from gotk.encoders import global_inputs as GI
 from gotk.errors import GotkError
-from gotk.game.scoring import area_ownership
 from gotk.game.state import GameState
 from gotk.search.config import ROOTS, SearchConfig
 from gotk.search.core import Search, candidates
@@ -326,7 +325,9 @@ class SelfPlayBatch:
         target = search.policy_target()
         root_value = search.root_value()
         if state.move_number < cfg.sampled_moves:
-            choice = int(moves[g.rng.choice(moves.size, p=target / target.sum())])
+            weights = np.where(search.losing_passes(kids), 0.0, target)  # never a pass into a loss (search.core)
+            weights = weights if weights.sum() > 0 else target
+            choice = int(moves[g.rng.choice(moves.size, p=weights / weights.sum())])
         else:
             choice = search.choose(0.0)
         if g.full:
@@ -404,8 +405,8 @@ class SelfPlayBatch:
 
     def _finish(self, g: _Game) -> FinishedGame:
         state = g.state
-        area, owner = area_ownership(state.board, state.nbr)
-        score = float(area) - state.komi
+        score, owner = state.ownership_final()  # the count the search's terminal values use
+        score = float(score)
         if g.resigned_by:
             winner = 3 - g.resigned_by
         else:

@@ -467,7 +467,7 @@ def analyse_request(reg: Registry, req: dict) -> dict:
 def game_reply(state, agent_move=None) -> dict:
     board, numbers = stones_of_moves(state)
     over = state.passes >= 2
-    score = state.score_area() if over else None
+    score = state.score_final() if over else None
     return {"moves": [coords.to_gtp(p, state.size) for _c, p in replayed_moves(state)],
             "to_play": "B" if state.to_play == 1 else "W", "agent_move": agent_move,
             "captures": list(state.captures), "over": over,
