@@ -14,7 +14,7 @@ import pytest
 from sgfmill import sgf
 
 from gotk import coords
-from gotk.game.state import GameState
+from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.gtp_client import GtpClient, OpponentTimeout
 from gotk.play.match import Match, MatchConfig, OpponentUnavailable
 from gotk.play.players import RandomPlayer
@@ -139,6 +139,40 @@ def test_match_against_gnugo(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
+def test_searched_game_ends_with_gnugos_count(tmp_path: Path) -> None:
+    """An evaluation game as gotk zero plays it (a search, no resignation) against GNU Go level 1 (seeded). GNU Go
+    opens E5; the agent's first move is A9, after which GNU Go passes, counting A9 dead (B+73.5). Every stone alive,
+    a pass would win White the game by komi; by the final count it loses, so the search plays on, and the game,
+    played out to two passes, ends with both counts naming the same winner."""
+    from test_search import material_agent_file
+
+    from gotk.search import SearchConfig
+    from gotk.search.factory import make_search_player
+
+    search = make_search_player(str(material_agent_file(tmp_path / "material.gotk")),
+                                SearchConfig(visits=16, seed=1, resign_threshold=None), warn=lambda _: None)
+
+    class OpensAtA9:
+        name = "gotk-opens-a9"
+
+        def reset(self) -> None:
+            search.reset()
+
+        def choose(self, state: GameState) -> int:
+            return coords.from_gtp("A9", 9) if state.move_number == 1 else search.choose(state)
+
+    cfg = MatchConfig(size=9, komi=7.5, games=1, timeout=60, agent_first=WHITE, sgf_out=tmp_path / "sgf")
+    (r,) = Match(OpensAtA9(), [str(GNUGO), "--mode", "gtp", "--level", "1", "--chinese-rules", "--seed", "1"],
+                 cfg).run()
+    pass_point = 81
+    assert [coords.to_gtp(p, 9) for _, p in r.move_list[:2]] == ["E5", "A9"]
+    assert r.move_list[2] == (BLACK, pass_point) and r.move_list[3][1] != pass_point  # no answer to that pass
+    assert r.reason == "two_passes" and r.score_source == "opponent", r
+    assert r.scores_agree, (r.gotk_score, r.opponent_score, r.sgf)
+    assert summarize([r]).winner_disagreements == 0
+
+
+@pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
 def test_cli_match_gnugo_table(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--opponent", f"{GNUGO} --mode gtp --level 1",
            "--games", "1", "--size", "9", "--max-moves", "10"]
@@ -182,7 +216,10 @@ FAKE_ENGINE = textwrap.dedent('''
         elif cmd[0] == "final_score":
             if mode == "slowscore":
                 time.sleep(60)
-            print("? cannot score\\n", flush=True)
+            if mode == "blackwins":
+                print("= B+100\\n", flush=True)  # a count that ignores the board
+            else:
+                print("? cannot score\\n", flush=True)
         else:
             print("=\\n", flush=True)
 ''')
@@ -224,7 +261,8 @@ def test_cli_match_with_an_opponent_that_cannot_start(tmp_path: Path) -> None:
 
 
 def test_scoring_falls_back_to_our_area_score(tmp_path: Path) -> None:
-    """The fake engine refuses ``final_score``: the game is scored by gotk at max moves."""
+    """The fake engine refuses ``final_score``: the game is scored by gotk at max moves (its final count; with six
+    stones on the board and no pass every stone counts)."""
     script = tmp_path / "fake_gtp.py"
     script.write_text(FAKE_ENGINE)
     cfg = MatchConfig(size=9, games=1, max_moves=6, timeout=5)
@@ -235,6 +273,33 @@ def test_scoring_falls_back_to_our_area_score(tmp_path: Path) -> None:
         state.play(point, colour)
     score = state.score_area()
     assert r.result == (f"B+{score:g}" if score > 0 else f"W+{-score:g}")
+    assert r.gotk_score == score and r.opponent_score is None and r.scores_agree is None
+
+
+def test_both_counts_of_every_scored_game_and_their_disagreements(tmp_path: Path) -> None:
+    """An opponent whose ``final_score`` always says B+100: each game records both counts, and the summary (and the
+    CLI's ``scores:`` line) counts the games where gotk's count names White, with six random stones and komi."""
+    script = tmp_path / "fake_gtp.py"
+    script.write_text(FAKE_ENGINE)
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--seed", "0", "--opponent",
+           shlex.join([sys.executable, str(script), "blackwins", str(tmp_path / "s")]), "--games", "2", "--size", "9",
+           "--max-moves", "6", "--sgf-out", str(tmp_path / "sgf"), "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    white_by_gotk = 0
+    for g in d["per_game"]:
+        state = GameState(9, komi=7.5)
+        for node in sgf.Sgf_game.from_bytes(Path(g["sgf"]).read_bytes()).get_main_sequence()[1:]:
+            colour, move = node.get_move()
+            state.play(coords.from_sgfmill(move, 9), 1 if colour == "b" else 2)
+        assert g["result"] == "B+100" and g["score_source"] == "opponent" and g["opponent_score"] == 100.0
+        assert g["gotk_score"] == state.score_final() == state.score_area()  # no pass-alive group, no pass
+        assert g["scores_agree"] == (state.score_final() > 0)
+        white_by_gotk += state.score_final() < 0
+    assert white_by_gotk >= 1  # three stones each and 7.5 komi
+    assert (d["scores_checked"], d["winner_disagreements"], d["margin_disagreements"]) == (2, white_by_gotk, 2)
+    assert f"name different winners in {white_by_gotk} of 2 scored games (different margins in 2)" in proc.stderr
 
 
 def test_agent_resignation_ends_the_game(tmp_path: Path) -> None:

@@ -56,6 +56,11 @@ def test_killed_run_resumes_with_the_same_generations(tmp_path):
     assert pq.read_schema(chunk).names[-1] == "globals"
     evaluation = json.loads((whole / "gen-001" / "eval" / "vs-random.json").read_text())
     assert evaluation["komi"] == 7.5 and evaluation["agent"].startswith("net-")
+    # both counts of every scored game; the report's row gives the games whose winners differ, per opponent
+    scored = [g for g in evaluation["per_game"] if g["score_source"] == "opponent"]
+    assert all(g["gotk_score"] is not None and g["opponent_score"] is not None for g in scored)
+    assert evaluation["scores_checked"] == len(scored)
+    assert report["generations"][1]["vs_random_score_disagreements"] == evaluation["winner_disagreements"]
 
     # the same run killed in generation 1's self-play, then resumed by the same command
     killed = tmp_path / "killed"

@@ -7,7 +7,11 @@ answer within ``timeout`` seconds (``opponent_timeout``). A fault forfeits that 
 and the opponent is restarted for the next one; it does not end the match. An engine that never
 answers its first command (it cannot start, or dies at once) is not an opponent at all: the match stops
 with :class:`OpponentUnavailable` instead of counting forfeits as wins. Scored games use the
-opponent's ``final_score`` where it answers one, else gotk's area score (every stone counted alive).
+opponent's ``final_score`` where it answers one, else gotk's own count (:meth:`GameState.score_final`: area,
+the stones dead inside the opponent's pass-alive area removed, every other stone alive). Every scored game also
+records both counts (``gotk_score``, ``opponent_score``, black minus white, komi included) and whether they name
+the same winner (``scores_agree``); the summary counts the games where they do not: gotk's search passes by its
+own count, so a disagreement is a game it may have passed into believing it won (or lost).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from gotk.errors import GotkError
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.gtp_client import GtpClient, GtpFailure, OpponentFault
 from gotk.play.players import RESIGN
-from gotk.play.results import GameResult, format_score, parse_score
+from gotk.play.results import GameResult, format_score, parse_score, score_value
 from gotk.sgf.writer import game_sgf
 
 
@@ -114,6 +118,7 @@ class Match:
         reason = ""
         detail = ""
         source: str | None = None
+        scores: tuple[float | None, float | None] = (None, None)
         opp_color = 3 - agent_color
         try:
             client = self._client()
@@ -160,6 +165,7 @@ class Match:
                         break
             if reason in ("two_passes", "max_moves"):
                 winner, result, source, detail = self._score(client, state)
+                scores = (state.score_final(), score_value(result) if source == "opponent" else None)
         except GtpFailure as e:  # a genmove that failed
             winner, result = _colour_name(agent_color), f"{_colour_name(agent_color)}+F"
             reason, detail = "opponent_error", str(e)
@@ -170,7 +176,7 @@ class Match:
             self._restart()
         names = {agent_color: self.player.name, opp_color: self.opponent_name}
         res = GameResult(number, _colour_name(agent_color), winner, result, len(state.history), reason, source,
-                         detail, None, round(time.monotonic() - t0, 3), list(state.history))
+                         detail, None, round(time.monotonic() - t0, 3), list(state.history), *scores)
         if cfg.sgf_out is not None:
             out = Path(cfg.sgf_out)
             out.mkdir(parents=True, exist_ok=True)
@@ -183,7 +189,7 @@ class Match:
 
     def _score(self, client: GtpClient, state: GameState) -> tuple[str | None, str, str, str]:
         """``(winner, result, score_source, detail)``: the opponent's ``final_score``, else gotk's area
-        score (when it refuses, answers no score, times out or dies: a fault here forfeits nothing)."""
+        count (when it refuses, answers no score, times out or dies: a fault here forfeits nothing)."""
         try:
             answer = client.send("final_score")
             parsed = parse_score(answer)
@@ -195,7 +201,7 @@ class Match:
         except OpponentFault as e:
             why = f"final_score failed ({e.reason}): {e}"
             self._restart()
-        text = format_score(state.score_area())
+        text = format_score(state.score_final())
         winner = None if text == "0" else text[0]
         return winner, text, "gotk", why
 

@@ -35,6 +35,20 @@ def parse_score(text: str) -> tuple[str | None, str] | None:
     return winner, f"{winner}+{rest}"
 
 
+def score_value(result: str) -> float | None:
+    """An SGF/GTP score result (``B+3.5``, ``W+2``, ``0``) → black minus white (3.5, −2.0, 0.0); None for a
+    result that is no count (``B+R``, ``Void``, ...)."""
+    if result == "0":
+        return 0.0
+    if len(result) > 2 and result[0] in "BW" and result[1] == "+":
+        try:
+            v = float(result[2:])
+        except ValueError:
+            return None
+        return v if result[0] == "B" else -v
+    return None
+
+
 @dataclass
 class GameResult:
     """One finished game."""
@@ -50,6 +64,17 @@ class GameResult:
     sgf: str | None = None
     seconds: float = 0.0
     move_list: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    # a scored game's two counts, black minus white, komi included: gotk's (the one its search passes by,
+    # GameState.score_final) and the opponent's final_score (None when it gave none)
+    gotk_score: float | None = None
+    opponent_score: float | None = None
+
+    @property
+    def scores_agree(self) -> bool | None:
+        """Both counts name the same winner (None unless the game has both counts)."""
+        if self.gotk_score is None or self.opponent_score is None:
+            return None
+        return (self.gotk_score > 0) - (self.gotk_score < 0) == (self.opponent_score > 0) - (self.opponent_score < 0)
 
     @property
     def agent_won(self) -> bool:
@@ -62,6 +87,7 @@ class GameResult:
     def as_dict(self) -> dict:
         d = asdict(self)
         d.pop("move_list")
+        d["scores_agree"] = self.scores_agree
         return d
 
 
@@ -85,6 +111,9 @@ class MatchSummary:
     void: int
     win_rate: float
     ci95: tuple[float, float]
+    scores_checked: int = 0  # scored games with both counts (gotk's and the opponent's final_score)
+    winner_disagreements: int = 0  # ... of them where the two counts name different winners
+    margin_disagreements: int = 0  # ... of them where the two counts differ at all (winner or margin)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -101,7 +130,10 @@ def summarize(results: list[GameResult]) -> MatchSummary:
     decided = wins + losses + draws
     score = wins + 0.5 * draws
     rate = score / decided if decided else 0.0
-    return MatchSummary(len(results), wins, losses, draws, void, rate, wilson_interval(score, decided))
+    checked = [r for r in results if r.scores_agree is not None]
+    return MatchSummary(len(results), wins, losses, draws, void, rate, wilson_interval(score, decided), len(checked),
+                        sum(not r.scores_agree for r in checked),
+                        sum(r.gotk_score != r.opponent_score for r in checked))
 
 
-__all__ = ["GameResult", "MatchSummary", "format_score", "parse_score", "summarize", "wilson_interval"]
+__all__ = ["GameResult", "MatchSummary", "format_score", "parse_score", "score_value", "summarize", "wilson_interval"]

@@ -372,11 +372,14 @@ class ZeroRun:
             rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", "random", "--seed", str(g)],
                               RANDOM_NAME, o.eval_games, edir / "vs-random.json", log)
             out["vs_random"] = rep["win_rate"]
+            out["vs_random_score_disagreements"] = rep.get("winner_disagreements", 0)
             gnugo = find_gnugo(o.gnugo)
             for level in o.gnugo_levels if gnugo else ():
                 rep = self._match(g, [gnugo, "--mode", "gtp", "--level", str(level), "--chinese-rules"],
                                   f"gnugo-{level}", o.eval_games, edir / f"vs-gnugo-{level}.json", log)
                 out[f"vs_gnugo_{level}"] = rep["win_rate"]
+                # games whose final_score names another winner than the count the network passes by
+                out[f"vs_gnugo_{level}_score_disagreements"] = rep.get("winner_disagreements", 0)
         if o.gating:
             best = self.state["best"]
             rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(g)),
