@@ -141,3 +141,62 @@ def test_a_value_head_no_better_than_the_baseline_is_warned_about(agent_path: Pa
 
     slots = load_slots([weak, good])
     assert [s.describe()["warning"] is not None for s in slots] == [False, True, False]
+
+
+def synthetic_games(folder: Path, games: int, black_always: bool, seed: int = 0) -> Path:
+    """Real 9x9 SGF records of random moves in which the winner is known from the board: the loser passes at 60 %
+    of its turns, so the winner has more stones (the material on the planes, from the player to move's view),
+    while komi and colour say nothing (winners alternate: the komi/handicap baseline is useless). With
+    ``black_always`` Black wins every game instead: the colour alone (the baseline) predicts every outcome."""
+    import numpy as np
+
+    from gotk.game.state import BLACK, WHITE, GameState
+    from gotk.sgf.writer import game_sgf
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(games):
+        state = GameState(9, komi=7.5)
+        winner = BLACK if black_always or i % 2 == 0 else WHITE
+        for _ in range(int(rng.integers(16, 40))):
+            if state.to_play != winner and rng.random() < 0.6:
+                state.play(state.pass_point)
+                continue
+            legal = state.legal_moves()
+            state.play(int(rng.choice(legal[legal != state.pass_point])))
+        result = "B+R" if winner == BLACK else "W+R"
+        (folder / f"g{i:04d}.sgf").write_text(game_sgf(9, 7.5, "b", "w", result, list(state.history)))
+    return folder
+
+
+def _train_value(tmp_path: Path, name: str, black_always: bool, steps: int) -> tuple[str, dict]:
+    """``gotk encode`` of the synthetic games, a tiny value network trained ``steps`` steps: the summary printed and
+    the agent's value_baseline record."""
+    from gotk.nets.agent import read_agent_files
+
+    data = tmp_path / f"{name}-data"
+    res = invoke(["encode", str(synthetic_games(tmp_path / name, 300, black_always)), "--encoder", "sevenplane",
+                  "--board-size", "9", "--split", "train=0.8,val=0.2", "--out", str(data), "--workers", "1",
+                  "--no-progress"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / f"{name}-run"
+    res = invoke(["train", "--data", str(data), "--out", str(run), "--model", "resnet", "--blocks", "1", "--filters",
+                  "16", "--head", "value", "--batch-size", "64", "--optimizer", "adam", "--lr", "3e-3", "--max-steps",
+                  str(steps), "--threads", "1", "--no-progress", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    return res.output, read_agent_files(run / "agent.gotk")[0]["value_baseline"]
+
+
+def test_train_summary_warns_about_a_value_head_no_better_than_the_baseline(tmp_path: Path) -> None:
+    """Real tiny trainings: a head that learned the material signal ends far below the useless baseline and gets no
+    warning; a head trained two steps on games Black always wins (the colour alone, the baseline, knows every
+    outcome) ends above it, and the summary says so in the line gotk gtp warns with."""
+    out, rec = _train_value(tmp_path, "learnable", black_always=False, steps=100)
+    assert rec["val_value_mse"] < 0.7 < 0.9 < rec["val_komi_handicap_mse"], rec
+    assert "warning:" not in out
+    out, rec = _train_value(tmp_path, "colour", black_always=True, steps=2)
+    assert rec["val_komi_handicap_mse"] < 0.1 < 0.5 < rec["val_value_mse"], rec
+    lines = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1 and "no better than the komi/handicap baseline" in lines[0], out
+    assert f"{rec['val_value_mse']:.4f}" in lines[0] and f"{rec['val_komi_handicap_mse']:.4f}" in lines[0]
+

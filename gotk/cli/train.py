@@ -150,6 +150,11 @@ def train_cmd(
             bits.append(ended)
         typer.echo("; ".join(bits))
         typer.echo(f"agent: {out / 'agent.gotk'}")
+        from gotk.nets.agent import read_agent_files, value_record_warning
+
+        warning = value_record_warning(read_agent_files(out / "agent.gotk")[0])  # the rule gotk gtp warns by
+        if warning:
+            typer.echo(f"warning: {warning}")
     if launched_distributed():
         # every file is written and the process group destroyed: leave without the interpreter's teardown,
         # which gloo's C++ threads can still abort (SIGABRT) on a loaded host, turning success into a crash

@@ -378,12 +378,21 @@ class Agent:
 
 def value_head_warning(agent: Agent) -> str | None:
     """One line when ``agent``'s value head predicted its validation games' outcomes no better (no lower MSE) than
-    the komi/handicap baseline its file records beside it, else None. A search whose leaf values come from such a
-    head ranks moves by noise and can play worse than the raw policy; the line says so. An agent without a value
-    head, or whose file records no such comparison, gives None."""
+    the komi/handicap baseline its file records beside it, else None (:func:`value_record_warning`). A search whose
+    leaf values come from such a head ranks moves by noise and can play worse than the raw policy; the line says
+    so. An agent without a value head, or whose file records no such comparison, gives None."""
     if not agent.has_value:
         return None
-    rec = agent.meta.get("value_baseline")
+    return value_record_warning(agent.meta)
+
+
+def value_record_warning(meta: dict) -> str | None:
+    """The one rule of :func:`value_head_warning` on an agent's ``agent.json`` (``meta``): a model with a value head
+    whose ``value_baseline`` record's ``val_value_mse`` is not below its ``val_komi_handicap_mse`` gives the line,
+    anything else None. ``gotk train`` prints it under its summary for the agent it wrote."""
+    if meta.get("model", {}).get("head") not in ("value", "both"):
+        return None
+    rec = meta.get("value_baseline")
     if not isinstance(rec, dict):
         return None
     mse, base = rec.get("val_value_mse"), rec.get("val_komi_handicap_mse")
@@ -468,4 +477,5 @@ def load_agent(path: str | os.PathLike, device: str | torch.device = "cpu") -> A
 
 
 __all__ = ["Agent", "AgentError", "save_agent", "load_agent", "read_agent_files", "agent_from_parts",
-           "value_head_warning", "resolve_agent", "convert_agent", "builtin_agent_name", "BUILTIN_AGENTS"]
+           "value_head_warning", "value_record_warning", "resolve_agent", "convert_agent", "builtin_agent_name",
+           "BUILTIN_AGENTS"]
