@@ -458,8 +458,12 @@ MODELS: dict[str, ModelSpec] = {
     # its dense value tail diverges with SGD 0.05 (value MSE -> 2.0); Adam 1e-3 learns (docs/recipes.md)
     "alphago_value": ModelSpec(AlphaGoNet, "value", {"filters": 192}, "AlphaGo value net (book shape)",
                                train_defaults={"optimizer": "adam", "lr": 1e-3}),
+    # its value head (AlphaGo Zero's: one 1x1 conv channel, batch norm, ReLU, dense 256, tanh) saturates with SGD
+    # 0.05 (value MSE 1.8-1.9 for the first 40 steps, tanh at the wrong sign) and can die: its one ReLU channel
+    # below zero for every position, the value one constant (docs/recipes.md); Adam 2e-3, every resnet recipe's
+    # rate, learns both heads
     "resnet": ModelSpec(ResNet, "policy", {"blocks": 6, "filters": 64}, "residual tower with batch norm",
-                        takes_globals=True),
+                        train_defaults={"optimizer": "adam", "lr": 2e-3}, takes_globals=True),
     # trained from self-play targets every generation, on small windows of data and few steps: Adam learns the
     # policy, value and auxiliary heads together without the tuning SGD's rate needs per board size and loss
     # mix; with batch norm everywhere 3e-3 learns the targets in fewer steps than 1e-3
