@@ -88,16 +88,16 @@ def match_cmd(
     except OpponentUnavailable as e:
         _fail(str(e))
     s = summarize(results)
+    if s.winner_disagreements:  # games the search may have passed into thinking it won (docs/gtp.md)
+        emit(f"scores: gotk's count and {match.opponent_name}'s final_score name different winners in "
+             f"{s.winner_disagreements} of {s.scores_checked} scored games (different margins in "
+             f"{s.margin_disagreements})")
     if as_json:
         typer.echo(json.dumps(match_report(match, results, agent=agent_player.name), indent=2))
     else:
         typer.echo(f"{agent_player.name} vs {match.opponent_name}: {s.wins} wins, {s.losses} losses"
                    + (f", {s.draws} draws" if s.draws else "") + (f", {s.void} void" if s.void else "")
                    + f" of {s.games}; win rate {s.win_rate:.3f} (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f})")
-    if s.winner_disagreements or s.margin_disagreements:
-        emit(f"scores: gotk's count and {match.opponent_name}'s final_score name different winners in "
-             f"{s.winner_disagreements} of {s.scores_checked} scored games (different margins in "
-             f"{s.margin_disagreements})")
     sys.stdout.flush()
 
 
