@@ -21,7 +21,8 @@ from gotk.search import Search, SearchConfig, SearchPlayer, SearchSetupError, ch
 from gotk.search import tree as T
 from gotk.search.clock import Clock
 from gotk.search.evaluate import NetEvaluator
-from tests.test_engine import EYE_WITH_DEAD_STONE, parse
+from tests.test_engine import parse
+from tests.test_scoring import EYE_WITH_DEAD_STONE
 
 REPO = Path(__file__).resolve().parents[1]
 GNUGO = Path("/usr/games/gnugo")
@@ -142,7 +143,7 @@ def test_pass_when_passing_wins_and_not_when_it_loses(material) -> None:
 def test_no_pass_into_a_loss_by_the_final_count(gentle) -> None:
     """White has just passed. Black's A2 stone sits in an eye of White's two-eyed (pass-alive) group: every stone
     alive Black wins by 2.5 (45 − 35 − 7.5), with the dead stone removed (GNU Go's count) it loses by 0.5 (44 − 37 −
-    7.5; tests/test_engine.py counts it). The search values the pass exactly by the final count, so it plays on;
+    7.5; tests/test_scoring.py counts it). The search values the pass exactly by the final count, so it plays on;
     the policy players' pass rule refuses the pass too."""
     _, black, white, _ = parse(EYE_WITH_DEAD_STONE)
     state = GameState(9, komi=7.5).setup(black=black, white=white, to_play=WHITE)
