@@ -253,6 +253,27 @@ def dead_stones(board: np.ndarray, head: np.ndarray, nxt: np.ndarray, nbr: np.nd
     return (board != 0) & (alive != 0) & (alive != board)
 
 
+@compiled
+def _homeless(board, head, nbr, color, owner, alive, out):
+    """``out[p]``: ``p`` holds a stone of ``color`` whose string touches no empty point ``owner`` gives ``color``
+    and that ``alive`` does not mark ``color``'s."""
+    n = board.shape[0]
+    sign = 1 if color == 1 else -1
+    settled = np.zeros(n, dtype=np.uint8)  # by string head
+    for p in range(n):
+        if board[p] != color:
+            continue
+        for k in range(nbr.shape[1]):
+            q = nbr[p, k]
+            if q < 0:
+                break
+            if board[q] == 0 and owner[q] == sign:
+                settled[head[p]] = 1
+                break
+    for p in range(n):
+        out[p] = board[p] == color and settled[head[p]] == 0 and alive[p] != color
+
+
 def homeless_stones(board: np.ndarray, head: np.ndarray, nbr: np.ndarray, color: int,
                     alive: np.ndarray | None = None) -> np.ndarray:
     """Bool per point: the stones of ``color`` whose string touches no empty point of ``color``'s own area (an
@@ -261,16 +282,9 @@ def homeless_stones(board: np.ndarray, head: np.ndarray, nbr: np.ndarray, color:
     it (a lone stone in the opponent's framework), though it may live in seki or by a connection still to be
     made."""
     _, owner = area_ownership(board, nbr)
-    mine = board == color
-    own_empty = (board == 0) & (owner == (1 if color == 1 else -1))
-    settled = np.zeros(board.shape[0], dtype=bool)
-    for k in range(nbr.shape[1]):
-        q = nbr[:, k]
-        touch = mine & (q >= 0) & own_empty[np.where(q >= 0, q, 0)]
-        settled[head[touch]] = True
-    out = mine & ~settled[head]
-    if alive is not None:
-        out &= alive != color
+    out = np.empty(board.shape[0], dtype=np.bool_)
+    _homeless(board, head, nbr, color, owner, np.zeros(board.shape[0], dtype=np.int8) if alive is None else alive,
+              out)
     return out
 
 
