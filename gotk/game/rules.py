@@ -14,7 +14,7 @@ Counted liberties are distinct points, deduplicated with the position's ``mark``
 from __future__ import annotations
 
 from gotk.game.kernels import next_stamp
-from gotk.jit import inline_kernel, internal_kernel, kernel
+from gotk.jit import inline_kernel, kernel
 
 
 @inline_kernel
