@@ -452,7 +452,7 @@ def step_gnugo(args, ctx: dict) -> dict:
             try:
                 if proc.returncode != 0:
                     raise RuntimeError(f"exit status {proc.returncode}: {err.strip()[-300:]}")
-                results.append(GameResult(**{**json.loads(out)["per_game"][0], "game": n}))
+                results.append(GameResult.from_dict({**json.loads(out)["per_game"][0], "game": n}))
             except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as e:
                 failed.append(f"game {n}: {e}")
                 continue

@@ -343,3 +343,14 @@ def test_final_score_timeout_falls_back_without_forfeit(tmp_path: Path) -> None:
         assert r.reason == "max_moves" and r.score_source == "gotk" and "opponent_timeout" in r.detail
         assert r.result[1] == "+" and r.result[2:] not in ("F", "R")
     assert starts.read_text() == "xx"  # the killed engine was restarted for game 2
+
+
+def test_a_reports_game_reads_back_with_its_derived_keys_recomputed() -> None:
+    """A ``per_game`` entry of a ``--json`` report (with ``scores_agree``, which is derived) reads back as the game."""
+    from gotk.play.results import GameResult
+
+    g = GameResult(3, "B", "W", "W+2.5", 120, "two_passes", "opponent", gotk_score=1.5, opponent_score=-2.5)
+    d = json.loads(json.dumps(g.as_dict()))
+    assert d["scores_agree"] is False
+    back = GameResult.from_dict(d)
+    assert back == g and back.scores_agree is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 _SCORE = re.compile(r"^(?:0|[BW]\+(?:[0-9]+(?:\.[0-9]+)?|R|Resign|T|Time|F|Forfeit))$", re.IGNORECASE)
 
@@ -89,6 +89,13 @@ class GameResult:
         d.pop("move_list")
         d["scores_agree"] = self.scores_agree
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GameResult:
+        """The game of a ``gotk match --json`` report's ``per_game`` entry (:meth:`as_dict`; derived keys such as
+        ``scores_agree`` are recomputed, not read)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
