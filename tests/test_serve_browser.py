@@ -316,13 +316,19 @@ def test_play_three_moves_against_random(page, served) -> None:
     page.fill("#psize", "9")
     page.click("#start")
     page.wait_for_selector("svg.board[data-size='9'] rect.target")
-    for i, vertex in enumerate(["E5", "C3", "G7"]):
+    stone_list = "els => els.map(e => e.dataset.color + e.dataset.point)"
+    played = []
+    for i in range(3):
+        # the random reply may take any empty point: play the first candidate still empty
+        taken = {s[1:] for s in page.eval_on_selector_all("#board circle.stone", stone_list)}
+        vertex = next(v for v in ["E5", "C3", "G7", "C7", "G3", "E3"] if v not in taken)
+        played.append(vertex)
         page.click(f"#board rect.target[data-point={vertex}]")
         page.wait_for_function(f"document.querySelector('#board').dataset.moves === '{2 * (i + 1)}'")
-    stones = page.eval_on_selector_all("#board circle.stone", "els => els.map(e => e.dataset.color + e.dataset.point)")
-    assert {"BE5", "BC3", "BG7"} <= set(stones) and len(stones) == 6
+    stones = page.eval_on_selector_all("#board circle.stone", stone_list)
+    assert {"B" + v for v in played} <= set(stones) and len(stones) == 6
     # an illegal move (occupied point) is refused with a message and changes nothing
-    page.click("#board rect.target[data-point=E5]")
+    page.click(f"#board rect.target[data-point={played[0]}]")
     page.wait_for_selector("#error:not([hidden])")
     assert "illegal" in page.inner_text("#error") or "occupied" in page.inner_text("#error")
     assert page.get_attribute("#board", "data-moves") == "6"
@@ -339,7 +345,7 @@ def test_play_three_moves_against_random(page, served) -> None:
 
     rec = read_sgf(text.encode())[0]
     assert rec.size == 9 and rec.num_moves == 4 and str(rec.result).startswith("W+R") or "W+R" in text
-    assert [coords.to_gtp(p, 9) for _c, p in rec.moves][::2] == ["E5", "C3"]
+    assert [coords.to_gtp(p, 9) for _c, p in rec.moves][::2] == played[:2]
 
 
 def test_removed_dataset_shows_a_message(browser, tmp_path, encode_expected) -> None:
