@@ -22,17 +22,6 @@ P_LADDER_CAPTURE, P_LADDER_ESCAPE, P_PLAYER_COLOR = 46, 47, 48
 
 
 @internal_kernel(always_inline=True)
-def _add_head(heads, count, h):
-    """Append string head ``h`` to ``heads[:count]`` unless it is there; returns the new count (a point's
-    neighbour strings, at most four)."""
-    for i in range(count):
-        if heads[i] == h:
-            return count
-    heads[count] = h
-    return count + 1
-
-
-@internal_kernel(always_inline=True)
 def _extension_libs(board, head, nxt, libs, nbr, mark, meta, t, point, limit, hint):
     """Liberties (counted up to ``limit``) the 2-liberty string through ``t`` gets by extending at its
     other liberty once the opponent has played ``point`` (the first liberty), asked where that move
@@ -44,18 +33,11 @@ def _extension_libs(board, head, nxt, libs, nbr, mark, meta, t, point, limit, hi
     point other than ``point`` next to a stone of the string, which for a string of two liberties makes it
     the other one. ``hint[head]`` is set to ``point``."""
     ht = head[t]
-    dcol = board[t]
     other = -1
     g = hint[ht]
     hint[ht] = point
-    if g != point and 0 <= g < board.shape[0] and board[g] == 0:
-        for k in range(4):
-            q = nbr[g, k]
-            if q < 0:
-                break
-            if board[q] == dcol and head[q] == ht:
-                other = g
-                break
+    if g != point and 0 <= g < board.shape[0] and board[g] == 0 and R.touches_string(board, head, nbr, g, ht):
+        other = g
     x = ht
     while other < 0:
         for k in range(4):
@@ -89,20 +71,9 @@ def _ladder_moves(out, board, head, nxt, libs, nbr, mark, meta, color, cap_move,
         p = noted[j] & 0xFFFF
         nl = (noted[j] >> 16) & 0xF
         nc = noted[j] >> 20
-        no = np.int64(0)
-        atari_friend = False
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                break
-            w = board[q]
-            if w == 0:
-                continue
-            h = head[q]
-            if w == color:
-                atari_friend = atari_friend or libs[h] == 1
-            elif libs[h] == 2:
-                no = _add_head(oh, no, h)
+        # an own string in atari next to p (oh as scratch), then the opponent's 2-liberty strings next to it
+        atari_friend = R.with_liberties(libs, oh, R.neighbour_strings(board, head, nbr, p, color, oh), 1) > 0
+        no = R.with_liberties(libs, oh, R.neighbour_strings(board, head, nbr, p, 3 - color, oh), 2)
         for i in range(no):
             # skip ataris the defender escapes at once by extending to ≥3 liberties
             if nc == 0 and _extension_libs(board, head, nxt, libs, nbr, mark, meta, oh[i], p, np.int64(3), hint) >= 3:
@@ -152,7 +123,7 @@ def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
         if p == ko:
             continue
         # neighbour strings: friendly heads, captured opponent heads, 2-liberty opponent heads
-        nf = np.int64(0)  # typed: a literal 0 would compile _add_head once more
+        nf = np.int64(0)  # typed: a literal 0 would compile R.add_head once more
         nc = np.int64(0)
         ne = 0
         weak = False  # an own string in atari or an opponent string with 2 liberties next to p
@@ -167,12 +138,12 @@ def local_planes(out, e, color, ladders, cap_move, cap_target, esc_move):
                 continue
             h = head[q]
             if w == color:
-                if _add_head(fh, nf, h) > nf:
+                if R.add_head(fh, nf, h) > nf:
                     nf += 1
                     weak = weak or libs[h] == 1
                     big_friend = big_friend or libs[h] >= 9
             elif libs[h] == 1:
-                nc = _add_head(ch, nc, h)
+                nc = R.add_head(ch, nc, h)
             elif libs[h] == 2:
                 weak = True
         legal = ne > 0 or nc > 0

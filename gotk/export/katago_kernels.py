@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gotk.game import kernels as K
+from gotk.game import rules as R
 from gotk.jit import compiled, kernel
 
 
@@ -28,63 +29,18 @@ def superko_banned(t, pla, suicide_legal, situational, player_key, history, out)
         if board[p] != 0 or p == meta[K.M_KO]:
             continue
         h = hashv[0] ^ zob[pla, p]
-        nh = 0
-        any_empty = False
-        captures = False
-        own_alive = False
-        own = False
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                break
-            v = board[q]
-            if v == 0:
-                any_empty = True
-            elif v == opp and libs[head[q]] == 1:
-                hq = head[q]
-                dup = False
-                for i in range(nh):
-                    if heads[i] == hq:
-                        dup = True
-                if not dup:
-                    heads[nh] = hq
-                    nh += 1
-                    s = hq
-                    while True:
-                        h ^= zob[opp, s]
-                        s = nxt[s]
-                        if s == hq:
-                            break
-                captures = True
-            elif v == pla:
-                own = True
-                if libs[head[q]] > 1:
-                    own_alive = True
-        suicide = not any_empty and not captures and not own_alive
-        if suicide:
-            if not own or not suicide_legal:
-                continue  # single-stone suicide is never legal in KataGo; multi-stone only if the rules say so
+        if K.check_arrays(board, head, libs, meta, nbr, np.int64(p), np.int64(pla), False) == K.SUICIDE:
+            # single-stone suicide is never legal in KataGo; multi-stone only if the rules say so
+            nh = R.neighbour_strings(board, head, nbr, p, pla, heads)
+            if nh == 0 or not suicide_legal:
+                continue
             h ^= zob[pla, p]
-            nh = 0
-            for k in range(4):
-                q = nbr[p, k]
-                if q < 0:
-                    break
-                if board[q] == pla:
-                    hq = head[q]
-                    dup = False
-                    for i in range(nh):
-                        if heads[i] == hq:
-                            dup = True
-                    if not dup:
-                        heads[nh] = hq
-                        nh += 1
-                        s = hq
-                        while True:
-                            h ^= zob[pla, s]
-                            s = nxt[s]
-                            if s == hq:
-                                break
+            for i in range(nh):
+                h ^= R.string_key(zob, nxt, pla, heads[i])
+        else:
+            nh = R.with_liberties(libs, heads, R.neighbour_strings(board, head, nbr, p, opp, heads), 1)
+            for i in range(nh):
+                h ^= R.string_key(zob, nxt, opp, heads[i])
         if situational:
             h ^= player_key[opp]
         i = np.searchsorted(history, h)

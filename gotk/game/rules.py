@@ -1,5 +1,6 @@
 """The rules' small questions about a position, compiled, one home each: the liberties a move would give its
-string, the liberties a 2-liberty string keeps by extending, own eyes, empty neighbours.
+string, the liberties a 2-liberty string keeps by extending, own eyes, empty neighbours, the strings next to a
+point (and those a move captures), whether a point touches a string, a string's hash key.
 
 Modelled on KataGo's ``cpp/game/board.cpp`` (``getNumLibertiesAfterPlay``, ``getNumImmediateLiberties``,
 ``isSimpleEye``) and read on the engine's arrays (:mod:`gotk.game.kernels`): the alphago encoder's move planes
@@ -14,7 +15,7 @@ Counted liberties are distinct points, deduplicated with the position's ``mark``
 from __future__ import annotations
 
 from gotk.game.kernels import next_stamp
-from gotk.jit import inline_kernel, kernel
+from gotk.jit import inline_kernel, internal_kernel, kernel
 
 
 @inline_kernel
@@ -28,6 +29,69 @@ def empty_neighbours(board, nbr, p):
         if board[q] == 0:
             c += 1
     return c
+
+
+@internal_kernel(always_inline=True)
+def add_head(heads, count, h):
+    """Append string head ``h`` to ``heads[:count]`` unless it is there; returns the new count (a point's
+    neighbour strings: at most four)."""
+    for i in range(count):
+        if heads[i] == h:
+            return count
+    heads[count] = h
+    return count + 1
+
+
+@inline_kernel
+def neighbour_strings(board, head, nbr, p, color, out):
+    """The distinct heads of ``color``'s strings next to ``p``, in neighbour order, into ``out`` (4 long at
+    least); returns how many."""
+    n = 0
+    for k in range(4):
+        q = nbr[p, k]
+        if q < 0:
+            break
+        if board[q] == color:
+            n = add_head(out, n, head[q])
+    return n
+
+
+@inline_kernel
+def with_liberties(libs, heads, count, nlibs):
+    """Keep of ``heads[:count]`` those whose string has exactly ``nlibs`` liberties (in order, in place);
+    returns how many: with :func:`neighbour_strings`, the strings a move captures (``nlibs`` 1)."""
+    m = 0
+    for i in range(count):
+        if libs[heads[i]] == nlibs:
+            heads[m] = heads[i]
+            m += 1
+    return m
+
+
+@inline_kernel
+def touches_string(board, head, nbr, p, h):
+    """True if a neighbour of ``p`` is a stone of the string with head ``h``."""
+    c = board[h]
+    for k in range(4):
+        q = nbr[p, k]
+        if q < 0:
+            break
+        if board[q] == c and head[q] == h:
+            return True
+    return False
+
+
+@inline_kernel
+def string_key(zob, nxt, color, h):
+    """The xor of the Zobrist keys ``zob[color]`` of the stones of the string with head ``h``: what its removal
+    (or placing) does to the position's hash."""
+    key = zob[0, h]  # row 0 holds zeros: a 0 of the keys' type
+    x = h
+    while True:
+        key ^= zob[color, x]
+        x = nxt[x]
+        if x == h:
+            return key
 
 
 @kernel
@@ -122,33 +186,14 @@ def liberties_after_heads(board, head, nxt, nbr, mark, meta, point, color, frien
 def liberties_after(board, head, nxt, libs, nbr, mark, meta, point, color, cap, heads):
     """:func:`liberties_after_heads`, gathering the heads itself into ``heads`` (int32 scratch of 8: the joined
     strings', then the captured ones'). A joined string with more than ``cap`` liberties decides at once."""
-    nf = 0
-    nc = 0
-    for k in range(4):
-        q = nbr[point, k]
-        if q < 0:
-            break
-        v = board[q]
-        if v == 0:
-            continue
-        h = head[q]
-        if v == color:
-            if libs[h] > cap:
-                return cap
-            seen = False
-            for i in range(nf):
-                seen = seen or heads[i] == h
-            if not seen:
-                heads[nf] = h
-                nf += 1
-        elif libs[h] == 1:
-            seen = False
-            for i in range(nc):
-                seen = seen or heads[4 + i] == h
-            if not seen:
-                heads[4 + nc] = h
-                nc += 1
-    return liberties_after_heads(board, head, nxt, nbr, mark, meta, point, color, heads[:4], nf, heads[4:], nc, cap)
+    friends = heads[:4]
+    captured = heads[4:]
+    nf = neighbour_strings(board, head, nbr, point, color, friends)
+    for i in range(nf):
+        if libs[friends[i]] > cap:
+            return cap
+    nc = with_liberties(libs, captured, neighbour_strings(board, head, nbr, point, 3 - color, captured), 1)
+    return liberties_after_heads(board, head, nxt, nbr, mark, meta, point, color, friends, nf, captured, nc, cap)
 
 
 @inline_kernel
@@ -206,5 +251,6 @@ def extension_liberties(board, head, nxt, libs, nbr, mark, meta, t, x, y, cap):
     return cnt
 
 
-__all__ = ["empty_neighbours", "extension_liberties", "is_own_eye", "liberties_after", "liberties_after_heads",
-           "liberties_after_play"]
+__all__ = ["add_head", "empty_neighbours", "extension_liberties", "is_own_eye", "liberties_after",
+           "liberties_after_heads", "liberties_after_play", "neighbour_strings", "string_key", "touches_string",
+           "with_liberties"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gotk.game.rules import neighbour_strings, touches_string
 from gotk.jit import compiled
 
 
@@ -118,20 +119,7 @@ def area_for_pla(board, head, nxt, nbr, pla, suicide_legal, safe_big, unsafe_big
             continue
         r = nreg
         nreg += 1
-        nv = 0
-        for k in range(4):
-            q = nbr[start, k]
-            if q < 0:
-                break
-            if board[q] == pla:
-                hq = head[q]
-                dup = False
-                for i in range(nv):
-                    if vital[r, i] == hq:
-                        dup = True
-                if not dup:
-                    vital[r, nv] = hq
-                    nv += 1
+        nv = neighbour_strings(board, head, nbr, start, pla, vital[r])
         top = 0
         stack[top] = start
         top += 1
@@ -143,14 +131,7 @@ def area_for_pla(board, head, nxt, nbr, pla, suicide_legal, safe_big, unsafe_big
                 keep = 0
                 for i in range(nv):
                     hv = vital[r, i]
-                    adj = False
-                    for k in range(4):
-                        q = nbr[x, k]
-                        if q < 0:
-                            break
-                        if board[q] == pla and head[q] == hv:
-                            adj = True
-                    if adj:
+                    if touches_string(board, head, nbr, x, hv):
                         vital[r, keep] = hv
                         keep += 1
                 nv = keep
