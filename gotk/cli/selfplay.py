@@ -135,10 +135,10 @@ def zero_cmd(
                                 "only when it wins --gate of --gating-games; continuous (default): always."),
     gate: float = typer.Option(0.55, "--gate"),
     gating_games: int = typer.Option(20, "--gating-games"),
-    eval_games: int = typer.Option(10, "--eval-games", help="Games against each anchor per generation (0: none)."),
+    eval_games: int = typer.Option(20, "--eval-games", help="Games against each anchor per generation (0: none)."),
     eval_visits: int = typer.Option(None, "--eval-visits", help="Search visits of the networks in evaluation games "
                                     "(with the search they were trained with) [self-play's --visits]."),
-    eval_every: int = typer.Option(1, "--eval-every", help="Play the anchors every this many generations."),
+    eval_every: int = typer.Option(2, "--eval-every", help="Play the anchors every this many generations."),
     no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
     threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [cores]."),
     device: str = typer.Option("auto", "--device", help="Self-play and training: cpu, cuda, cuda:N or auto (CUDA "

@@ -79,8 +79,8 @@ class ZeroOptions:
     gating: bool = False
     gate: float = 0.55
     gating_games: int = 20
-    eval_games: int = 10  # per anchor
-    eval_every: int = 1  # evaluate against the anchors every this many generations (and the last one)
+    eval_games: int = 20  # per anchor
+    eval_every: int = 2  # evaluate against the anchors every this many generations (and the last one)
     aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
     threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
     device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
