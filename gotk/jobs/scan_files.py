@@ -94,7 +94,7 @@ class UnitGames:
         self.handicap = table.column("handicap").to_numpy()
         self.first_player = table.column("first_player").to_numpy()
         self._meta_table = table.select([f.name for f in M.GAMES_SCHEMA if f.name in table.column_names])
-        self._meta_rows: np.ndarray | None = None
+        self._meta_rows: dict[int, np.ndarray] = {}  # metadata_rows per board area
         self._bin = {name: self._binary(table.column(name))
                      for name in ("setup_black", "setup_white", "setup_empty", "colors", "points")}
         self._batch: GameBatch | None = None
@@ -142,11 +142,13 @@ class UnitGames:
     def metadata_rows(self, board_area: int) -> np.ndarray:
         """``(games, 2, 192)`` float32: each game's metadata inputs with black, then white to move
         (:func:`gotk.encoders.metadata_inputs.game_rows` of its normalised metadata), made once."""
-        if self._meta_rows is None:
+        got = self._meta_rows.get(board_area)
+        if got is None:
             rows = self._meta_table.to_pylist()
-            self._meta_rows = np.stack([MI.game_rows(MI.from_normalised(r), board_area) for r in rows]) if rows \
+            got = self._meta_rows[board_area] = np.stack([MI.game_rows(MI.from_normalised(r), board_area)
+                                                          for r in rows]) if rows \
                 else np.empty((0, 2, MI.NUM_CHANNELS), np.float32)
-        return self._meta_rows
+        return got
 
     def cap(self, include_passes: bool, skip_first: int) -> np.ndarray:
         """Each game's :func:`~gotk.encoders.base.kept_count` of its whole main line: the rows an encoder
