@@ -12,9 +12,12 @@ Peer: Leela Zero's own ``dump_supervised`` (leelaz 0.17, Debian ``leela-zero``; 
 process with a tiny generated weights file (``dump_supervised`` never evaluates it). Timed: the whole
 process (its start-up included, small beside an archive's games); positions from its "Dumped N training positions" line.
 
+``--katago`` adds ``gotk export --format katago`` without and with ``--metadata`` (KataGo's human-SL
+``metadataInputNC``), alternating like the rest, and prints the speed of the second over the first.
+
 Usage::
 
-    python bench/export.py [ARCHIVE] [--levels 6,9] [--encoder sevenplane] [--repeat 2] [--json-out FILE]
+    python bench/export.py [ARCHIVE] [--levels 6,9] [--encoder sevenplane] [--repeat 2] [--katago] [--json-out FILE]
 
 Default input: ``KGS-2017_02-19-525-.tar.gz`` from ``../shared/kgs``.
 """
@@ -46,6 +49,17 @@ def _export(src: Path, out: Path, level: int) -> dict:
     wall = time.perf_counter() - t
     return {"tool": f"gotk export leela-zero (gzip {level})", "positions": m["positions"], "wall_s": round(wall, 3),
             "positions_per_s": round(m["positions"] / wall, 1), "bytes": m["bytes"],
+            "bytes_per_position": round(m["bytes"] / m["positions"], 1), "games": m["games"]["kept"]}
+
+
+def _export_katago(src: Path, out: Path, metadata: bool) -> dict:
+    from gotk.export.run import ExportOptions, export
+
+    t = time.perf_counter()
+    m = export([src], out, ExportOptions(format="katago", metadata=metadata), workers=1, progress=False)
+    wall = time.perf_counter() - t
+    return {"tool": "gotk export katago" + (" --metadata" if metadata else ""), "positions": m["positions"],
+            "wall_s": round(wall, 3), "positions_per_s": round(m["positions"] / wall, 1), "bytes": m["bytes"],
             "bytes_per_position": round(m["bytes"] / m["positions"], 1), "games": m["games"]["kept"]}
 
 
@@ -108,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", default="6,9", help="gzip levels for the Leela Zero chunks")
     ap.add_argument("--encoder", default="sevenplane")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--katago", action="store_true", help="also the KataGo export, without and with --metadata")
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args(argv)
     src = Path(args.archive) if args.archive else kgs_dir() / "KGS-2017_02-19-525-.tar.gz"
@@ -121,11 +136,16 @@ def main(argv: list[str] | None = None) -> int:
         sample.write_text("(;GM[1]SZ[19]RE[B+R];B[pd];W[dp];B[pp];W[dd])")
         _export(sample, tmp / "w1", 6)
         _encode(sample, tmp / "w2", args.encoder)
+        if args.katago:
+            _export_katago(sample, tmp / "w3", True)
         best: dict[str, dict] = {}
         for i in range(args.repeat):
             jobs = [("encode", lambda o: _encode(src, o, args.encoder))]
             jobs += [(f"lz{lv}", lambda o, lv=lv: _export(src, o, lv)) for lv in levels]
             jobs += [("leelaz", lambda o: _leelaz(src, tmp))]
+            if args.katago:
+                jobs += [("katago", lambda o: _export_katago(src, o, False)),
+                         ("katago-meta", lambda o: _export_katago(src, o, True))]
             for name, job in jobs:
                 out = tmp / f"{name}-{i}"
                 r = job(out)
@@ -142,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     base = best["encode"]["positions_per_s"]
     rows = [{**r, "vs_encode": round(r["positions_per_s"] / base, 2)} for r in best.values()]
     report["table"] = rows
+    if "katago" in best and "katago-meta" in best:
+        report["metadata_speed_ratio"] = round(best["katago-meta"]["positions_per_s"]
+                                               / best["katago"]["positions_per_s"], 3)
+        print(f"katago export with --metadata: {report['metadata_speed_ratio']:.3f} x the speed without",
+              file=sys.stderr)
     print(write_json(report, args.json_out))
     print(format_table(rows, [("tool", "run"), ("games", "games"), ("positions", "positions"), ("wall_s", "wall s"),
                               ("positions_per_s", "pos/s"), ("vs_encode", "× encode"),

@@ -220,3 +220,57 @@ def test_cli_export_katago(tmp_path, sample_archive):
                               "--workers", "2", "--rows-per-file", "500", "--seed", "5"])
     assert res.exit_code == 0, res.output
     assert _chunks(again) == _chunks(out)
+
+
+def test_cli_export_katago_metadata(tmp_path, sample_archive):
+    """--format katago --metadata: each npz also holds metadataInputNC, [N, 192] float32 as KataGo's
+    data_processing_pytorch.py reads it with include_meta (``npz["metadataInputNC"]``, one row per row of the
+    other arrays); each row is its game's metadata row (gotk.encoders.metadata_inputs, checked against KataGo's C++
+    in tests/test_metadata_inputs.py) for the colour of the row's move; the other arrays are those of a plain export."""
+    from collections import Counter
+
+    import numpy as np
+
+    from gotk.export.run import katago_available
+
+    if not katago_available():
+        pytest.skip("gotk.export.katago is not in this build")
+    from gotk.encoders.metadata_inputs import fill_row, from_normalised
+    from gotk.export import katago as KG
+    from gotk.sgf.metadata import normalise_record
+    from gotk.sgf.reader import read_sgf
+    from gotk.shards.gameid import game_id
+    from gotk.sources.archives import SgfSource, iter_sources
+
+    src = archive_slice(sample_archive, tmp_path, 6)
+    outs = {}
+    for name, extra in (("plain", []), ("meta", ["--metadata"])):
+        outs[name] = tmp_path / name
+        res = runner.invoke(app, ["export", str(src), "--format", "katago", "--out", str(outs[name]), "--no-progress",
+                                  "--workers", "1", "--rows-per-file", "300", "--seed", "2", *extra])
+        assert res.exit_code == 0, res.output
+    got: Counter = Counter()
+    for plain, meta in zip(sorted(outs["plain"].glob("*.npz")), sorted(outs["meta"].glob("*.npz")), strict=True):
+        with np.load(plain) as a, np.load(meta) as b:
+            assert set(b.files) == set(a.files) | {"metadataInputNC"}
+            for k in a.files:
+                assert np.array_equal(a[k], b[k]), k
+            rows = b["metadataInputNC"]
+            assert rows.dtype == np.float32 and rows.shape == (len(b["globalInputNC"]), 192)
+            got.update(r.tobytes() for r in rows)
+    expected: Counter = Counter()
+    for s in iter_sources([src]):
+        if isinstance(s, SgfSource):
+            for rec in read_sgf(s.data, s.archive, s.member):
+                if rec.result.winner is None or rec.defect is not None:
+                    continue
+                try:
+                    n = len(KG.katago_game_rows(rec, game_id=game_id(rec))["globalInputNC"])
+                except Exception:  # noqa: BLE001 - a refused game is a counted skip of the run
+                    continue
+                meta = from_normalised(normalise_record(rec))
+                expected.update(fill_row(meta, int(c), rec.size ** 2).tobytes() for c in rec.colors[:n])
+    assert got == expected and len(expected) > 6
+    res = runner.invoke(app, ["export", str(src), "--format", "leela-zero", "--metadata", "--out",
+                              str(tmp_path / "lz"), "--no-progress"])
+    assert res.exit_code == 2 and "--metadata is for --format katago" in res.output

@@ -253,6 +253,41 @@ def test_globals_are_the_sgf_komi_and_side_to_move_under_every_symmetry(relative
     assert white.any() and (~white).any()
 
 
+@pytest.fixture(scope="session")
+def with_metadata(loose_sgf) -> Path:
+    """relative dataset of the 40 loose games with the metadata column (``--metadata``), in small row groups."""
+    out = loose_sgf.parent / "metadata"
+    encode_dataset([loose_sgf], out, EncodeOptions(encoder="relative", split="train=1.0", shard_rows=3000,
+                                                   row_group_rows=700, metadata=True), workers=1, progress=False)
+    return out
+
+
+def test_metadata_is_the_games_katago_row_for_the_side_to_move(with_metadata, loose_sgf, relative):
+    from gotk.encoders.metadata_inputs import fill_row, from_normalised
+    from gotk.sgf.metadata import normalise_record
+    from gotk.sgf.reader import read_sgf_file
+
+    games = pq.read_table(with_metadata / "games.parquet", columns=["game_id", "archive"]).to_pylist()
+    meta_of = {game_index(g["game_id"]): from_normalised(normalise_record(read_sgf_file(
+        loose_sgf / Path(g["archive"]).name)[0])) for g in games}
+    assert len({(m.black_inverse_rank, m.white_inverse_rank) for m in meta_of.values()}) > 5
+    plain = list(iter_numpy_batches(with_metadata, "train", batch_size=100, shuffle=False, symmetries="none"))
+    turned = list(iter_numpy_batches(with_metadata, "train", batch_size=100, shuffle=False, symmetries="random",
+                                     seed=3))
+    for a, b in zip(plain, turned, strict=True):
+        assert b["metadata"].dtype == np.float32 and b["metadata"].shape == (len(b["label"]), 192)
+        assert np.array_equal(a["metadata"], b["metadata"])  # no symmetry changes it
+    for b in plain:
+        for i in range(len(b["label"])):
+            color = 2 if b["to_play"][i] == -1 else 1
+            assert np.array_equal(b["metadata"][i], fill_row(meta_of[int(b["game_index"][i])], color, 361))
+    assert SplitIndex(relative, "train").metadata is None and "metadata" not in plain_batch(relative)
+
+
+def plain_batch(path: Path) -> dict:
+    return next(iter(iter_numpy_batches(path, "train", batch_size=10, shuffle=False)))
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_resume_mid_epoch_gives_exactly_the_rest(seven, num_workers):
     kw = dict(batch_size=BS, seed=5, shuffle_buffer=3000, epoch=1)

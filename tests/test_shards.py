@@ -101,6 +101,37 @@ def test_globals_column_written_read_and_checked(tmp_path):
         S.schema_globals(lying)
 
 
+def test_metadata_column_after_globals_written_read_and_checked(tmp_path):
+    from gotk.encoders import global_inputs as GI
+    from gotk.encoders import metadata_inputs as MI
+    from gotk.shards.metadata_column import decode_metadata
+
+    desc = _desc((3, 9, 9))
+    schema = S.shard_schema(desc, globals_desc=GI.describe(), metadata_desc=MI.describe())
+    assert schema.names[-2:] == ["globals", "metadata"]
+    assert str(schema.field("metadata").type) == "fixed_size_list<item: float>[192]"
+    assert S.schema_globals(schema, "metadata") == MI.describe() and S.schema_globals(schema) == GI.describe()
+    pair = MI.game_rows(MI.profile("rank_3d_1k"), 81)
+    to_play = np.array([1, -1, 1])
+    meta = MI.rows_for(pair, to_play)
+    glob = GI.from_to_play(6.5, to_play, 9)
+    packed = S.pack_features(np.zeros((3, 3, 9, 9), np.uint8), "bit")
+    with S.ShardRowWriter(tmp_path / "m.parquet", schema) as w:
+        w.add("g0", packed, np.arange(3), to_play, np.zeros(3), np.zeros(3), global_inputs=glob,
+              metadata_inputs=meta)
+        with pytest.raises(ValueError, match="metadata_inputs= is required"):
+            w.add("g1", packed[:1], np.arange(1), to_play[:1], np.zeros(1), np.zeros(1), global_inputs=glob[:1])
+        w.finish()
+    table = pq.read_table(tmp_path / "m.parquet")
+    assert np.array_equal(decode_metadata(table), meta) and not np.array_equal(meta[0], meta[1])
+    assert decode_metadata(_table(desc, 2)[0]) is None
+    with pytest.raises(ValueError, match="metadata must be"):
+        S.rows_table(schema, ["g"], [0], [1], packed[:1], [0], [0], global_inputs=glob[:1], metadata_inputs=meta)
+    lying = table.schema.remove(table.schema.get_field_index("metadata"))
+    with pytest.raises(ValueError, match="metadata column and its metadata disagree"):
+        S.schema_globals(lying, "metadata")
+
+
 def test_row_groups_fixed_whatever_the_batches(tmp_path):
     desc = _desc((7, 19, 19))
     t, _ = _table(desc, 1000, seed=3)

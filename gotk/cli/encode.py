@@ -44,6 +44,10 @@ def encode_cmd(
     globals_: bool = typer.Option(True, "--globals/--no-globals", help="Write each row's global inputs (komi "
                                   "from the player to move's view, side to move) as the shards' globals column "
                                   "(docs/shards.md)."),
+    metadata: bool = typer.Option(False, "--metadata/--no-metadata", help="Write each row's metadata inputs "
+                                  "(KataGo's 192 human-SL inputs: ranks, clock, date, source, from the player to "
+                                  "move's view) as the shards' metadata column; 768 bytes a row before compression "
+                                  "(docs/shards.md)."),
     encoder_option: list[str] = typer.Option(None, "--encoder-option", help="Encoder option KEY=VALUE, e.g. "
                                              "ladders=false (repeatable)."),
     unit_size: int = typer.Option(128, "--unit-size", help="SGF members per scan work unit (does not change the "
@@ -75,6 +79,7 @@ def encode_cmd(
         test_from=list(test_from or []), min_rank=min_rank, no_handicap=no_handicap, include_passes=include_passes,
         skip_first=skip_first, drop_partial=drop_partial, shard_rows=shard_rows, where=where,
         bots=[str(b) for b in bots or []], max_moves=max_moves, globals=globals_,
+        metadata=metadata,
     )
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:

@@ -25,6 +25,9 @@ def export_cmd(
                                        "somewhat smaller files, much slower to write)."),
     keep_time_wins: bool = typer.Option(False, "--keep-time-wins", help="leela-zero: also export games won on "
                                         "time (leelaz's dump_supervised leaves them out)."),
+    metadata: bool = typer.Option(False, "--metadata", help="katago: also write metadataInputNC, each row's 192 "
+                                  "human-SL metadata inputs (ranks, clock, date, source, from the player to move's "
+                                  "view), which KataGo's trainer reads with include_meta (docs/katago-export.md)."),
     rows_per_file: int = typer.Option(10000, "--rows-per-file", help="katago: rows per .npz file (the last is "
                                       "shorter)."),
     split: str = typer.Option(None, "--split", help="Dataset input: export only the games of this split."),
@@ -58,7 +61,7 @@ def export_cmd(
     opts = ExportOptions(format=fmt, seed=seed, games_per_chunk=games_per_chunk, compress_level=compress_level,
                          keep_time_wins=keep_time_wins, rows_per_file=rows_per_file, board_size=board_size,
                          min_rank=min_rank, no_handicap=no_handicap, where=where, bots=[str(b) for b in bots or []],
-                         split=split)
+                         split=split, metadata=metadata)
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
         m = export(targets, out, opts, workers=workers or None, resume=resume, progress=progress,

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from gotk.shards import format as S
 from gotk.shards.manifest import FORMAT, MANIFEST_NAME, check_manifest
+from gotk.shards.metadata_column import METADATA
 from gotk.storage import Storage, is_url, join
 
 __all__ = ["RowGroup", "SplitIndex", "game_index"]
@@ -140,6 +141,7 @@ class SplitIndex:
         targets: tuple[str, ...] | None = None
         file_targets: list[tuple[str, ...]] = []
         glob: list[dict | None] = []
+        meta_cols: list[dict | None] = []
         for i in range(len(self.files)):
             meta = self.read_metadata(i)
             schema = meta.schema.to_arrow_schema()
@@ -149,6 +151,7 @@ class SplitIndex:
             t = S.schema_targets(schema)
             file_targets.append(t)
             glob.append(S.schema_globals(schema))
+            meta_cols.append(S.schema_globals(schema, METADATA))
             if targets is None:
                 targets = t
             elif bool(t) != bool(targets):
@@ -174,6 +177,9 @@ class SplitIndex:
         #: the description of the split's ``globals`` column (``gotk.encoders.global_inputs.describe()``) when every
         #: shard has the same one, else None (the column, where some shards have it, is not read)
         self.globals: dict | None = glob[0] if glob and all(g == glob[0] for g in glob) else None
+        #: the description of the split's ``metadata`` column (``gotk.encoders.metadata_inputs.describe()``) when every
+        #: shard has the same one, else None
+        self.metadata: dict | None = meta_cols[0] if meta_cols and all(m == meta_cols[0] for m in meta_cols) else None
         self.row_groups = groups
         self.num_rows = start
         c, h, w = (int(x) for x in encoder["shape"])

@@ -56,7 +56,9 @@ shuffle buffer and follow the rows through every selection (game cap, ``where``,
 
 When every shard of the split has the ``globals`` column (``SplitIndex.globals``), batches also have ``globals``
 float32 (B, G): the position's global inputs (komi from the player to move's view, side to move:
-:mod:`gotk.encoders.global_inputs`), which no board symmetry changes.
+:mod:`gotk.encoders.global_inputs`), which no board symmetry changes. Likewise, when every shard has the ``metadata``
+column (``SplitIndex.metadata``), batches have ``metadata`` float32 (B, 192): KataGo's human-SL inputs of the
+position's game from the player to move's view (:mod:`gotk.encoders.metadata_inputs`), unchanged by symmetries.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from gotk.datasets.index import RowGroup, SplitIndex, _game_codes, selected_game
 from gotk.datasets.symmetry import NUM_SYMMETRIES, label_permutations, transform_labels
 from gotk.shards.format import unpack_features
 from gotk.shards.globals_column import GLOBALS, decode_globals
+from gotk.shards.metadata_column import METADATA, decode_metadata
 
 __all__ = ["iter_numpy_batches", "worker_batch_offsets"]
 
@@ -224,7 +227,8 @@ class _RowGroupReader:
         f = self._files.get(rg.file)
         if f is None:
             f = self._files[rg.file] = self.index.open_file(rg.file)
-        extra = list(self.index.file_targets[rg.file]) + ([GLOBALS] if self.index.globals is not None else [])
+        extra = list(self.index.file_targets[rg.file]) + ([GLOBALS] if self.index.globals is not None else []) + (
+            [METADATA] if self.index.metadata is not None else [])
         table = f.read_row_group(rg.index, columns=_COLUMNS + extra)
         n = table.num_rows
         feats = table.column("features")
@@ -254,6 +258,8 @@ class _RowGroupReader:
                 cols[name] = table.column(name).to_numpy() if name in table.column_names else np.ones(n, np.float32)
         if self.index.globals is not None:
             cols[GLOBALS] = decode_globals(table)
+        if self.index.metadata is not None:
+            cols[METADATA] = decode_metadata(table)
         if self.cap is not None:
             keep = self.cap.keep(self._pos[(rg.file, rg.index)], codes, self.seed, self.epoch)
             cols = _take(cols, np.flatnonzero(keep))
@@ -402,6 +408,8 @@ def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tupl
                   ("score", f32, (rows,)), ("weight", f32, (rows,)), ("aux_weight", f32, (rows,))]
     if index.globals is not None:
         specs.append((GLOBALS, np.dtype(np.float32), (rows, len(index.globals["names"]))))
+    if index.metadata is not None:
+        specs.append((METADATA, np.dtype(np.float32), (rows, int(index.metadata["width"]))))
     out = []
     offset = 0
     for key, dtype, shape in specs:
@@ -448,6 +456,8 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int
                 out[key][...] = part[key]
             if index.globals is not None:  # the same under every symmetry
                 out[GLOBALS][...] = part[GLOBALS]
+            if index.metadata is not None:  # likewise
+                out[METADATA][...] = part[METADATA]
             if index.targets:
                 _targets_into(out, part, syms, size)
             yield out

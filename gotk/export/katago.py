@@ -48,6 +48,10 @@ NPZ_LAYOUT = {  # key -> (dtype, shape after the row axis)
     "scoreDistrN": (np.int8, (SCORE_DISTR_LEN,)),
     "valueTargetsNCHW": (np.int8, (NUM_VALUE_SPATIAL, POS_LEN, POS_LEN)),
 }
+#: Keys written when the rows have them: ``metadataInputNC``, the human-SL metadata inputs of each row's game from
+#: the player to move's view (``gotk export --metadata``; :mod:`gotk.encoders.metadata_inputs`), which KataGo's
+#: trainer reads with ``include_meta``.
+OPTIONAL_LAYOUT = {"metadataInputNC": (np.float32, (192,))}
 
 
 @dataclass(frozen=True)
@@ -367,10 +371,11 @@ def _assemble(record, rows_bin, rows_global, next_moves, turn_colors, boards, po
 
 
 def write_katago_npz(rows: dict[str, np.ndarray], path: str | os.PathLike) -> None:
-    """Write ``rows`` (the six keys of :data:`NPZ_LAYOUT`, same row count) to ``path`` with
-    ``np.savez_compressed``, atomically: a temp file beside it, then ``os.replace``."""
+    """Write ``rows`` (the six keys of :data:`NPZ_LAYOUT`, and those of :data:`OPTIONAL_LAYOUT` it has, same row
+    count) to ``path`` with ``np.savez_compressed``, atomically: a temp file beside it, then ``os.replace``."""
     count = None
-    for key, (dtype, shape) in NPZ_LAYOUT.items():
+    layout = NPZ_LAYOUT | {k: v for k, v in OPTIONAL_LAYOUT.items() if k in rows}
+    for key, (dtype, shape) in layout.items():
         a = rows[key]
         if a.dtype != dtype or a.shape[1:] != shape:
             raise GotkError("bad_rows", f"{key}: {a.dtype} {a.shape[1:]}, expected {np.dtype(dtype)} {shape}")
@@ -378,6 +383,6 @@ def write_katago_npz(rows: dict[str, np.ndarray], path: str | os.PathLike) -> No
             raise GotkError("bad_rows", f"{key} has {a.shape[0]} rows, expected {count}")
         count = a.shape[0]
     with atomic_path(path) as tmp, open(tmp, "wb") as f:  # a file object: savez would append ".npz" to a name
-        np.savez_compressed(f, **{k: rows[k] for k in NPZ_LAYOUT})
+        np.savez_compressed(f, **{k: rows[k] for k in layout})
         f.flush()
         os.fsync(f.fileno())

@@ -28,6 +28,7 @@ class ExportOptions:
     games_per_chunk: int = 32  # leela-zero: OutputChunker::CHUNK_SIZE
     compress_level: int = 6  # leela-zero: gzip level (leelaz writes 9: smaller files, much slower to write)
     rows_per_file: int = 10000  # katago
+    metadata: bool = False  # katago: add metadataInputNC (gotk.encoders.metadata_inputs)
     keep_time_wins: bool = False  # leela-zero: dump_supervised drops games won on time
     board_size: int = 19
     min_rank: str | None = None
@@ -42,6 +43,8 @@ class ExportOptions:
             raise ExportError("bad_option", f"--format {self.format!r}: choose one of {', '.join(FORMATS)}")
         if self.games_per_chunk < 1 or self.rows_per_file < 1 or not 0 <= self.compress_level <= 9:
             raise ExportError("bad_option", "--games-per-chunk and --rows-per-file must be ≥ 1, --compress-level 0..9")
+        if self.metadata and self.format != "katago":
+            raise ExportError("bad_option", "--metadata is for --format katago (metadataInputNC)")
         if self.format == "leela-zero" and self.board_size != 19:
             raise ExportError("bad_option", "--format leela-zero is 19x19 only (Leela Zero's board size is fixed)")
         from gotk.jobs.splits import check_game_filters

@@ -174,7 +174,7 @@ class _ExportRun:
                                        no_handicap=opts.no_handicap, include_passes=True, skip_first=0,
                                        drop_partial=True, where=opts.where or None, bot_patterns=opts.bot_patterns())
         self.write_opts = {"work_dir": str(work), "out_dir": str(out.absolute()), "compress_level": opts.compress_level,
-                           "seed": opts.seed, "keep_time_wins": opts.keep_time_wins,
+                           "seed": opts.seed, "keep_time_wins": opts.keep_time_wins, "metadata": opts.metadata,
                            "selfplay": (str(Path(sources[0]).absolute()) if selfplay and opts.format == "leela-zero"
                                         else None)}
         self.inputs_skipped: Counter = Counter()

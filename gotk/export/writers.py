@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from gotk.encoders import metadata_inputs as MI
 from gotk.errors import GotkError
 from gotk.export.inputs import policy_rows
+from gotk.game.kernels import WHITE
 from gotk.hashing import sha256_bytes, sha256_file
 from gotk.jobs import scan_files as SF
 from gotk.runfolder import read_done_record, write_done_record
@@ -110,10 +112,19 @@ def write_leelazero_chunk(spec: dict, options: dict) -> dict:
     return {**entry, "seconds": time.perf_counter() - t0}
 
 
+def _metadata_rows(work_dir: str, unit_id: int, index: int, rec: GameRecord, st: Storage) -> np.ndarray:
+    """``(moves, 192)``: the metadata inputs of game ``index`` of a scan unit for the player of each move (a KataGo
+    row is the position before a move, that move's colour to play; the rows may stop before the last move)."""
+    unit, _ = _games(work_dir, unit_id, st)
+    white = np.asarray(rec.colors) == WHITE
+    return MI.rows_for(unit.metadata_rows(rec.size * rec.size)[index], np.where(white, -1, 1))
+
+
 def write_katago_file(spec: dict, options: dict) -> dict:
     """One KataGo ``.npz``: ``spec`` = ``{"index", "file", "digest", "pieces": [[unit_id, i, lo, hi],
     ...]}`` (rows ``lo:hi`` of that game's rows; ``hi`` -1: to its end); rows shuffled with
-    ``(seed, index)``. ``options``: ``work_dir``, ``out_dir``, ``seed``."""
+    ``(seed, index)``. ``options``: ``work_dir``, ``out_dir``, ``seed``, ``metadata`` (add ``metadataInputNC``: each
+    row's metadata inputs, :mod:`gotk.encoders.metadata_inputs`, for the colour of the row's move)."""
     from gotk.export import katago as KG
 
     t0 = time.perf_counter()
@@ -126,6 +137,9 @@ def write_katago_file(spec: dict, options: dict) -> dict:
         gid, rec = game_record(options["work_dir"], unit_id, index, st)
         try:
             rows = KG.katago_game_rows(rec, game_id=gid)
+            if options.get("metadata"):
+                meta = _metadata_rows(options["work_dir"], unit_id, index, rec, st)
+                rows["metadataInputNC"] = meta[:len(rows["globalInputNC"])]
         except GotkError as e:
             if lo == 0:  # a game cut across two files is counted once
                 skipped[e.reason] += 1

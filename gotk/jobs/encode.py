@@ -90,6 +90,7 @@ class EncodeOptions:
     bots: list[str] = field(default_factory=list)  # extra bot-name list files (gotk.sgf.metadata.BotList)
     max_moves: int = W.DEFAULT_MAX_MOVES  # longer games are skipped (too_long); 0: no cap
     globals: bool = True  # shards carry the globals column: komi and colour to move (gotk.encoders.global_inputs)
+    metadata: bool = False  # shards carry the metadata column: KataGo's human-SL inputs (encoders.metadata_inputs)
 
     def validate(self) -> list[tuple[str, float]]:
         from gotk.jobs.splits import check_game_filters
@@ -272,7 +273,8 @@ class EncodeRun:
         self.shard_opts = W.ShardOptions(
             encoder=opts.encoder, encoder_options=opts.encoder_options, board_size=opts.board_size,
             include_passes=opts.include_passes, skip_first=opts.skip_first, work_dir=abs_work, out_dir=abs_out,
-            row_group_rows=opts.row_group_rows, zstd_level=S.ZSTD_LEVEL, storage_options=remote, globals=opts.globals)
+            row_group_rows=opts.row_group_rows, zstd_level=S.ZSTD_LEVEL, storage_options=remote, globals=opts.globals,
+            metadata=opts.metadata)
         plan_key = json.dumps([asdict(opts), self.desc, S.SCHEMA_VERSION], sort_keys=True)
         self.planner: Planner | None = None
         self.plan_key = plan_key

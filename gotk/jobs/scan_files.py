@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from gotk.encoders import metadata_inputs as MI
 from gotk.encoders.base import kept_counts
 from gotk.hashing import sha256_bytes
 from gotk.sgf.record import GameRecord, winner_sign
@@ -92,6 +93,8 @@ class UnitGames:
         self.komi = table.column("komi").fill_null(0.0).to_numpy()
         self.handicap = table.column("handicap").to_numpy()
         self.first_player = table.column("first_player").to_numpy()
+        self._meta_table = table.select([f.name for f in M.GAMES_SCHEMA if f.name in table.column_names])
+        self._meta_rows: dict[int, np.ndarray] = {}  # metadata_rows per board area
         self._bin = {name: self._binary(table.column(name))
                      for name in ("setup_black", "setup_white", "setup_empty", "colors", "points")}
         self._batch: GameBatch | None = None
@@ -135,6 +138,17 @@ class UnitGames:
         :meth:`batch`'s, instead of building it from the table's columns."""
         self._batch = batch
         self.sign = np.array([winner_sign(w) for w in self.winner], dtype=np.int8)
+
+    def metadata_rows(self, board_area: int) -> np.ndarray:
+        """``(games, 2, 192)`` float32: each game's metadata inputs with black, then white to move
+        (:func:`gotk.encoders.metadata_inputs.game_rows` of its normalised metadata), made once."""
+        got = self._meta_rows.get(board_area)
+        if got is None:
+            rows = self._meta_table.to_pylist()
+            got = self._meta_rows[board_area] = np.stack([MI.game_rows(MI.from_normalised(r), board_area)
+                                                          for r in rows]) if rows \
+                else np.empty((0, 2, MI.NUM_CHANNELS), np.float32)
+        return got
 
     def cap(self, include_passes: bool, skip_first: int) -> np.ndarray:
         """Each game's :func:`~gotk.encoders.base.kept_count` of its whole main line: the rows an encoder

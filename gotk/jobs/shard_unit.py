@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gotk.encoders import global_inputs as GI
+from gotk.encoders import metadata_inputs as MI
 from gotk.encoders.base import Encoder, kept_count
 from gotk.hashing import sha256_stream
 from gotk.jobs.scan_files import UnitGames, unit_games
@@ -84,6 +85,7 @@ class ShardEncoder:
         self.batchable = enc.writes_into and enc.batchable
         self.board_only = self.batchable and enc.board_only
         self.globals = options.globals  # the rows' global inputs go into the writer's globals column
+        self.metadata = options.metadata  # the rows' metadata inputs go into the writer's metadata column
         self.encode_s = 0.0
         self._scratch: np.ndarray | None = None  # (chunk_moves, C, H*W) planes, made when first needed
         self._part_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # labels, moves, colours
@@ -145,6 +147,14 @@ class ShardEncoder:
         record gave none), or None when the shard has no globals column."""
         return GI.from_to_play(komi, to_play, self.enc.board_size) if self.globals else None
 
+    def _metadata(self, games, to_play: np.ndarray) -> np.ndarray | None:
+        """The metadata inputs of rows with colours ``to_play`` of the open unit's game ``games`` (one, or one per
+        row), or None when the shard has no metadata column."""
+        if not self.metadata:
+            return None
+        pairs = self._unit.metadata_rows(self.enc.board_size ** 2)
+        return MI.rows_for(pairs, to_play, np.broadcast_to(np.asarray(games), np.shape(to_play)))
+
     def _check_rows(self, rows: int, expected: int, gid: str) -> None:
         if rows != expected:
             raise RuntimeError(f"encoder {self.desc['name']} gave {rows} rows for game {gid}, "
@@ -194,6 +204,8 @@ class ShardEncoder:
             w.value[sl] = signed_value_targets(np.repeat(unit.sign[run], per_game), w.to_play[sl])
             if self.globals:
                 w.global_inputs[sl] = self._globals(np.repeat(unit.komi[run], per_game), w.to_play[sl])
+            if self.metadata:
+                w.metadata_inputs[sl] = self._metadata(np.repeat(run, per_game), w.to_play[sl])
             w.commit([unit.game_id[g] for g in run.tolist()], per_game)
             k += len(run)
 
@@ -209,7 +221,7 @@ class ShardEncoder:
         tp = to_play[lo:hi]
         self.writer.add(unit.game_id[g], S.pack_features(out[lo:hi], self.desc["dtype"]), moves[lo:hi], tp,
                         labels[lo:hi], value_targets(unit.winner[g], tp),
-                        global_inputs=self._globals(unit.komi[g], tp))
+                        global_inputs=self._globals(unit.komi[g], tp), metadata_inputs=self._metadata(g, tp))
 
     def _put_game(self, g: int, lo: int, hi: int) -> None:
         """Rows ``lo:hi`` of game ``g`` of the open unit, by the encoder's game loop."""
@@ -236,6 +248,8 @@ class ShardEncoder:
         w.value[sl] = value_targets(unit.winner[g], w.to_play[sl])
         if self.globals:
             w.global_inputs[sl] = self._globals(unit.komi[g], w.to_play[sl])
+        if self.metadata:
+            w.metadata_inputs[sl] = self._metadata(g, w.to_play[sl])
         w.commit([unit.game_id[g]], [rows])
         return True
 
@@ -252,7 +266,8 @@ class ShardEncoder:
                 tp = eg.to_play[a:b]
                 self.writer.add(gid, S.pack_features(eg.features[a:b], self.desc["dtype"]), eg.move_numbers[a:b],
                                 tp, eg.labels[a:b], value_targets(winner, tp),
-                                global_inputs=self._globals(unit.komi[g], tp))
+                                global_inputs=self._globals(unit.komi[g], tp),
+                                metadata_inputs=self._metadata(g, tp))
         self._check_rows(game_rows, int(unit.rows[g]), gid)
 
 
@@ -261,7 +276,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     folder), "digest", "pieces": [[unit_id, game_index, row_lo, row_hi], ...]}``; ``options``:
     ``encoder``, ``encoder_options``, ``board_size``, ``include_passes``, ``skip_first``,
     ``work_dir``, ``out_dir``, ``row_group_rows``, ``zstd_level``, ``globals`` (the ``globals`` column of the
-    rows' komi, from the game's record, and colour to move: :mod:`gotk.encoders.global_inputs`). Returns the
+    rows' komi, from the game's record, and colour to move: :mod:`gotk.encoders.global_inputs`), ``metadata`` (the
+    ``metadata`` column of the game's metadata: :mod:`gotk.encoders.metadata_inputs`). Returns the
     shard's entry (``file``, ``rows``, ``bytes``, ``sha256``) plus timings.
 
     The pieces are encoded by a :class:`ShardEncoder` into a :class:`~gotk.shards.format.ShardRowWriter`
@@ -271,7 +287,8 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     enc = encoder_for(options)
     st = options.storage()
     rows = sum(hi - lo for _, _, lo, hi in spec["pieces"])
-    schema = S.shard_schema(enc.describe(), globals_desc=GI.describe() if options.globals else None)
+    schema = S.shard_schema(enc.describe(), globals_desc=GI.describe() if options.globals else None,
+                            metadata_desc=MI.describe() if options.metadata else None)
     with S.ShardRowWriter(join(options.out_dir, spec["file"]), schema, rows,
                           options.row_group_rows, options.zstd_level, storage=st) as writer:
         encoder = ShardEncoder(enc, options, writer, st)

@@ -111,6 +111,7 @@ class ShardOptions:
     zstd_level: int = S.ZSTD_LEVEL
     storage_options: dict | None = None
     globals: bool = True  # shards carry the globals column (gotk.encoders.global_inputs)
+    metadata: bool = False  # shards carry the metadata column (gotk.encoders.metadata_inputs)
 
     def storage(self) -> Storage:
         return Storage.for_url(self.out_dir, self.storage_options)

@@ -185,9 +185,10 @@ def parse_rules(raw: str | None) -> tuple[str | None, str | None]:
 
 @dataclass(frozen=True)
 class TimeControl:
-    """A game's clock: ``system`` (``byo-yomi``, ``canadian``, ``fischer``, ``absolute``, or None when not
-    said), ``main_s`` main time in seconds, ``periods`` byo-yomi periods, ``period_s`` seconds per byo-yomi
-    period (or per Canadian period, or the Fischer increment), ``stones`` moves per Canadian period."""
+    """A game's clock: ``system`` (``byo-yomi``, ``canadian``, ``fischer``, ``simple``, ``absolute``, or None when
+    not said), ``main_s`` main time in seconds, ``periods`` byo-yomi periods, ``period_s`` seconds per byo-yomi
+    period (or per Canadian period, the Fischer increment, or simple time's seconds per move), ``stones`` moves per
+    Canadian period."""
 
     system: str | None = None
     main_s: float | None = None
@@ -212,6 +213,7 @@ def parse_duration(raw: str | None) -> float | None:
 
 _BYO = re.compile(r"(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*byo-?\s*yomi", re.IGNORECASE)
 _CANADIAN = re.compile(r"(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*canadian", re.IGNORECASE)
+_SIMPLE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*simple", re.IGNORECASE)
 _FISCHER = re.compile(r"(?:fischer\s*\+?\s*(\d+(?:\.\d+)?))|(?:(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*fischer)", re.IGNORECASE)
 
 
@@ -219,9 +221,10 @@ _FISCHER = re.compile(r"(?:fischer\s*\+?\s*(\d+(?:\.\d+)?))|(?:(\d+(?:\.\d+)?)\s
 def parse_time_control(tm: str | None = None, ot: str | None = None, tc: str | None = None,
                        tt: str | None = None) -> tuple[TimeControl, str | None]:
     """``(TimeControl, warning)`` from ``TM`` (main time: seconds or ``30m``/``1h``), ``OT`` (overtime:
-    ``5x30 byo-yomi``, ``25/600 Canadian``, ``Fischer 10``/``10 fischer``) and Fox/Tygem's ``TC`` (byo-yomi
-    periods) and ``TT`` (seconds per period). ``TM[0]`` with no overtime is ``absolute`` only when a main
-    time is given without overtime. Unreadable values → ``bad_time`` (the readable parts kept)."""
+    ``5x30 byo-yomi``, ``25/600 Canadian``, ``Fischer 10``/``10 fischer``, ``30 simple``: 30 s per move) and
+    Fox/Tygem's ``TC`` (byo-yomi periods) and ``TT`` (seconds per period). ``TM[0]`` with no overtime is
+    ``absolute`` only when a main time is given without overtime. Unreadable values → ``bad_time`` (the readable
+    parts kept)."""
     warning = None
     main = None
     if tm and tm.strip():
@@ -237,6 +240,8 @@ def parse_time_control(tm: str | None = None, ot: str | None = None, tc: str | N
             system, stones, period_s = "canadian", int(m.group(1)), float(m.group(2))
         elif m := _FISCHER.search(ot):
             system, period_s = "fischer", float(m.group(1) or m.group(2))
+        elif m := _SIMPLE.search(ot):
+            system, period_s = "simple", float(m.group(1))
         elif ot.lower() in ("none", "absolute", "sudden death"):
             system = "absolute"
         else:

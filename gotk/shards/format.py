@@ -4,14 +4,13 @@ Columns: ``game_id`` string, ``move_number`` int32, ``to_play`` int8, ``features
 fixed_size_binary, ``label`` int16, ``value`` int8; self-play shards add the optional target columns
 :data:`TARGETS` (``policy``, ``root_value``, ``ownership``, ``score``, ``weight``, ``aux_weight``) after them,
 listed in the metadata's ``targets`` (:func:`schema_targets`; shards written before ``aux_weight`` have the first
-five, :data:`TARGETS_V1`); a shard may also have the optional ``globals`` column last (the
-global inputs of :mod:`gotk.encoders.global_inputs`, described under the metadata's ``globals``:
-:func:`schema_globals`). Bit encoders store ``np.packbits`` of the
-C×H×W 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded
-once: :func:`pack_features`, :func:`unpack_features`). The schema
-metadata key ``gotk`` holds ``{"schema_version", "encoder" (Encoder.describe()), "features"}`` as
-JSON, so a shard alone is self-describing. zstd compression, fixed row groups of
-:data:`ROW_GROUP_ROWS` rows, statistics and dictionary only on the small columns.
+five, :data:`TARGETS_V1`); a shard may also have the optional ``globals`` column (the global inputs of
+:mod:`gotk.encoders.global_inputs`, described under the metadata's ``globals``: :func:`schema_globals`), then the
+optional ``metadata`` column (:mod:`gotk.shards.metadata_column`). Bit encoders store ``np.packbits`` of the C×H×W
+0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded once:
+:func:`pack_features`, :func:`unpack_features`). The schema metadata key ``gotk`` holds ``{"schema_version",
+"encoder" (Encoder.describe()), "features"}`` as JSON, so a shard alone is self-describing. zstd compression, fixed
+row groups of :data:`ROW_GROUP_ROWS` rows, statistics and dictionary only on the small columns.
 
 :class:`ShardWriter` writes one file atomically (``.tmp`` + rename) and cuts row groups at fixed row
 counts whatever the batch sizes fed to it, so the bytes depend only on the rows. :class:`ShardRowWriter`
@@ -31,7 +30,8 @@ import pyarrow.parquet as pq
 
 from gotk.atomic import temp_path
 from gotk.hashing import sha256_file
-from gotk.shards.globals_column import GLOBALS, globals_column
+from gotk.shards import metadata_column as V
+from gotk.shards.globals_column import GLOBALS
 from gotk.storage import Storage
 
 SCHEMA_VERSION = 2  # 2: games.parquet holds the normalised metadata columns; shard rows as in 1
@@ -56,10 +56,11 @@ def features_nbytes(encoder_desc: dict) -> int:
     return n if encoder_desc["dtype"] == "int8" else (n + 7) // 8
 
 
-def shard_metadata(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None) -> dict:
-    """The JSON object stored under the ``gotk`` schema metadata key (``targets``: the shard has the
-    self-play target columns, listed under ``"targets"``; ``globals_desc``: it has the ``globals`` column, described
-    there under ``"globals"``; without them the object is unchanged)."""
+def shard_metadata(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None,
+                   metadata_desc: dict | None = None) -> dict:
+    """The JSON object stored under the ``gotk`` schema metadata key (``targets``: the shard has the self-play target
+    columns, listed under ``"targets"``; ``globals_desc`` / ``metadata_desc``: it has that column, described under
+    ``"globals"`` / ``"metadata"``; without them the object is unchanged)."""
     meta = {
         "schema_version": SCHEMA_VERSION,
         "encoder": encoder_desc,
@@ -71,8 +72,9 @@ def shard_metadata(encoder_desc: dict, targets: bool = False, globals_desc: dict
     }
     if targets:
         meta["targets"] = list(TARGETS)
-    if globals_desc is not None:
-        meta["globals"] = dict(globals_desc)
+    for name, desc in ((GLOBALS, globals_desc), (V.METADATA, metadata_desc)):
+        if desc is not None:
+            meta[name] = dict(desc)
     return meta
 
 
@@ -82,11 +84,13 @@ def board_points(encoder_desc: dict) -> int:
     return int(h) * int(w)
 
 
-def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None) -> pa.Schema:
+def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None,
+                 metadata_desc: dict | None = None) -> pa.Schema:
     """The Arrow schema of a shard, with its ``gotk`` metadata; ``targets`` adds the self-play target columns
     (:data:`TARGETS`) after the six position columns, ``globals_desc`` (``global_inputs.describe()``) the ``globals``
-    column last."""
-    meta = json.dumps(shard_metadata(encoder_desc, targets, globals_desc), sort_keys=True, separators=(",", ":"))
+    column, ``metadata_desc`` (``metadata_inputs.describe()``) the ``metadata`` column last."""
+    meta = json.dumps(shard_metadata(encoder_desc, targets, globals_desc, metadata_desc), sort_keys=True,
+                      separators=(",", ":"))
     fields = [
         pa.field("game_id", pa.string(), nullable=False),
         pa.field("move_number", pa.int32(), nullable=False),
@@ -105,24 +109,23 @@ def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict |
             pa.field("weight", pa.float32(), nullable=False),
             pa.field("aux_weight", pa.float32(), nullable=False),  # ownership and score: 1 played out, 0 not
         ]
-    if globals_desc is not None:
-        fields.append(pa.field(GLOBALS, pa.list_(pa.float32(), len(globals_desc["names"])), nullable=False))
+    fields += V.vector_fields({GLOBALS: globals_desc, V.METADATA: metadata_desc})
     return pa.schema(fields, metadata={METADATA_KEY: meta.encode()})
 
 
-def schema_globals(source: pa.Schema | dict | None) -> dict | None:
-    """The description of a shard's ``globals`` column (``{"names", ...}``), or None when it has none: from its Arrow
-    schema, its ``gotk`` metadata object or a manifest; ValueError when a schema's column and metadata disagree."""
+def schema_globals(source: pa.Schema | dict | None, column: str = GLOBALS) -> dict | None:
+    """The description of a shard's ``globals`` (or ``metadata``) column, or None when it has none: from its Arrow
+    schema, ``gotk`` metadata object or a manifest; ValueError when a schema's column and metadata disagree."""
     if source is None:
         return None
     if isinstance(source, pa.Schema):
         raw = (source.metadata or {}).get(METADATA_KEY)
-        desc = json.loads(raw).get("globals") if raw is not None else None
-        if (desc is not None) != (GLOBALS in source.names) or (
-                desc is not None and source.field(GLOBALS).type.list_size != len(desc["names"])):
-            raise ValueError("the shard's globals column and its metadata disagree (presence or width)")
+        desc = json.loads(raw).get(column) if raw is not None else None
+        if (desc is not None) != (column in source.names) or (
+                desc is not None and source.field(column).type.list_size != V.vector_width(desc)):
+            raise ValueError(f"the shard's {column} column and its metadata disagree (presence or width)")
         return desc
-    return source.get("globals")
+    return source.get(column)
 
 
 def schema_targets(source: pa.Schema | dict | None) -> tuple[str, ...]:
@@ -255,11 +258,12 @@ def unpack_features(packed: np.ndarray, shape: tuple[int, int, int], dtype: str)
 
 def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: np.ndarray,
                to_play: np.ndarray, packed: np.ndarray, labels: np.ndarray, values: np.ndarray,
-               targets: dict[str, np.ndarray] | None = None, global_inputs: np.ndarray | None = None) -> pa.Table:
+               targets: dict[str, np.ndarray] | None = None, global_inputs: np.ndarray | None = None,
+               metadata_inputs: np.ndarray | None = None) -> pa.Table:
     """One Arrow table of shard rows from column arrays (``packed`` is (N, bytes_per_row) uint8;
     ``game_ids`` a list of strings or a pyarrow string array). ``targets`` gives the self-play target columns
-    (see :func:`target_columns`), ``global_inputs`` the ``globals`` column (:func:`globals_column`): each required
-    exactly when ``schema`` has it (ValueError otherwise)."""
+    (see :func:`target_columns`), ``global_inputs`` the ``globals`` column, ``metadata_inputs`` the ``metadata``
+    column (``gotk.shards.metadata_column``): each required exactly when ``schema`` has it (ValueError otherwise)."""
     n = int(packed.shape[0])
     width = schema.field("features").type.byte_width
     if packed.shape[1] != width:
@@ -282,10 +286,7 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
     ]
     if targets is not None:
         columns += target_columns(schema, targets, n)
-    if (GLOBALS in schema.names) != (global_inputs is not None):
-        raise ValueError("global_inputs= is required exactly when the shard schema has the globals column")
-    if global_inputs is not None:
-        columns.append(globals_column(schema, global_inputs, n))
+    columns += V.vector_columns(schema, {GLOBALS: global_inputs, V.METADATA: metadata_inputs}, n)
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -399,7 +400,8 @@ class ShardRowWriter:
     :attr:`policy` (float32, ``(n, points+1)``), :attr:`root_value`, :attr:`ownership` (int8, ``(n, points)``),
     :attr:`score`, :attr:`weight` and :attr:`aux_weight`, filled the same way (or given to :meth:`add` as
     ``targets``; ``aux_weight`` may be left out there: 1); a schema with the ``globals`` column adds
-    :attr:`global_inputs` (float32, ``(n, G)``; :meth:`add`'s ``global_inputs``).
+    :attr:`global_inputs` (float32, ``(n, G)``; :meth:`add`'s ``global_inputs``), the ``metadata`` column
+    :attr:`metadata_inputs` likewise.
 
     ``expected_rows`` (the rows the file will hold, when known) keeps batches no larger than the rows to come."""
 
@@ -433,8 +435,8 @@ class ShardRowWriter:
             self.score = np.empty(n, np.float32)
             self.weight = np.empty(n, np.float32)
             self.aux_weight = np.empty(n, np.float32)
-        if GLOBALS in self.schema.names:
-            self.global_inputs = np.empty((n, self.schema.field(GLOBALS).type.list_size), np.float32)
+        vectors = V.vector_arrays(self.schema, n)
+        self.global_inputs, self.metadata_inputs = vectors.get(GLOBALS), vectors.get(V.METADATA)
         self._game_index = np.empty(n, np.int32)
         self._game_ids.clear()
         self.pos = 0
@@ -473,10 +475,10 @@ class ShardRowWriter:
 
     def add(self, game_id: str, features: np.ndarray, move_number: np.ndarray, to_play: np.ndarray,
             label: np.ndarray, value: np.ndarray, targets: dict[str, np.ndarray] | None = None,
-            global_inputs: np.ndarray | None = None) -> None:
+            global_inputs: np.ndarray | None = None, metadata_inputs: np.ndarray | None = None) -> None:
         """Rows of one game, copied: ``features`` packed (``(k, bytes_per_row)`` uint8, :func:`pack_features`),
         the other columns ``k`` values each; ``targets`` (the self-play target columns, as :func:`rows_table`
-        takes them) exactly when the schema has them; ``global_inputs`` ``(k, G)`` likewise."""
+        takes them) exactly when the schema has them; ``global_inputs`` ``(k, G)``, ``metadata_inputs`` likewise."""
         if bool(self.targets) != (targets is not None):
             raise ValueError("targets= is required exactly when the shard schema has the target columns")
         k = len(label)
@@ -490,10 +492,10 @@ class ShardRowWriter:
             for name in self.targets:
                 col = getattr(self, name)
                 col[sl] = np.asarray(targets[name]).reshape(k, *col.shape[1:]) if name in targets else 1.0
-        if (GLOBALS in self.schema.names) != (global_inputs is not None):
-            raise ValueError("global_inputs= is required exactly when the shard schema has the globals column")
-        if global_inputs is not None:
-            self.global_inputs[sl] = global_inputs
+        V.check_vectors(self.schema, {GLOBALS: global_inputs, V.METADATA: metadata_inputs})
+        for dst, src in ((self.global_inputs, global_inputs), (self.metadata_inputs, metadata_inputs)):
+            if src is not None:
+                dst[sl] = src
         self.commit([game_id], [k])
 
     def _write_batch(self) -> None:
@@ -502,9 +504,9 @@ class ShardRowWriter:
         if n:
             ids = pa.array(self._game_ids, pa.string()).take(pa.array(self._game_index[:n]))
             targets = {name: getattr(self, name)[:n] for name in self.targets} if self.targets else None
-            glob = self.global_inputs[:n] if GLOBALS in self.schema.names else None
+            glob, meta = (None if v is None else v[:n] for v in (self.global_inputs, self.metadata_inputs))
             self._writer.write(rows_table(self.schema, ids, self.move_number[:n], self.to_play[:n],
-                                          self.features[:n], self.label[:n], self.value[:n], targets, glob))
+                                          self.features[:n], self.label[:n], self.value[:n], targets, glob, meta))
         self.write_s += time.perf_counter() - t
 
     def finish(self) -> dict:
@@ -559,8 +561,6 @@ def encoder_description(source) -> dict:
     if isinstance(source, dict):
         return source.get("encoder", source)
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
-        import pyarrow.parquet as pq
-
         source = pq.read_schema(source)
     schema = getattr(source, "schema_arrow", None) or getattr(source, "schema", None) or source
     if not isinstance(schema, pa.Schema):

@@ -10,22 +10,24 @@ import pyarrow as pa
 GLOBALS = "globals"
 
 
-def globals_column(schema: pa.Schema, values: np.ndarray, n: int) -> pa.Array:
-    """The Arrow array of the ``globals`` column for ``n`` rows of ``(n, G)`` float32 values (finite), checked."""
-    g = schema.field(GLOBALS).type.list_size
+def globals_column(schema: pa.Schema, values: np.ndarray, n: int, name: str = GLOBALS) -> pa.Array:
+    """The Arrow array of the ``globals`` column (or another float-vector column ``name``) for ``n`` rows of
+    ``(n, G)`` float32 values (finite), checked."""
+    g = schema.field(name).type.list_size
     v = np.ascontiguousarray(values, dtype=np.float32)
     if v.shape != (n, g):
-        raise ValueError(f"globals must be ({n}, {g}), got {v.shape}")
+        raise ValueError(f"{name} must be ({n}, {g}), got {v.shape}")
     if not np.isfinite(v).all():
-        raise ValueError("globals holds non-finite values")
+        raise ValueError(f"{name} holds non-finite values")
     return pa.FixedSizeListArray.from_arrays(pa.array(v.reshape(-1)), g)
 
 
-def decode_globals(batch: pa.Table | pa.RecordBatch) -> np.ndarray | None:
-    """The ``globals`` column of shard rows as ``(N, G)`` float32, or None for rows without it."""
-    if GLOBALS not in batch.schema.names:
+def decode_globals(batch: pa.Table | pa.RecordBatch, name: str = GLOBALS) -> np.ndarray | None:
+    """The ``globals`` column (or another float-vector column ``name``) of shard rows as ``(N, G)`` float32, or None
+    for rows without it."""
+    if name not in batch.schema.names:
         return None
-    col = batch.column(GLOBALS)
+    col = batch.column(name)
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     g = col.type.list_size
