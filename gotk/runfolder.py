@@ -46,6 +46,21 @@ def _plain(record: dict) -> dict:
     return json.loads(json.dumps(record))
 
 
+def without_defaults(defaults: dict[str, object]) -> Callable[[dict], dict]:
+    """A ``comparable`` for :func:`prepare_run_folder`: the record with each option in ``defaults`` (a name under
+    ``options``, and its default) left out while it has that default, so that a run recorded before the option
+    existed (which ran as with its default) and a run now at the default compare equal."""
+
+    def comparable(record: dict) -> dict:
+        opts = record.get("options")
+        if not isinstance(opts, dict):
+            return record
+        kept = {k: v for k, v in opts.items() if not (k in defaults and v == defaults[k])}
+        return {**record, "options": kept}
+
+    return comparable
+
+
 def prepare_run_folder(out: str | os.PathLike, record: dict, resume: bool, *, run_file: str,
                        finished_file: str | None = None, finished_keys: Iterable[str] = (),
                        comparable: Callable[[dict], dict] = _plain,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gotk.runfolder import RunFolderError, prepare_run_folder, read_done_record, write_done_record
+from gotk.runfolder import RunFolderError, prepare_run_folder, read_done_record, without_defaults, write_done_record
 
 RECORD = {"options": {"seed": 1, "split": "train=1"}, "sources": [{"path": "a.sgf", "sha256": "00"}]}
 KW = {"run_file": ".work/run.json", "finished_file": "done.json", "finished_keys": ("options", "sources")}
@@ -71,6 +71,20 @@ def test_ignored_names_and_a_comparable_view(tmp_path: Path) -> None:
     with pytest.raises(RunFolderError) as e:
         prepare_run_folder(out, {"seed": 2, "games": 8}, resume=True, **kw)
     assert e.value.differences == ["seed is 1 in the run, 2 now"]
+
+
+def test_a_run_recorded_before_an_option_existed_resumes_at_its_default(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    prepare_run_folder(out, RECORD, resume=False, **KW)  # recorded without "metadata"
+    kw = {**KW, "comparable": without_defaults({"metadata": False})}
+    at_default = {**RECORD, "options": {**RECORD["options"], "metadata": False}}
+    assert not prepare_run_folder(out, at_default, resume=True, **kw).finished
+    (out / ".work" / "run.json").write_text(json.dumps(RECORD))
+    with pytest.raises(RunFolderError) as e:  # the option set otherwise is another run
+        prepare_run_folder(out, {**RECORD, "options": {**RECORD["options"], "metadata": True}}, resume=True, **kw)
+    assert e.value.differences == ["options.metadata is True now, not set in the run"]
+    with pytest.raises(RunFolderError):  # without the comparable, the new key differs
+        prepare_run_folder(out, at_default, resume=True, **KW)
 
 
 def test_done_records(tmp_path: Path) -> None:

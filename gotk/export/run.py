@@ -48,7 +48,7 @@ from gotk.jobs import workers as W
 from gotk.jobs.encode import expand_sources, source_entries
 from gotk.jobs.progress import ProgressBars
 from gotk.jobs.splits import parse_min_rank
-from gotk.runfolder import RunFolderError, prepare_run_folder
+from gotk.runfolder import RunFolderError, prepare_run_folder, without_defaults
 from gotk.sgf.record import parse_result
 from gotk.shards import manifest as M
 from gotk.sources.archives import Skip, is_archive, iter_sources
@@ -119,7 +119,8 @@ def _prepare_out(out: Path, resume: bool, record: dict) -> bool:
     with the same record is there."""
     try:
         return prepare_run_folder(out, record, resume, run_file=f"{M.WORK_NAME}/run.json", finished_file=EXPORT_NAME,
-                                  finished_keys=("options", "sources"), command="gotk export", noun="export").finished
+                                  finished_keys=("options", "sources"), command="gotk export", noun="export",
+                                  comparable=without_defaults({"metadata": False})).finished
     except RunFolderError as e:
         raise ExportError(e.reason, e.message) from e
 

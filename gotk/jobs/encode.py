@@ -49,7 +49,7 @@ from gotk.jobs import workers as W
 from gotk.jobs.plan import Planner
 from gotk.jobs.progress import ProgressBars
 from gotk.jobs.splits import DEFAULT_SPLIT, parse_min_rank, parse_split
-from gotk.runfolder import RunFolderError, prepare_run_folder
+from gotk.runfolder import RunFolderError, prepare_run_folder, without_defaults
 from gotk.sgf.fast import path_counts
 from gotk.shards import format as S
 from gotk.shards import manifest as M
@@ -176,6 +176,7 @@ def _prepare_out_dir(out: Path | str, resume: bool, record: dict, st: Storage, d
     try:
         found = prepare_run_folder(out, record, resume, run_file=f"{M.WORK_NAME}/run.json",
                                    finished_file=M.MANIFEST_NAME, finished_keys=("options", "encoder", "sources"),
+                                   comparable=without_defaults({"metadata": False}),
                                    verify=verify, command="gotk encode run", st=st)
     except RunFolderError as e:
         raise EncodeError(e.reason, e.message) from e
