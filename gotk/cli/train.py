@@ -68,6 +68,11 @@ def train_cmd(
     globals_: bool = typer.Option(None, "--globals/--no-globals", help="The model takes the shards' global inputs "
                                   "(komi from the player to move's view, side to move; resnet and zero models). "
                                   "Default: on when every shard has the globals column and the model can take them."),
+    metadata: bool = typer.Option(None, "--metadata", help="Condition the model on the shards' metadata column "
+                                  "(KataGo's human-SL inputs: ranks, clock, date, source; resnet and zero models; "
+                                  "the data encoded with gotk encode --metadata). See docs/human.md."),
+    metadata_channels: int = typer.Option(None, "--metadata-channels", help="Internal units of the metadata "
+                                          "encoder (default: 64)."),
     init_agent: str = typer.Option(None, "--init-agent", help="Start from this agent file's weights (the same "
                                    "--model, head, hyper-parameters, encoder and board size)."),
     patience: int = typer.Option(None, help="Stop after this many epochs without a better validation score."),
@@ -103,7 +108,8 @@ def train_cmd(
         workers=workers, threads=threads, seed=seed,
         symmetries=symmetries,
         positions_per_game=positions_per_game, value_weight=value_weight, ownership_weight=ownership_weight,
-        score_weight=score_weight, init_agent=init_agent, globals=globals_, patience=patience, log_every=log_every,
+        score_weight=score_weight, init_agent=init_agent, globals=globals_,
+        metadata=metadata, metadata_channels=metadata_channels, patience=patience, log_every=log_every,
         checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
         storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
         tensorboard=tensorboard,
@@ -181,6 +187,9 @@ def eval_cmd(
                               "with a value head [default: calibration.png beside the agent]."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the calibration plot."),
     by: str = typer.Option(None, "--by", help="rank: also report the metrics per rank band of the player to move."),
+    as_rank: str = typer.Option(None, "--as-rank", help="A conditioned agent (trained with --metadata): evaluate "
+                                "again with the player to move's rank in the metadata replaced by this rank (9d, "
+                                "3k, ...), beside the true rank (docs/human.md)."),
 ) -> None:
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against baselines; for a value
     head also its calibration, winner accuracy by phase and a komi/handicap-only baseline."""
@@ -199,7 +208,8 @@ def eval_cmd(
         if len(data) > 1 and any(is_shard_dir(p, opts) for p in data):
             raise ValueError("give one dataset folder, or SGF files/folders/archives, not both")
         report = evaluate(ag, data if len(data) > 1 else data[0], split=split, max_positions=max_positions,
-                          batch_size=batch_size, progress=not as_json, storage_options=opts, by=by)
+                          batch_size=batch_size, progress=not as_json, storage_options=opts, by=by,
+                          as_rank=as_rank)
     except (AgentError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
         return

@@ -43,7 +43,7 @@ import numpy as np
 
 from gotk.errors import GotkError
 from gotk.game import kernels as K
-from gotk.sgf.metadata import RANK_PRO_BASE
+from gotk.sgf.metadata import RANK_PRO_BASE, parse_rank
 
 NUM_CHANNELS = 192
 VERSION = 1  # KataGo's meta encoder version 1
@@ -250,3 +250,28 @@ def profile(name: str) -> Metadata:
                     source=SOURCE_IDS["kgs"])
     raise GotkError("bad_profile", f"unknown human-SL profile {name!r}: rank_<20k..9d>[_<20k..9d>], "
                     "preaz_<rank>[_<rank>] or proyear_<1800..2023>")
+
+
+# --- counterfactual ranks -------------------------------------------------------------------------
+
+def rank_label_inverse(label: str) -> int:
+    """KataGo's inverse rank of a rank as written (``9d``, ``3k``, ``2p``: any rank :func:`gotk.sgf.metadata.parse_rank`
+    reads); a one-line :class:`GotkError` for anything else."""
+    value, _ = parse_rank(label)
+    if value is None:
+        raise GotkError("bad_rank", f"{label!r} is not a rank (such as 30k, 1k, 1d, 9d, 1p)")
+    return inverse_rank(value)
+
+
+def with_mover_rank(rows: np.ndarray, inverse: int) -> np.ndarray:
+    """A copy of ``rows`` (``(N, 192)`` or ``(192,)``, from the player to move's view) where the player to move is a
+    human ranked player of KataGo inverse rank ``inverse`` (:func:`rank_label_inverse`); the opponent and the rest
+    of the game stay as they were."""
+    out = np.array(rows, dtype=np.float32, copy=True)
+    view = out.reshape(-1, NUM_CHANNELS)
+    view[:, 0] = 1.0  # human
+    view[:, 2] = 0.0  # ranked
+    view[:, 4] = 0.0  # rank known
+    view[:, 6:6 + _RANK_LEN] = 0.0
+    view[:, 6:6 + max(0, min(int(inverse), _RANK_LEN))] = 1.0
+    return out

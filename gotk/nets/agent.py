@@ -11,7 +11,10 @@ search settings the agent plays best with (:data:`SEARCH_KEYS`: the root rule ``
 search built for it takes unless told otherwise (:func:`gotk.search.factory.make_search_player`). A model built with
 global inputs records their description under ``globals`` (:func:`gotk.encoders.global_inputs.describe`: the names
 in order, the komi scale); the agent computes them for every position it evaluates (:meth:`Agent.global_inputs`,
-from the position's komi and colour to move). Loading never
+from the position's komi and colour to move). A model conditioned on metadata (KataGo's human-SL inputs) records
+``metadata`` (:func:`gotk.nets.metadata_encoder.describe`: ``size`` 192, ``layout`` ``katago-sgfmetadata-v1``,
+the encoder's ``channels``); its callers give the metadata of every position (:meth:`Agent.metadata_row`: a game's
+:class:`~gotk.encoders.metadata_inputs.Metadata` or a named profile, seen from the player to move). Loading never
 unpickles anything: the zip CRCs, the JSON fields, the weights' sha256, the safetensors header and every
 tensor's name and shape are checked, and any mismatch raises :class:`AgentError` with a clear message.
 
@@ -39,8 +42,10 @@ import torch
 from gotk import __version__
 from gotk.atomic import atomic_path
 from gotk.encoders import global_inputs as GI
+from gotk.encoders import metadata_inputs as MI
 from gotk.errors import GotkError
 from gotk.hashing import sha256_bytes
+from gotk.nets import metadata_encoder as ME
 from gotk.nets.networks import HEADS, MODELS, GoNet, build_model
 
 FORMAT = "gotk-agent"
@@ -105,6 +110,8 @@ def save_agent(path: str | os.PathLike, model: GoNet, model_name: str, hparams: 
     }
     if model.num_globals:
         meta["globals"] = GI.describe()
+    if model.num_metadata:
+        meta["metadata"] = ME.describe(model.metadata_channels)
     path = Path(path)
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(AGENT_JSON, json.dumps(meta, indent=2, sort_keys=True))
@@ -147,6 +154,12 @@ def _validate_meta(meta: object, path) -> dict:
              f"the agent takes global inputs {glob and glob.get('names')!r} (komi scale "
              f"{glob and glob.get('komi_scale')!r}); this gotk computes {list(GI.NAMES)} (komi scale "
              f"{GI.KOMI_SCALE})", path)
+    md = meta.get("metadata")
+    _require(md is None or (isinstance(md, dict) and md.get("size") == MI.NUM_CHANNELS and md.get("layout") == ME.LAYOUT
+                            and isinstance(md.get("channels"), int) and not isinstance(md.get("channels"), bool)
+                            and md["channels"] >= 1),
+             f"agent.json 'metadata' must be {{'size': {MI.NUM_CHANNELS}, 'layout': {ME.LAYOUT!r}, 'channels': n}}, "
+             f"not {md!r}", path)
     _require(_search_settings_ok(meta.get("search", {})),
              f"agent.json 'search' must map {', '.join(SEARCH_KEYS)} to values of their types, not "
              f"{meta.get('search')!r}", path)
@@ -276,6 +289,8 @@ def _check_hparams(meta: dict, shapes: dict[str, list[int]], path) -> None:
     dimension (a ``blocks: 100000`` or ``filters: 6000`` beside small weights is refused here)."""
     bound = max([len(shapes)] + [d for s in shapes.values() for d in s])
     values = {"num_planes": meta["num_planes"], **meta["model"]["hparams"]}
+    if meta.get("metadata"):
+        values["metadata channels"] = meta["metadata"]["channels"]
     for k, v in values.items():
         _require(not isinstance(v, float) or math.isfinite(v), f"hyper-parameter {k}={v!r} is not finite", path)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -295,6 +310,7 @@ class Agent:
         self.board_size = model.board_size
         self.num_moves = model.num_moves
         self.num_globals = model.num_globals  # 0: the model takes no global inputs
+        self.num_metadata = model.num_metadata  # 0: the model is not conditioned on metadata
 
     @property
     def has_policy(self) -> bool:
@@ -313,19 +329,44 @@ class Agent:
         model that takes none."""
         return GI.for_state(state, color) if self.num_globals else None
 
+    def metadata_row(self, state, metadata) -> np.ndarray | None:
+        """The ``(192,)`` metadata row of ``state`` for this agent: ``metadata`` a row already (returned as float32),
+        a :class:`~gotk.encoders.metadata_inputs.Metadata` (filled for the player to move on this board), a profile
+        name (:func:`~gotk.encoders.metadata_inputs.profile`), or None for an unconditioned agent. ValueError when
+        a conditioned agent gets none or an unconditioned one gets some."""
+        if not self.num_metadata:
+            if metadata is not None:
+                raise ValueError("this agent is not conditioned on metadata (trained without --metadata): "
+                                 "it takes no profile or metadata row")
+            return None
+        if metadata is None:
+            raise ValueError("this agent is conditioned on metadata (trained with --metadata): give the position's "
+                             "metadata or a profile (such as rank_3d)")
+        if isinstance(metadata, str):
+            metadata = MI.profile(metadata)
+        if isinstance(metadata, MI.Metadata):
+            return MI.fill_row(metadata, state.to_play, state.size * state.size)
+        row = np.asarray(metadata, dtype=np.float32)
+        if row.shape != (self.num_metadata,):
+            raise ValueError(f"expected a ({self.num_metadata},) metadata row, got shape {row.shape}")
+        return row
+
+    @staticmethod
+    def _tensor(a, device: torch.device) -> torch.Tensor:
+        t = torch.as_tensor(np.asarray(a, dtype=np.float32)) if not isinstance(a, torch.Tensor) else a
+        return t.to(device)
+
     @torch.no_grad()
     def predict(self, features: np.ndarray | torch.Tensor, glob: np.ndarray | torch.Tensor | None = None,
-                ) -> tuple[np.ndarray | None, np.ndarray | None]:
+                meta: np.ndarray | torch.Tensor | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Raw outputs for a batch of encoded positions ``(B, C, H, W)`` (and, for a model with global inputs, their
-        ``glob`` ``(B, G)``): policy log-probabilities ``(B, size*size+1)`` (or None) and values ``(B,)`` in [-1, 1]
-        (or None)."""
+        ``glob`` ``(B, G)``; for a conditioned model, their metadata rows ``meta`` ``(B, 192)``): policy
+        log-probabilities ``(B, size*size+1)`` (or None) and values ``(B,)`` in [-1, 1] (or None)."""
         x = torch.as_tensor(np.asarray(features)) if not isinstance(features, torch.Tensor) else features
-        g = None
-        if self.num_globals and glob is not None:
-            g = torch.as_tensor(np.asarray(glob, dtype=np.float32)) if not isinstance(glob, torch.Tensor) else glob
-            g = g.to(self.device)
+        g = self._tensor(glob, self.device) if self.num_globals and glob is not None else None
+        m = self._tensor(meta, self.device) if meta is not None else None
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
-            p, v = self.model(x.to(self.device), glob=g)
+            p, v = self.model(x.to(self.device), glob=g, meta=m)
         logp = torch.log_softmax(p.float(), dim=1).cpu().numpy() if p is not None else None
         val = v.float().cpu().numpy() if v is not None else None
         return logp, val
@@ -335,17 +376,20 @@ class Agent:
             raise ValueError(f"agent plays {self.board_size}x{self.board_size}, the position is "
                              f"{state.size}x{state.size}")
 
-    def _encode(self, state) -> tuple[np.ndarray, np.ndarray | None]:
+    def _encode(self, state, metadata=None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         self._check_state(state)
         glob = self.global_inputs(state)
-        return self.encoder.encode(state)[None], None if glob is None else glob[None]
+        row = self.metadata_row(state, metadata)
+        return (self.encoder.encode(state)[None], None if glob is None else glob[None],
+                None if row is None else row[None])
 
-    def policy(self, state) -> np.ndarray:
+    def policy(self, state, metadata=None) -> np.ndarray:
         """Probabilities over the ``size*size+1`` moves (pass last) for the player to move; illegal
-        moves get 0 and the rest is renormalised."""
+        moves get 0 and the rest is renormalised. ``metadata``: what :meth:`metadata_row` takes (a conditioned
+        agent needs it)."""
         if not self.has_policy:
             raise ValueError("this agent has no policy head")
-        logp, _ = self.predict(*self._encode(state))
+        logp, _ = self.predict(*self._encode(state, metadata))
         probs = np.exp(logp[0].astype(np.float64))
         mask = np.zeros(self.num_moves, dtype=bool)
         mask[state.legal_moves()] = True
@@ -356,17 +400,19 @@ class Agent:
             total = probs.sum()
         return probs / total
 
-    def value(self, state) -> float:
-        """Expected outcome in [-1, 1] from the view of the player to move (needs a value head)."""
+    def value(self, state, metadata=None) -> float:
+        """Expected outcome in [-1, 1] from the view of the player to move (needs a value head; ``metadata`` as
+        :meth:`policy`)."""
         if not self.has_value:
             raise ValueError("this agent has no value head")
-        _, v = self.predict(*self._encode(state))
+        _, v = self.predict(*self._encode(state, metadata))
         return float(v[0])
 
-    def select_move(self, state, temperature: float = 0.0, rng: np.random.Generator | None = None) -> int:
+    def select_move(self, state, temperature: float = 0.0, rng: np.random.Generator | None = None,
+                    metadata=None) -> int:
         """A legal move (flat index, pass = size*size): the most probable at ``temperature`` 0,
-        else sampled from probabilities sharpened/flattened by ``1/temperature``."""
-        probs = self.policy(state)
+        else sampled from probabilities sharpened/flattened by ``1/temperature`` (``metadata`` as :meth:`policy`)."""
+        probs = self.policy(state, metadata)
         if temperature <= 0:
             return int(np.argmax(probs))
         rng = rng or np.random.default_rng()
@@ -413,10 +459,12 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
     got = {k: list(v.shape) for k, v in tensors.items()}
     _check_hparams(meta, got, path)
     num_globals = len(meta["globals"]["names"]) if meta.get("globals") else 0
+    md = meta.get("metadata")
+    cond = {"num_metadata": md["size"], "metadata_channels": md["channels"]} if md else {}
     try:
         with torch.device("meta"):  # shapes only, no memory: compared with the weights before a real build
             shell = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"],
-                                num_globals=num_globals, **m["hparams"])
+                                num_globals=num_globals, **cond, **m["hparams"])
     except (ValueError, TypeError, RuntimeError, OverflowError) as e:
         raise AgentError(f"cannot build model from agent.json: {e}", path) from e
     expected = {k: list(v.shape) for k, v in shell.state_dict().items()}
@@ -428,7 +476,7 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
         raise AgentError(f"weights do not fit model {m['name']!r}: missing {missing[:5]}, unexpected {extra[:5]}, "
                          f"wrong shape {wrong[:5]}", path)
     model = build_model(m["name"], meta["num_planes"], meta["board_size"], head=m["head"], num_globals=num_globals,
-                        **m["hparams"])
+                        **cond, **m["hparams"])
     model.load_state_dict(tensors, strict=True)
     enc_desc = meta["encoder"]
     try:
@@ -445,7 +493,7 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
 
 
 _SAVED_KEYS = {"format", "format_version", "gotk_version", "created_utc", "model", "board_size", "num_planes",
-               "encoder", "data_manifest_sha256", "metrics", "weights", "globals"}
+               "encoder", "data_manifest_sha256", "metrics", "weights", "globals", "metadata"}
 
 
 def convert_agent(path: str | os.PathLike, out: str | os.PathLike, fp16: bool = True,

@@ -40,6 +40,13 @@ output before the residual blocks (KataGo adds its global inputs as a per-channe
 layer starts at zero, so a new model with global inputs starts as the same model without them. A model built
 without them ignores ``glob``; a model built with them refuses a forward pass without it.
 
+**Metadata (human-SL conditioning).** The same models built with ``num_metadata=192`` take KataGo's metadata row
+per position (``forward(x, glob, meta=m)``, ``m`` (B, 192) from :mod:`gotk.encoders.metadata_inputs`: the players'
+ranks, the clock, the date, the source, from the player to move's view) through
+:class:`~gotk.nets.metadata_encoder.MetadataEncoder` (``metadata_channels`` internal units), one more per-channel
+bias after the stem. Its output layer starts at zero. A conditioned model refuses a forward pass without ``meta``;
+every model built without it refuses one with it (ValueError).
+
 Inputs may be uint8/int8; models cast to the dtype of their weights. ``forward(x)`` always returns the pair;
 models with ``has_aux`` also give ``forward_aux(x)`` → ``(policy_logits, value, ownership (B, H, W) in [-1, 1],
 score (B,) in points)``, both from the view of the player to move.
@@ -53,6 +60,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from gotk.nets.metadata_encoder import DEFAULT_CHANNELS, MetadataEncoder
 
 HEADS = ("policy", "value", "both")
 
@@ -74,7 +83,8 @@ class GoNet(nn.Module):
 
     has_aux = False
 
-    def __init__(self, num_planes: int, board_size: int, head: str, num_globals: int = 0) -> None:
+    def __init__(self, num_planes: int, board_size: int, head: str, num_globals: int = 0, num_metadata: int = 0,
+                 metadata_channels: int = DEFAULT_CHANNELS) -> None:
         super().__init__()
         if head not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, not {head!r}")
@@ -88,6 +98,8 @@ class GoNet(nn.Module):
         self.num_globals = int(num_globals)
         if self.num_globals < 0:
             raise ValueError(f"num_globals must be >= 0, not {num_globals}")
+        self.num_metadata = int(num_metadata)
+        self.metadata_channels = int(metadata_channels)
 
     def _global_layer(self, filters: int) -> None:
         """The linear map from the global inputs to one bias per trunk channel (a model that takes them), built last
@@ -97,10 +109,32 @@ class GoNet(nn.Module):
         if self.global_in is not None:
             nn.init.zeros_(self.global_in.weight)
             nn.init.zeros_(self.global_in.bias)
+        # built after everything else, its output at zero: the other weights are those of the unconditioned model
+        self.meta_in = (MetadataEncoder(filters, self.metadata_channels, self.num_metadata)
+                        if self.num_metadata else None)
 
-    def _add_globals(self, h: torch.Tensor, glob: torch.Tensor | None) -> torch.Tensor:
-        """``h`` (B, C, H, W) plus the per-channel bias of the global inputs ``glob`` (B, G); ``h`` unchanged for a
-        model without global inputs."""
+    def _check_metadata(self, meta: torch.Tensor | None, batch: int) -> None:
+        """ValueError when ``meta`` does not fit the model: missing for a conditioned model, given to an unconditioned
+        one, or not ``(batch, num_metadata)``."""
+        if not self.num_metadata:
+            if meta is not None:
+                raise ValueError("this model takes no metadata (it was built without num_metadata): "
+                                 "call it without meta")
+            return
+        if meta is None:
+            raise ValueError(f"this model is conditioned on {self.num_metadata} metadata inputs (KataGo's "
+                             "SGFMetadata row): forward(x, meta=...) needs them")
+        if meta.dim() != 2 or meta.shape[0] != batch or meta.shape[1] != self.num_metadata:
+            raise ValueError(f"expected ({batch}, {self.num_metadata}) metadata inputs, got {tuple(meta.shape)}")
+
+    def _add_globals(self, h: torch.Tensor, glob: torch.Tensor | None,
+                     meta: torch.Tensor | None = None) -> torch.Tensor:
+        """``h`` (B, C, H, W) plus the per-channel biases of the global inputs ``glob`` (B, G) and of the metadata
+        ``meta`` (B, 192) (:class:`~gotk.nets.metadata_encoder.MetadataEncoder`); ``h`` unchanged for a model
+        without either."""
+        self._check_metadata(meta, h.shape[0])
+        if self.meta_in is not None:
+            h = h + self.meta_in(meta)[:, :, None, None].to(h.dtype)
         if not self.num_globals:
             return h
         if glob is None:
@@ -160,8 +194,9 @@ class DlgoConvNet(GoNet):
             nn.init.zeros_(self.policy_fc.bias)
         self.value_fc = nn.Linear(dense, 1) if self.has_value else None
 
-    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
-                                                                                   torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None, meta: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        self._check_metadata(meta, x.shape[0])
         c = self.convs(self._prep(x))
         h = self.dense(c)
         p = v = None
@@ -208,8 +243,9 @@ class AlphaGoNet(GoNet):
             nn.init.zeros_(m.weight)
             nn.init.zeros_(m.bias)
 
-    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
-                                                                                   torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None, meta: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        self._check_metadata(meta, x.shape[0])
         h = self.trunk(self._prep(x))
         p = v = None
         if self.has_policy:
@@ -249,8 +285,9 @@ class ResNet(GoNet):
     """Residual tower with batch norm; convolutional policy head (board + pass), AlphaGo Zero value head."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "policy", blocks: int = 6,
-                 filters: int = 64, num_globals: int = 0) -> None:
-        super().__init__(num_planes, board_size, head, num_globals)
+                 filters: int = 64, num_globals: int = 0, num_metadata: int = 0,
+                 metadata_channels: int = DEFAULT_CHANNELS) -> None:
+        super().__init__(num_planes, board_size, head, num_globals, num_metadata, metadata_channels)
         self.stem, self.blocks = residual_tower(num_planes, filters, blocks)
         if self.has_policy:
             self.policy_conv = nn.Conv2d(filters, 1, 1)
@@ -262,9 +299,9 @@ class ResNet(GoNet):
             )
         self._global_layer(filters)
 
-    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
-                                                                                   torch.Tensor | None]:
-        h = self.blocks(self._add_globals(self.stem(self._prep(x)), glob))
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None, meta: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        h = self.blocks(self._add_globals(self.stem(self._prep(x)), glob, meta))
         p = None
         if self.has_policy:
             p = torch.cat([self.policy_conv(h).flatten(1), self.pass_fc(h.mean(dim=(2, 3)))], dim=1)
@@ -337,8 +374,9 @@ class ZeroNet(GoNet):
     tanh (the trainer's numerically stable binary cross-entropy)."""
 
     def __init__(self, num_planes: int, board_size: int, head: str = "both", blocks: int = 6,
-                 filters: int = 64, num_globals: int = 0) -> None:
-        super().__init__(num_planes, board_size, head, num_globals)
+                 filters: int = 64, num_globals: int = 0, num_metadata: int = 0,
+                 metadata_channels: int = DEFAULT_CHANNELS) -> None:
+        super().__init__(num_planes, board_size, head, num_globals, num_metadata, metadata_channels)
         pool = max(1, filters // 4)
         head_ch = 32
         self.stem = nn.Sequential(nn.Conv2d(num_planes, filters, 3, padding=1, bias=False),
@@ -370,10 +408,11 @@ class ZeroNet(GoNet):
         """Ownership and score come with the value head."""
         return self.has_value
 
-    def forward(self, x: torch.Tensor, aux: bool | str = False, glob: torch.Tensor | None = None) -> tuple:
+    def forward(self, x: torch.Tensor, aux: bool | str = False, glob: torch.Tensor | None = None,
+                meta: torch.Tensor | None = None) -> tuple:
         """``(policy_logits, value)``; with ``aux`` also ``ownership`` (tanh; ``aux="logits"``: before the tanh)
         and ``score`` (None where the head is not built). ``glob``: the global inputs (a model built with them)."""
-        h = self.blocks(self._add_globals(self.stem(self._prep(x)), glob))
+        h = self.blocks(self._add_globals(self.stem(self._prep(x)), glob, meta))
         pooled = _global_pool(h)
         p = v = own = score = None
         if self.has_policy:
@@ -390,10 +429,11 @@ class ZeroNet(GoNet):
                     own = torch.tanh(own)
         return (p, v, own, score) if aux else (p, v)
 
-    def forward_aux(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple:
+    def forward_aux(self, x: torch.Tensor, glob: torch.Tensor | None = None, meta: torch.Tensor | None = None,
+                    ) -> tuple:
         """``(policy_logits, value, ownership (B, H, W) in [-1, 1], score (B,))`` from the view of the player
         to move (ownership and score None without the value head)."""
-        return self.forward(x, aux=True, glob=glob)
+        return self.forward(x, aux=True, glob=glob, meta=meta)
 
 
 class LeelaZeroNet(GoNet):
@@ -423,8 +463,9 @@ class LeelaZeroNet(GoNet):
                 nn.init.zeros_(head[-1].weight)
                 nn.init.zeros_(head[-1].bias)
 
-    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None) -> tuple[torch.Tensor | None,
-                                                                                   torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, glob: torch.Tensor | None = None, meta: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        self._check_metadata(meta, x.shape[0])
         h = self.blocks(self.stem(self._prep(x)))
         p = self.policy_head(h) if self.has_policy else None
         v = torch.tanh(self.value_head(h)).squeeze(-1) if self.has_value else None
@@ -495,12 +536,21 @@ def model_hparams(name: str, **given) -> dict:
 
 
 def build_model(name: str, num_planes: int, board_size: int = 19, head: str | None = None, num_globals: int = 0,
-                **hparams) -> GoNet:
+                num_metadata: int = 0, metadata_channels: int = DEFAULT_CHANNELS, **hparams) -> GoNet:
     """Build model ``name`` for ``num_planes`` input planes on a ``board_size`` board, taking ``num_globals`` global
-    inputs (0: none; only models whose spec ``takes_globals``, ValueError otherwise)."""
+    inputs and ``num_metadata`` metadata inputs through an encoder of ``metadata_channels`` units (0: none; only
+    models whose spec ``takes_globals``, ValueError otherwise)."""
     hp = model_hparams(name, **hparams)
     spec = MODELS[name]
     head = head or spec.default_head
+    if num_metadata or num_globals:
+        if not spec.takes_globals:
+            takes = ", ".join(n for n, m in MODELS.items() if m.takes_globals)
+            what = "metadata" if num_metadata else "global"
+            raise ValueError(f"model {name!r} takes no {what} inputs (models that do: {takes})")
+    if num_metadata:
+        return spec.build(num_planes=num_planes, board_size=board_size, head=head, num_globals=num_globals,
+                          num_metadata=num_metadata, metadata_channels=metadata_channels, **hp)
     if num_globals:
         if not spec.takes_globals:
             takes = ", ".join(n for n, m in MODELS.items() if m.takes_globals)

@@ -71,6 +71,10 @@ class TrainConfig:
     # the model takes the shards' global inputs (komi, side to move: gotk.encoders.global_inputs); None: when the
     # training data has the globals column and the model can take them (docs/training.md)
     globals: bool | None = None
+    # condition the model on the shards' metadata column (KataGo's human-SL inputs), through an encoder of
+    # metadata_channels units (docs/human.md)
+    metadata: bool = False
+    metadata_channels: int = 64
     log_every: int = 50
     checkpoint_every: int = 1000
     patience: int | None = None
@@ -109,7 +113,7 @@ class TrainConfig:
             c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
         if c.epochs is None and c.max_steps is None and c.max_minutes is None:
             c.epochs = 1
-        for name in ("epochs", "batch_size", "log_every", "checkpoint_every"):
+        for name in ("epochs", "batch_size", "log_every", "checkpoint_every", "metadata_channels"):
             if getattr(c, name) is not None and getattr(c, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         if c.max_steps is not None and c.max_steps < 1:

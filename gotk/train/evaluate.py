@@ -24,6 +24,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from gotk.encoders import metadata_inputs as MI
+from gotk.sgf.metadata import RANK_BANDS
+
 PHASES: tuple[tuple[str, int, int | None], ...] = (("1-50", 1, 50), ("51-150", 51, 150), ("151+", 151, None))
 
 
@@ -281,6 +284,29 @@ class _RankLookup:
         return np.where(found, r, np.nan)
 
 
+def _update(metrics: Metrics, per_band: dict[str, Metrics], bands: np.ndarray | None, b: dict, n: int,
+            logp: np.ndarray | None, val: np.ndarray | None, empty: np.ndarray | None,
+            base: np.ndarray | None) -> None:
+    """Add the first ``n`` rows of batch ``b`` (their predictions ``logp``, ``val``) to ``metrics`` and, with
+    ``bands`` (each row's rank band), to the band's metrics in ``per_band``."""
+    metrics.update(b["label"][:n], b["move_number"][:n], logp, val, b["value"][:n] if val is not None else None,
+                   empty, base)
+    if bands is None:
+        return
+    for band in np.unique(bands).tolist():
+        sel = np.flatnonzero(bands == band)
+        per_band.setdefault(band, Metrics(metrics.num_moves)).update(
+            b["label"][:n][sel], b["move_number"][:n][sel], logp[sel] if logp is not None else None,
+            val[sel] if val is not None else None, b["value"][:n][sel] if val is not None else None,
+            empty[sel] if empty is not None else None, base[sel] if base is not None else None)
+
+
+def _band_summaries(per_band: dict[str, Metrics]) -> dict[str, dict]:
+    """The metrics of every rank band, in :data:`gotk.sgf.metadata.RANK_BANDS` order (``?`` last)."""
+    order = [name for name, _, _ in RANK_BANDS] + ["?"]
+    return {band: per_band[band]._summary(per_band[band].sums.sum(axis=0)) for band in order if band in per_band}
+
+
 def _bands(ranks: np.ndarray) -> np.ndarray:
     """Rank values → :data:`gotk.sgf.metadata.RANK_BANDS` names (``?`` unknown), per row."""
     from gotk.sgf.metadata import rank_band
@@ -304,12 +330,22 @@ def encoder_mismatch(data: dict, agent: dict) -> str | None:
 
 def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
              batch_size: int = 512, progress: bool = False, storage_options: dict | None = None,
-             by: str | None = None) -> dict:
+             by: str | None = None, as_rank: str | None = None) -> dict:
     """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
     go to fsspec) or on SGF files/folders/archives. ``by="rank"`` adds ``by_rank``: the same metrics per
-    rank band of the player to move (:data:`gotk.sgf.metadata.RANK_BANDS`, ``?`` when unknown)."""
+    rank band of the player to move (:data:`gotk.sgf.metadata.RANK_BANDS`, ``?`` when unknown).
+
+    A conditioned agent (trained with ``--metadata``) is fed every position's true metadata (the shards' ``metadata``
+    column, or the SGF headers). ``as_rank`` (a rank such as ``9d``, conditioned agents only) evaluates every position
+    a second time with the player to move's rank in the metadata replaced by that rank (the opponent's left as it
+    was; :func:`gotk.encoders.metadata_inputs.with_mover_rank`) and adds ``as_rank``: ``{"rank", the overall metrics,
+    "by_rank"}`` beside the true-rank ones."""
     if by not in (None, "rank"):
         raise ValueError(f"--by {by!r}: only 'rank' is supported")
+    conditioned = bool(getattr(agent, "num_metadata", 0))
+    if as_rank is not None and not conditioned:
+        raise ValueError("--as-rank: the agent is not conditioned on metadata (trained without --metadata)")
+    as_inverse = MI.rank_label_inverse(as_rank) if as_rank is not None else None
     rank_of = None
     from gotk.datasets.sgf_batches import sgf_batches
     from gotk.nets.agent import AgentError
@@ -341,6 +377,8 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
             rank_of = lambda b: b["rank"]  # noqa: E731
     metrics = Metrics(agent.num_moves)
     per_band: dict[str, Metrics] = {}
+    as_metrics = Metrics(agent.num_moves) if as_rank is not None else None
+    as_band: dict[str, Metrics] = {}
     bar = None
     if progress:
         from tqdm import tqdm
@@ -357,30 +395,30 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
         if getattr(agent, "num_globals", 0) and glob is None:
             raise AgentError("the agent takes global inputs (komi, side to move) and the data has no globals column: "
                              "re-encode it (gotk encode writes them unless --no-globals) or pass SGF files instead")
-        logp, val = agent.predict(feats, None if glob is None else glob[:n])
+        meta = b.get("metadata") if conditioned else None
+        if conditioned and meta is None:
+            raise AgentError("the agent is conditioned on metadata and the data has no metadata column: re-encode "
+                             "it with gotk encode --metadata or pass SGF files instead")
+        meta = None if meta is None else np.asarray(meta)[:n]
+        logp, val = agent.predict(feats, None if glob is None else glob[:n], meta)
         base = baseline.predict(b["game_index"][:n], b["to_play"][:n]) if baseline is not None else None
         empty = empty_points(feats, desc)
-        metrics.update(b["label"][:n], b["move_number"][:n], logp, val,
-                       b["value"][:n] if val is not None else None, empty, base)
-        if rank_of is not None:
-            bands = _bands(np.asarray(rank_of(b), dtype=np.float64)[:n])
-            for band in np.unique(bands).tolist():
-                sel = np.flatnonzero(bands == band)
-                per_band.setdefault(band, Metrics(agent.num_moves)).update(
-                    b["label"][:n][sel], b["move_number"][:n][sel], logp[sel] if logp is not None else None,
-                    val[sel] if val is not None else None, b["value"][:n][sel] if val is not None else None,
-                    empty[sel] if empty is not None else None, base[sel] if base is not None else None)
+        bands = _bands(np.asarray(rank_of(b), dtype=np.float64)[:n]) if rank_of is not None else None
+        _update(metrics, per_band, bands, b, n, logp, val, empty, base)
+        if as_metrics is not None:
+            logp, val = agent.predict(feats, None if glob is None else glob[:n], MI.with_mover_rank(meta, as_inverse))
+            _update(as_metrics, as_band, bands, b, n, logp, val, empty, base)
         if bar is not None:
             bar.update(n)
     if bar is not None:
         bar.close()
     out = metrics.summary()
     if rank_of is not None:
-        from gotk.sgf.metadata import RANK_BANDS
-
-        order = [name for name, _, _ in RANK_BANDS] + ["?"]
-        out["by_rank"] = {band: per_band[band]._summary(per_band[band].sums.sum(axis=0))
-                          for band in order if band in per_band}
+        out["by_rank"] = _band_summaries(per_band)
+    if as_metrics is not None:
+        out["as_rank"] = {"rank": as_rank, "player": "to move", **as_metrics.summary()}
+        if rank_of is not None:
+            out["as_rank"]["by_rank"] = _band_summaries(as_band)
     out["source"] = source
     if note:
         out["notes"] = [note]
@@ -411,10 +449,17 @@ def format_report(r: dict) -> str:
             if p.get("komi_handicap_mse") is not None:
                 extra += f"  (komi/handicap mse {p['komi_handicap_mse']:.4f})"
         lines.append(f"  {name:<8} {p['positions']:>9,}{extra}")
+    as_rank = r.get("as_rank")
+    if as_rank is not None and "top1" in as_rank:
+        lines.append(f"as {as_rank['rank']} (the player to move's rank replaced): top-1 {pct(as_rank['top1'])}   "
+                     f"top-5 {pct(as_rank['top5'])}   nll {as_rank['nll']:.4f}")
     if "by_rank" in r:
-        lines.append("by rank of the player to move:")
+        lines.append("by rank of the player to move:" + (f" (true rank | as {as_rank['rank']})" if as_rank else ""))
         for name, p in r["by_rank"].items():
             extra = f"  top-1 {pct(p.get('top1'))}  top-5 {pct(p.get('top5'))}" if "top1" in p else ""
+            q = (as_rank or {}).get("by_rank", {}).get(name)
+            if q is not None and "top1" in q:
+                extra += f"  | top-1 {pct(q['top1'])}  nll {p['nll']:.4f} -> {q['nll']:.4f}"
             lines.append(f"  {name:<8} {p['positions']:>9,}{extra}")
     for name, b in r["baselines"].items():
         if name != "value":

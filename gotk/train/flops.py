@@ -64,7 +64,9 @@ def forward_flops(model: nn.Module, shape: tuple[int, int, int]) -> int:
         with torch.no_grad():
             glob = getattr(model, "num_globals", 0)
             glob = torch.zeros((1, glob), dtype=param.dtype, device=param.device) if glob else None
-            model(torch.zeros((1, *shape), dtype=param.dtype, device=param.device), glob=glob)
+            meta = getattr(model, "num_metadata", 0)
+            meta = torch.zeros((1, meta), dtype=param.dtype, device=param.device) if meta else None
+            model(torch.zeros((1, *shape), dtype=param.dtype, device=param.device), glob=glob, meta=meta)
     finally:
         for h in hooks:
             h.remove()

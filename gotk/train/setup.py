@@ -81,6 +81,24 @@ def train_globals(cfg: TrainConfig, train_index, val_index=None) -> int:
     return len(have[0]["names"]) if usable and takes else 0
 
 
+def train_metadata(cfg: TrainConfig, train_index, val_index=None) -> int:
+    """How many metadata inputs the run's model takes: 0 without ``cfg.metadata``; with it, the width of the
+    ``metadata`` column every training (and validation) shard must have, for a model that takes them (ValueError
+    saying which is missing)."""
+    from gotk.nets.networks import MODELS
+
+    if not cfg.metadata:
+        return 0
+    have = [ix.metadata for ix in (train_index, val_index) if ix is not None]
+    if not all(m is not None and m == have[0] for m in have):
+        raise ValueError("--metadata: the data has no metadata column in every shard (encode it with gotk encode "
+                         "--metadata)")
+    if not MODELS[cfg.model].takes_globals:
+        models = ", ".join(n for n, m in MODELS.items() if m.takes_globals)
+        raise ValueError(f"--metadata: model {cfg.model!r} takes no metadata inputs (models that do: {models})")
+    return int(have[0]["width"])
+
+
 def fit_value_baseline(cfg: TrainConfig):
     """The komi/handicap value baseline fit on the training games (those ``--where`` keeps), indexing every
     game: validation reports it beside the value head's MSE, and the agent file records it."""
@@ -105,9 +123,11 @@ def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder
     m = meta["model"]
     mine = {"model": cfg.model, "head": cfg.head, "hparams": cfg.hparams,
             "num_planes": model.num_planes, "board_size": model.board_size, "global inputs": model.num_globals,
+            "metadata": (model.num_metadata, model.metadata_channels) if model.num_metadata else None,
             "encoder": {k: encoder.get(k) for k in ("name", "version", "options")}}
     theirs = {"model": m["name"], "head": m["head"], "hparams": m["hparams"], "num_planes": meta["num_planes"],
               "board_size": meta["board_size"], "global inputs": len((meta.get("globals") or {}).get("names", [])),
+              "metadata": (meta["metadata"]["size"], meta["metadata"]["channels"]) if meta.get("metadata") else None,
               "encoder": {k: meta["encoder"].get(k) for k in ("name", "version", "options")}}
     for key in mine:
         if mine[key] != theirs[key]:

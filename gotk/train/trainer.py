@@ -65,6 +65,7 @@ from gotk.train.setup import (
     load_init_optimizer,
     make_datasets,
     train_globals,
+    train_metadata,
     write_run_config,
 )
 from gotk.train.validation import VAL_SHARE, Validation, val_score
@@ -133,7 +134,10 @@ class Trainer:
             raise ValueError(f"square boards only, the data is {h}x{w}")
         self.board_size = h
         self.num_globals = train_globals(cfg, self.train_ds.index, self.val_ds.index if self.val_ds else None)
-        self.model = build_model(cfg.model, c, h, head=cfg.head, num_globals=self.num_globals, **cfg.hparams)
+        self.num_metadata = train_metadata(cfg, self.train_ds.index, self.val_ds.index if self.val_ds else None)
+        self.model = build_model(cfg.model, c, h, head=cfg.head, num_globals=self.num_globals,
+                                 num_metadata=self.num_metadata, metadata_channels=cfg.metadata_channels,
+                                 **cfg.hparams)
         if cfg.init_agent and not resume:  # a resumed run's weights come from its checkpoint
             load_init_agent(self.model, cfg.init_agent, cfg, self.encoder)
         self.model = self.model.to(self.device)
@@ -216,6 +220,7 @@ class Trainer:
                   "train_rows": int(self.train_ds.num_rows),
                   "val_rows": int(self.val_ds.num_rows) if self.val_ds is not None else None},
             model={"name": cfg.model, "head": cfg.head, "hparams": cfg.hparams, "num_globals": self.num_globals,
+                   "num_metadata": self.num_metadata,
                    "parameters": count_parameters(self.model)},
             run={"device": str(self.device), "amp": self.amp, "channels_last": self.channels_last,
                  "amp_dtype": str(self.amp_dtype).replace("torch.", "") if self.amp else None,
@@ -303,12 +308,13 @@ class Trainer:
             x = x.contiguous(memory_format=torch.channels_last)
         y = batch["label"].to(dev, non_blocking=True).long()
         glob = batch["globals"].to(dev, non_blocking=True) if self.num_globals else None
+        meta = batch["metadata"].to(dev, non_blocking=True) if self.num_metadata else None
         own = score = None
         with self._autocast():
             if self.model.has_aux:
-                p, v, own, score = self.net(x, aux="logits", glob=glob)
+                p, v, own, score = self.net(x, aux="logits", glob=glob, meta=meta)
             else:
-                p, v = self.net(x, glob=glob)
+                p, v = self.net(x, glob=glob, meta=meta)
         loss, scaled, stats = batch_losses(p, v, own, score, y, batch, self.loss_weights, self.world, share)
         if share is not None:
             return scaled, loss.detach(), stats
@@ -336,6 +342,8 @@ class Trainer:
                  "value": torch.zeros(1, dtype=torch.float32)}
         if self.num_globals:
             batch["globals"] = torch.zeros(1, self.num_globals)
+        if self.num_metadata:
+            batch["metadata"] = torch.zeros(1, self.num_metadata)
         if self.targets:  # the same graph as the other ranks' steps
             batch.update(policy=torch.zeros(1, h * w + 1), root_value=torch.zeros(1), ownership=torch.zeros(1, h, w),
                          score=torch.zeros(1), weight=torch.zeros(1), aux_weight=torch.zeros(1))

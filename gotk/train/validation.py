@@ -81,19 +81,22 @@ class Validation:
                 break
             x = b["features"]
             glob = b["globals"] if model.num_globals else None
+            meta = b["metadata"] if model.num_metadata else None
             if limit is not None:
                 room = limit - m.rows
                 if room <= 0:
                     break
                 x = x[:room]
                 glob = glob[:room] if glob is not None else None
+                meta = meta[:room] if meta is not None else None
             n = x.shape[0]
             glob = glob.to(self.device) if glob is not None else None
+            meta = meta.to(self.device) if meta is not None else None
             with self.autocast():
                 if aux:
-                    p, v, own, score = model(x.to(self.device), aux="logits", glob=glob)
+                    p, v, own, score = model(x.to(self.device), aux="logits", glob=glob, meta=meta)
                 else:
-                    p, v = model(x.to(self.device), glob=glob)
+                    p, v = model(x.to(self.device), glob=glob, meta=meta)
             if self.targets and p is not None:
                 sums[0:2] += torch.stack(soft_policy_sums(p.float(), b))
             if self.targets and aux and own is not None:
