@@ -60,6 +60,11 @@ class PlayerOptions:
                                     "else answer].")
     resign_min_move: int = _option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
+    profile: str | None = _option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
+                                  "preaz_<rank>, proyear_<1800..2023>) an agent trained with --metadata; its policy "
+                                  "is sampled at temperature 1 (or --temperature), policy only (docs/human.md).")
+    profile_argmax: bool = _option(False, "--profile-argmax", help="With --profile: play the profile's most "
+                                   "probable move instead of sampling.")
     bf16: bool = _option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
                          "AVX512-BF16 or AMX and on GPUs, not bit-exact (BENCHMARKS.md, search speed).")
 
@@ -85,13 +90,18 @@ class PlayerOptions:
         from gotk.errors import GotkError
         from gotk.search.factory import make_search_player
 
+        human = {"profile": self.profile, "profile_argmax": self.profile_argmax} if self.profile else {}
+        if self.profile_argmax and self.profile is None:
+            fail("--profile-argmax goes with --profile")
+        if self.profile is not None and self.search_config(seed).searches:
+            fail("--profile plays the conditioned policy alone: leave out --visits/--seconds")
         try:
             return make_search_player(agent, self.search_config(seed),
                                       str(self.value_agent) if self.value_agent else None, self.threads,
                                       temperature=self.temperature, pass_threshold=self.pass_threshold,
                                       resign=self.resign, resign_threshold=self.resign_threshold,
                                       resign_moves=self.resign_moves, amp=self.bf16,
-                                      keep=set(self.given_search_constants))
+                                      keep=set(self.given_search_constants), **human)
         except GotkError as e:
             fail(str(e))
 

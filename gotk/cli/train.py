@@ -11,6 +11,7 @@ import typer
 
 from gotk.cli.common import fail as _fail
 from gotk.cli.common import parse_key_values
+from gotk.errors import GotkError
 from gotk.storage import StorageError
 
 
@@ -194,7 +195,7 @@ def eval_cmd(
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against baselines; for a value
     head also its calibration, winner accuracy by phase and a komi/handicap-only baseline."""
     from gotk.devices import resolve_device
-    from gotk.nets.agent import AgentError, load_agent
+    from gotk.nets.agent import load_agent
     from gotk.train.evaluate import evaluate, format_report, is_shard_dir
 
     if threads:
@@ -210,7 +211,7 @@ def eval_cmd(
         report = evaluate(ag, data if len(data) > 1 else data[0], split=split, max_positions=max_positions,
                           batch_size=batch_size, progress=not as_json, storage_options=opts, by=by,
                           as_rank=as_rank)
-    except (AgentError, ValueError, FileNotFoundError, StorageError) as e:
+    except (GotkError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
         return
     except OSError as e:  # a shard page whose CRC-32 fails (bit rot), an unreadable file

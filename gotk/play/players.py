@@ -26,6 +26,8 @@ from typing import Protocol
 
 import numpy as np
 
+from gotk.encoders import metadata_inputs as MI
+from gotk.errors import GotkError
 from gotk.game.rules import is_own_eye
 from gotk.game.state import EMPTY, GameState
 from gotk.jit import kernel
@@ -114,13 +116,28 @@ class RandomPlayer:
 
 class PolicyPlayer:
     """Plays an agent's policy (``agent.policy(state)``: probabilities over ``size*size+1`` moves) over
-    its sensible moves: the most probable at ``temperature`` 0, else sampled from ``p ** (1/T)``."""
+    its sensible moves: the most probable at ``temperature`` 0, else sampled from ``p ** (1/T)``.
+
+    ``profile``: for an agent conditioned on metadata (trained with ``--metadata``), the human-SL profile it plays
+    as (:func:`gotk.encoders.metadata_inputs.profile`: ``rank_3d``, ``preaz_5k``, ``proyear_1990`` ...): every
+    position's metadata row is that profile's, seen from the player to move on this board. A conditioned agent needs
+    one and an unconditioned agent takes none (:class:`~gotk.nets.AgentError`). The pass stays the player's own
+    rule (no sensible move left, passing wins, or no move above ``pass_threshold``), not the human policy's, as
+    KataGo's ``humanSLChosenMoveIgnorePass`` does by default."""
 
     def __init__(self, agent, temperature: float = 0.0, pass_threshold: float = 1e-3,
                  resign_threshold: float | None = -0.95, resign_moves: int = 3, seed: int | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, profile: str | None = None) -> None:
         if temperature < 0:
             raise ValueError("temperature must be >= 0")
+        conditioned = bool(getattr(agent, "num_metadata", 0))
+        if profile is not None and not conditioned:
+            raise GotkError("bad_agent", "--profile: this agent is not conditioned on metadata (trained without "
+                            "--metadata)")
+        if profile is None and conditioned:
+            raise GotkError("bad_agent", "this agent is conditioned on metadata (trained with --metadata): give "
+                            "--profile, such as rank_3d (docs/human.md)")
+        self.metadata = MI.profile(profile) if profile is not None else None
         self.agent = agent
         self.temperature = float(temperature)
         self.pass_threshold = float(pass_threshold)
@@ -141,11 +158,14 @@ class PolicyPlayer:
         self.low_value_streak = 0
         self.last_value = None
 
+    def _policy_args(self) -> tuple:
+        return () if self.metadata is None else (self.metadata,)
+
     def policy(self, state: GameState) -> np.ndarray:
-        return self.agent.policy(state)
+        return self.agent.policy(state, *self._policy_args())
 
     def value(self, state: GameState) -> float:
-        return float(self.agent.value(state))
+        return float(self.agent.value(state, *self._policy_args()))
 
     def _should_resign(self, state: GameState) -> bool:
         if self.resign_threshold is None or not self.has_value:
@@ -160,7 +180,7 @@ class PolicyPlayer:
         moves = sensible_moves(state)
         if moves.size == 0 or passing_wins(state):
             return state.pass_point
-        probs = np.asarray(self.agent.policy(state), dtype=np.float64)[moves]
+        probs = np.asarray(self.policy(state), dtype=np.float64)[moves]
         if not np.isfinite(probs).all() or probs.max() < self.pass_threshold:
             return state.pass_point
         if self.temperature == 0:
@@ -176,13 +196,20 @@ __all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "
 
 def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
                 pass_threshold: float = 1e-3, resign: bool = True, resign_threshold: float = -0.95,
-                resign_moves: int = 3, threads: int | None = 1, amp: bool = False):
+                resign_moves: int = 3, threads: int | None = 1, amp: bool = False, profile: str | None = None,
+                profile_argmax: bool = False):
     """A player for ``agent``: an agent file path, or ``random`` / None for :class:`RandomPlayer`; ``amp``: its
     network under bf16 autocast.
+
+    ``profile``: a conditioned agent plays as that human-SL profile (:class:`PolicyPlayer`), sampling its policy at
+    temperature 1 as KataGo's human-SL play does (``temperature``, when not 0, is used instead), or its most probable
+    move with ``profile_argmax``.
 
     Raises :class:`gotk.nets.AgentError` for an unreadable agent or one without a policy head.
     """
     if agent is None or agent == "random":
+        if profile is not None:
+            raise GotkError("bad_agent", "--profile needs an agent conditioned on metadata, not the random player")
         return RandomPlayer(seed=seed)
     import torch
 
@@ -194,5 +221,8 @@ def make_player(agent: str | None, seed: int | None = None, temperature: float =
     loaded.amp = amp
     if not getattr(loaded, "has_policy", True):
         raise AgentError("the agent has no policy head, it cannot choose moves", agent)
+    if profile is not None:
+        temperature = 0.0 if profile_argmax else temperature or 1.0
     return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,
-                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed)
+                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed,
+                        profile=profile)

@@ -31,6 +31,9 @@ def check_agents(agent, value_agent=None, need_value: bool = True) -> None:
     ``need_value`` is false: a player of the policy alone)."""
     if not getattr(agent, "has_policy", False):
         raise SearchSetupError("the agent has no policy head: search needs priors from a policy")
+    if any(getattr(a, "num_metadata", 0) for a in (agent, value_agent)):
+        raise SearchSetupError("an agent conditioned on metadata (trained with --metadata) plays its policy alone, "
+                               "as a profile: --profile NAME without --visits/--seconds (docs/human.md)")
     if value_agent is None:
         if not need_value:
             return
