@@ -36,6 +36,11 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "pass_rule": (["--pass-rule"], None, "answer: pass only when no sensible move is left or to answer a pass; "
                   "always: pass is a candidate at every move [the agent's own, else answer]."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
+    "profile": (["--profile"], None, "Play as this human-SL profile (rank_<20k..9d>, preaz_<rank>, "
+                "proyear_<1800..2023>) an agent trained with --metadata; its policy is sampled at temperature 1 (or "
+                "--temperature), policy only (docs/human.md)."),
+    "profile_argmax": (["--profile-argmax"], False, "With --profile: play the profile's most probable move instead of "
+                       "sampling."),
     "bf16": (["--bf16"], False, "Run the network under bf16 autocast: faster on CPUs with AVX512-BF16 or AMX and on "
              "GPUs, not bit-exact (BENCHMARKS.md, search speed)."),
 }
