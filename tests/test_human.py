@@ -73,11 +73,11 @@ def human_run(tmp_path_factory, sample_archive) -> tuple[Path, Path]:
     res = invoke(["train", "--data", str(data), "--out", str(run), *TINY, "--head", "both", "--max-steps", "60",
                   "--metadata", "--metadata-channels", "32", "--max-val-positions", "500"])
     assert res.exit_code == 0, res.output
-    return data, run / "agent.gotk"
+    return data, run / "agent.gotk", src
 
 
 def test_train_records_metadata_and_refuses_data_without(human_run, tmp_path, sample_archive) -> None:
-    _, agent_path = human_run
+    _, agent_path, _ = human_run
     with zipfile.ZipFile(agent_path) as zf:
         meta = json.loads(zf.read("agent.json"))
     assert meta["metadata"] == {"size": 192, "layout": "katago-sgfmetadata-v1", "channels": 32}
@@ -95,7 +95,7 @@ def test_train_records_metadata_and_refuses_data_without(human_run, tmp_path, sa
 
 
 def test_eval_by_rank_as_rank(human_run) -> None:
-    data, agent_path = human_run
+    data, agent_path, src = human_run
     res = invoke(["eval", "--agent", str(agent_path), "--data", str(data), "--by", "rank", "--as-rank", "20k",
                   "--json", "--device", "cpu", "--threads", "1", "--no-plot"])
     assert res.exit_code == 0, res.output
@@ -106,10 +106,14 @@ def test_eval_by_rank_as_rank(human_run) -> None:
     assert r["as_rank"]["nll"] != r["nll"]  # the rank reaches the network
     res = invoke(["eval", "--agent", str(agent_path), "--data", str(data), "--as-rank", "strong", "--device", "cpu"])
     assert res.exit_code == 2 and "not a rank" in res.output
+    res = invoke(["eval", "--agent", str(agent_path), "--data", str(src), "--max-positions", "400", "--as-rank", "1d",
+                  "--json", "--device", "cpu", "--threads", "1", "--no-plot"])  # SGF: the row from its headers
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["as_rank"]["positions"] == 400
 
 
 def test_profiles_play(human_run) -> None:
-    _, agent_path = human_run
+    _, agent_path, _ = human_run
     agent = load_agent(agent_path)
     state = GameState.new(19)
     weak, strong = agent.policy(state, "rank_20k"), agent.policy(state, "rank_9d")
@@ -130,7 +134,7 @@ def test_gtp_plays_legal_moves_with_a_profile(human_run) -> None:
     import subprocess
     import sys
 
-    _, agent_path = human_run
+    _, agent_path, _ = human_run
     cmds = "boardsize 19\n" + "genmove b\ngenmove w\n" * 4 + "quit\n"
     p = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent_path), "--profile", "rank_3d",
                         "--seed", "1", "--threads", "1"], input=cmds, capture_output=True, text=True, timeout=300)
