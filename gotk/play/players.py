@@ -191,7 +191,15 @@ class PolicyPlayer:
         return int(moves[self.rng.choice(moves.size, p=w / w.sum())])
 
 
-__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "passing_wins", "sensible_moves"]
+def profile_temperature(temperature: float = 0.0, argmax: bool = False) -> float:
+    """The temperature a player of a human-SL profile samples at: 1 (the conditioned policy as it is, as KataGo's
+    human-SL play samples it), ``temperature`` instead when it is not 0, or 0 (the most probable move) with
+    ``argmax``. ``gotk gtp/match --profile`` and ``gotk serve``'s play both follow it."""
+    return 0.0 if argmax else temperature or 1.0
+
+
+__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "passing_wins", "profile_temperature",
+           "sensible_moves"]
 
 
 def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
@@ -222,7 +230,7 @@ def make_player(agent: str | None, seed: int | None = None, temperature: float =
     if not getattr(loaded, "has_policy", True):
         raise AgentError("the agent has no policy head, it cannot choose moves", agent)
     if profile is not None:
-        temperature = 0.0 if profile_argmax else temperature or 1.0
+        temperature = profile_temperature(temperature, profile_argmax)
     return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,
                         resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed,
                         profile=profile)

@@ -1,7 +1,8 @@
 """Agents as the web app sees them: the agent files named on the command line (:func:`gotk.nets.agent.load_agent`)
-plus the built-in random player, each wrapped as a :mod:`gotk.play.players` player. Positions come from a
-request as a move list (replayed by the rules engine, so an illegal move is refused with its reason) or as
-the stones of a dataset position.
+plus the built-in random player, each wrapped as a :mod:`gotk.play.players` player. An agent conditioned on
+metadata (trained with ``--metadata``) has no player of its own: every request names the profile it plays as
+(:mod:`gotk.serve.profiles`). Positions come from a request as a move list (replayed by the rules engine, so an
+illegal move is refused with its reason) or as the stones of a dataset position.
 """
 
 from __future__ import annotations
@@ -24,22 +25,29 @@ MAX_VISITS = 5000  # per agent and request: a search the page waits for
 
 @dataclass
 class AgentSlot:
-    """One agent: ``ident`` in URLs, ``name`` shown, ``player`` (choose / policy / value), ``size`` (None:
-    any board size), ``agent`` (the loaded :class:`~gotk.nets.agent.Agent`, None for the random player)."""
+    """One agent: ``ident`` in URLs, ``name`` shown, ``player`` (choose / policy / value; None for a conditioned
+    agent, whose player depends on the request's profile), ``size`` (None: any board size), ``agent`` (the loaded
+    :class:`~gotk.nets.agent.Agent`, None for the random player)."""
 
     ident: str
     name: str
-    player: object
+    player: object | None
     size: int | None
     agent: object | None = None
 
     @property
     def has_value(self) -> bool:
-        return bool(getattr(self.player, "has_value", False))
+        return bool(getattr(self.agent, "has_value", False))
+
+    @property
+    def conditioned(self) -> bool:
+        """True for an agent conditioned on metadata: its policy is a profile's (or a position's recorded row)."""
+        return bool(getattr(self.agent, "num_metadata", 0))
 
     def describe(self) -> dict:
         meta = getattr(self.agent, "meta", {}) or {}
         return {"id": self.ident, "name": self.name, "board_size": self.size, "has_value": self.has_value,
+                "conditioned": self.conditioned,
                 "encoder": (meta.get("encoder") or {}).get("name"), "model": (meta.get("model") or {}).get("name"),
                 "warning": _value_warning(self.agent)}
 
@@ -67,7 +75,8 @@ def load_slots(files: list[str | Path]) -> list[AgentSlot]:
             raise GotkError("bad_agent", f"{f}: the agent has no policy head")
         loaded.append(agent)
     for i, (agent, name) in enumerate(zip(loaded, agent_names(files, loaded), strict=True)):
-        player = PolicyPlayer(agent, resign_threshold=None)  # requests are stateless: no resignation streak
+        # requests are stateless: no resignation streak; a conditioned agent's player is made per request
+        player = None if agent.num_metadata else PolicyPlayer(agent, resign_threshold=None)
         slots.append(AgentSlot(f"a{i}", name, player, agent.board_size, agent))
     return slots
 
@@ -198,25 +207,31 @@ def same_encoder(a: dict | None, b: dict | None) -> bool:
 
 
 def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarray | None = None,
-            encoder: dict | None = None) -> dict:
+            encoder: dict | None = None, metadata=None) -> dict:
     """The agent's policy for the player to move (the probabilities ``agent.policy`` gives, illegal moves 0,
     as ``gotk-policy`` prints them) with its ``top`` moves, and its value (mover's view) when it has one.
 
     ``features``/``encoder``: a dataset row's planes and their encoder; when the agent was trained on that
     encoder, the network reads these planes (what trains) instead of re-encoding ``state``, which has no
-    history (planes such as ko or turns-since then match the shard)."""
+    history (planes such as ko or turns-since then match the shard). ``metadata``: for a conditioned agent, what
+    :meth:`~gotk.nets.agent.Agent.metadata_row` takes (a profile name, a row); other agents ignore it."""
     check_size(slot, state.size)
     direct = features is not None and slot.agent is not None and same_encoder(encoder, slot.agent.meta.get("encoder"))
+    row = slot.agent.metadata_row(state, metadata) if slot.conditioned else None
     with _LOCK:
         if direct:
             glob = slot.agent.global_inputs(state)
-            logp, v = slot.agent.predict(features[None], None if glob is None else glob[None])
+            logp, v = slot.agent.predict(features[None], None if glob is None else glob[None],
+                                         None if row is None else row[None])
             probs = np.exp(logp[0].astype(np.float64))
             mask = np.zeros(probs.size, dtype=bool)
             mask[state.legal_moves()] = True
             probs = np.where(mask, probs, 0.0)
             probs = probs / probs.sum() if probs.sum() > 0 else mask / mask.sum()
             value = float(v[0]) if v is not None else None
+        elif row is not None:
+            probs = slot.agent.policy(state, row)
+            value = slot.agent.value(state, row) if slot.has_value else None
         else:
             probs = np.asarray(slot.player.policy(state), dtype=np.float64)
             value = float(slot.player.value(state)) if slot.has_value else None
@@ -262,11 +277,12 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: 
                       for i in infos[:top] if i.visits > 0]}, shares
 
 
-def choose(slot: AgentSlot, state: GameState) -> int:
-    """The agent's move in ``state`` (a flat index or pass; agents here never resign)."""
+def choose(slot: AgentSlot, state: GameState, player=None) -> int:
+    """The agent's move in ``state`` (a flat index or pass; agents here never resign): by ``player`` when given (a
+    conditioned agent's player for the request's profile), else by the slot's own."""
     check_size(slot, state.size)
     with _LOCK:
-        return int(slot.player.choose(state))
+        return int((player or slot.player).choose(state))
 
 
 __all__ = ["AgentSlot", "agent_names", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point",

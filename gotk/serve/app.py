@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 
 from gotk import coords
 from gotk.serve import agents as A
+from gotk.serve import profiles as P
 from gotk.serve.data import DatasetView, ServeError, position_board
 from gotk.serve.draw import PALETTE, Board, to_svg
 
@@ -403,66 +404,79 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot],
 
 
 def source_state(reg: Registry, src: dict):
-    """``(state, features or None, encoder description or None)`` from a request's ``source``."""
+    """``(state, features or None, encoder description or None, metadata row or None)`` from a request's
+    ``source``; the row is a dataset position's recorded metadata (when its shards have the column)."""
     if "dataset" in src:
         ds = reg.dataset(src["dataset"])
         meta, gp, k = dataset_position(ds, field(src, "game", str), field(src, "move", int, 0))
         komi = meta.get("komi")
         state, _history = A.state_from_rows(gp, k, ds.encoder, float(komi if komi is not None else 7.5))
-        return state, gp.planes[k], ds.encoder
+        return state, gp.planes[k], ds.encoder, None if gp.metadata is None else gp.metadata[k]
     state = A.build_state(field(src, "size", int, 19), field(src, "komi", float, 7.5),
                           field(src, "handicap", int, 0), field(src, "moves", list, []))
-    return state, None, None
+    return state, None, None, None
+
 
 def analyse_request(reg: Registry, req: dict) -> dict:
-    """``POST /api/analyse``: every requested agent's policy, value and (with ``visits``) search on the position."""
+    """``POST /api/analyse``: every requested agent's policy, value and (with ``visits``) search on the position;
+    a conditioned agent's as the request's ``profile`` (and ``compare``: :mod:`gotk.serve.profiles`). Every input is
+    checked before any agent runs."""
     src = field(req, "source", dict, {})
-    state, features, enc = source_state(reg, src)
-    ids = field(req, "agents", list, list(reg.agents))
+    slots = [reg.agent(ident) for ident in field(req, "agents", list, list(reg.agents))]
     top = field(req, "top", int, 10)
     if not 1 <= top <= 50:
         raise ServeError(400, f"top must be 1..50, got {top}")
     visits = search_visits(req)
     seed = field(req, "seed", int, 0)
-    results = []
-    for ident in ids:
-        slot = reg.agent(ident)
-        if slot.size is not None and slot.size != state.size:
-            results.append({"agent": slot.ident, "name": slot.name,
-                            "error": f"plays {slot.size}x{slot.size}, the position is {state.size}x{state.size}"})
-            continue
-        res = A.analyse(slot, state, top, features, enc)
-        probs = res.pop("policy")
-        res["pass"] = round(float(probs[-1]), 6)
-        if slot.agent is None:  # the random player: a uniform choice, no policy worth a heat map or a top 10
-            n = int(np.count_nonzero(probs))
-            res.update(uniform=True, top=[], svg=None,
-                       note=f"no policy: the random player picks uniformly among the {n} sensible moves "
-                            f"({100 / max(n, 1):.2g}% each)")
-        else:
-            res["uniform"] = False
-            res["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=probs, top=min(top, 5),
-                                      last_move=state_last(state)))
-        if visits:
-            if slot.has_value:
-                res["search"], shares = A.search(slot, state, visits, top, seed)
-                ranking = [A.parse_point(m["move"], state.size) for m in res["search"]["moves"]]
-                res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
-                                                    top=min(top, 5), ranking=ranking,
-                                                    last_move=state_last(state)))
-            else:
-                res["search"] = {"error": "no search: search needs a network with a value head"
-                                 + (" (this is the random player)" if slot.agent is None else "")}
-        results.append(res)
+    profile, compare = P.request_profiles(req)
+    state, features, enc, recorded = source_state(reg, src)
+    results = [agent_result(slot, state, top, visits, seed, features, enc, recorded, profile, compare)
+               for slot in slots]
     board, numbers = stones_of_moves(state)
-    recorded = None  # a dataset position: its recorded next move is ringed, as in the viewer
+    recorded_move = None  # a dataset position: its recorded next move is ringed, as in the viewer
     if "dataset" in src:
         _m, gp, k = dataset_position(reg.dataset(src["dataset"]), src["game"], src.get("move", 0))
-        recorded = int(gp.label[k]) if gp.label[k] < state.size * state.size else None
+        recorded_move = int(gp.label[k]) if gp.label[k] < state.size * state.size else None
     return {"size": state.size, "to_play": "B" if state.to_play == 1 else "W",
-                         "svg": to_svg(Board(state.size, stones=board, numbers=numbers, next_move=recorded,
-                                             last_move=state_last(state), clickable="dataset" not in src)),
+            "svg": to_svg(Board(state.size, stones=board, numbers=numbers, next_move=recorded_move,
+                                last_move=state_last(state), clickable="dataset" not in src)),
             "results": results}
+
+
+def agent_result(slot: A.AgentSlot, state, top: int, visits: int, seed: int, features, enc, recorded,
+                 profile: str | None, compare: str | None) -> dict:
+    """One agent's part of an analyse answer (an ``error`` when it cannot look at this position)."""
+    if slot.size is not None and slot.size != state.size:
+        return {"agent": slot.ident, "name": slot.name,
+                "error": f"plays {slot.size}x{slot.size}, the position is {state.size}x{state.size}"}
+    if slot.conditioned:
+        res = P.conditioned_result(slot, state, top, features, enc, recorded, profile, compare, state_last(state))
+        if visits and "error" not in res:
+            res["search"] = {"error": P.NO_SEARCH}
+        return res
+    res = A.analyse(slot, state, top, features, enc)
+    probs = res.pop("policy")
+    if profile is not None:
+        res["profile_note"] = P.IGNORED
+    if slot.agent is None:  # the random player: a uniform choice, no policy worth a heat map or a top 10
+        n = int(np.count_nonzero(probs))
+        res["pass"] = round(float(probs[-1]), 6)
+        res.update(uniform=True, top=[], svg=None,
+                   note=f"no policy: the random player picks uniformly among the {n} sensible moves "
+                        f"({100 / max(n, 1):.2g}% each)")
+    else:
+        res.update(P.policy_view(state, probs, top, state_last(state)), uniform=False)
+    if visits:
+        if slot.has_value:
+            res["search"], shares = A.search(slot, state, visits, top, seed)
+            ranking = [A.parse_point(m["move"], state.size) for m in res["search"]["moves"]]
+            res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
+                                                top=min(top, 5), ranking=ranking, last_move=state_last(state)))
+        else:
+            res["search"] = {"error": "no search: search needs a network with a value head"
+                             + (" (this is the random player)" if slot.agent is None else "")}
+    return res
+
 
 def game_reply(state, agent_move=None) -> dict:
     board, numbers = stones_of_moves(state)
@@ -477,13 +491,20 @@ def game_reply(state, agent_move=None) -> dict:
                                 clickable=not over))}
 
 def play_request(reg: Registry, req: dict) -> dict:
-    """``POST /api/play``: the human's move, then the agent's (stateless: the request carries the game)."""
+    """``POST /api/play``: the human's move, then the agent's (stateless: the request carries the game); a
+    conditioned agent plays as the request's ``profile`` (:func:`gotk.serve.profiles.play_profile`)."""
     slot = reg.agent(field(req, "agent", str, "random"))
     human = field(req, "human", str, "B")
     if human not in ("B", "W"):
         raise ServeError(400, f"human must be B or W, got {human[:10]!r}")
     size = field(req, "size", int, slot.size or 19)
     A.check_size(slot, size)
+    visits = search_visits(req)
+    if visits and slot.conditioned:
+        raise ServeError(400, f"{slot.name!r} cannot search: {P.NO_SEARCH.removeprefix('no search: ')}")
+    if visits and not slot.has_value:
+        raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a value head")
+    chosen, noted = P.play_profile(slot, req)
     state = A.build_state(size, field(req, "komi", float, 7.5), field(req, "handicap", int, 0),
                           field(req, "moves", list, []))
     human_colour = 1 if human == "B" else 2
@@ -497,19 +518,16 @@ def play_request(reg: Registry, req: dict) -> dict:
             state.play(p)
         except Exception as e:  # IllegalMoveError: occupied, suicide, ko
             raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
-    visits = search_visits(req)
-    if visits and not slot.has_value:
-        raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a value head")
     agent_move, searched = None, None
     if state.to_play != human_colour and state.passes < 2:
         if visits:  # the most visited move of a fresh search (requests are stateless: no tree is kept)
             searched, _shares = A.search(slot, state, visits, top=5)
             p = A.parse_point(searched["moves"][0]["move"], size)
         else:
-            p = A.choose(slot, state)
+            p = A.choose(slot, state, None if chosen is None else chosen.player(slot, state))
         state.play(p)
         agent_move = coords.to_gtp(p, size)
-    reply = game_reply(state, agent_move)
+    reply = {**game_reply(state, agent_move), **noted}
     if searched is not None:
         reply["search"] = searched
     return reply

@@ -44,13 +44,15 @@ class ServeError(GotkError):
 @dataclass
 class GamePositions:
     """One game's rows of its split, in move order: planes ``(N, C, H, W)`` as the loader decodes them,
-    ``label``, ``move_number``, ``to_play``, ``value``."""
+    ``label``, ``move_number``, ``to_play``, ``value``, and ``metadata`` ``(N, 192)``: the rows' metadata inputs
+    (KataGo's human-SL vector, from the player to move's view) when the shards have that column, else None."""
 
     planes: np.ndarray
     label: np.ndarray
     move_number: np.ndarray
     to_play: np.ndarray
     value: np.ndarray
+    metadata: np.ndarray | None = None
 
 
 class DatasetView:
@@ -277,6 +279,7 @@ class DatasetView:
     def positions(self, game_id: str) -> tuple[dict, GamePositions]:
         """The game's metadata and its positions (cached: the last 8 games opened)."""
         from gotk.shards import decode_features
+        from gotk.shards.metadata_column import decode_metadata
 
         self.check()
         meta = self.game_meta(game_id)
@@ -299,12 +302,14 @@ class DatasetView:
             except (OSError, pa.ArrowInvalid) as e:
                 raise self._gone(e) from e
             table = table.take(pc.sort_indices(table, [("move_number", "ascending")]))
+            meta_rows = decode_metadata(table)  # copied below: Arrow's buffers are read-only, torch warns on them
             gp = GamePositions(
                 planes=decode_features(table, index.encoder),
                 label=table["label"].to_numpy().astype(np.int64),
                 move_number=table["move_number"].to_numpy().astype(np.int64),
                 to_play=table["to_play"].to_numpy().astype(np.int64),
                 value=table["value"].to_numpy().astype(np.int64),
+                metadata=None if meta_rows is None else np.array(meta_rows),
             )
             self._cache[game_id] = gp
             while len(self._cache) > 8:
