@@ -54,7 +54,7 @@ function homePage() {
     <span class="muted">${esc(d.encoder)} · ${d.board_size}×${d.board_size} · ${d.games.toLocaleString()} games ·
     ${d.rows.toLocaleString()} positions</span></li>`).join("") || "<li class='muted'>no dataset given on the command line</li>";
   const ag = INFO.agents.map(a => `<li>${esc(a.name)} <span class="muted">${a.board_size ? a.board_size + "×" + a.board_size : "any size"}
-    ${a.model ? "· " + esc(a.model) + " · " + esc(a.encoder) : ""}${a.has_value ? " · value head" : ""}</span></li>`).join("");
+    ${a.model ? "· " + esc(a.model) + " · " + esc(a.encoder) : ""}${a.has_value ? " · value head" : ""}${a.conditioned ? " · conditioned on metadata: plays as a profile" : ""}</span></li>`).join("");
   main().innerHTML = `<h2>Datasets</h2><ul>${ds}</ul><h2>Agents</h2><ul>${ag}</ul>
     <p><a href="#/analyse">Analyse a position</a> · <a href="#/play">Play against an agent</a></p>`;
 }
@@ -184,7 +184,18 @@ async function viewerPage(id, game, k, query) {
 
 // --- agents on a position -------------------------------------------------------------------------
 
-const setup = {size: 19, komi: 7.5, moves: [], visits: 0};
+const setup = {size: 19, komi: 7.5, moves: [], visits: 0, profile: "", compare: ""};
+
+// human-SL profiles (gotk.encoders.metadata_inputs.profile) offered in the profile boxes; any other valid name works
+const PROFILES = ["rank_20k", "rank_15k", "rank_10k", "rank_5k", "rank_3k", "rank_1k", "rank_1d", "rank_3d", "rank_5d",
+                  "rank_7d", "rank_9d", "rank_1k_5d", "preaz_5k", "preaz_1d", "preaz_5d", "proyear_1990", "proyear_2010",
+                  "proyear_2020", "proyear_2023"];
+
+function profileList() {
+  return `<datalist id="profile-names">${PROFILES.map(p => `<option value="${p}">`).join("")}</datalist>`;
+}
+
+const anyConditioned = () => INFO.agents.some(a => a.conditioned);
 
 async function analysePage(query) {
   let source;
@@ -200,10 +211,19 @@ async function analysePage(query) {
     <p>search <input id="visits" type="number" min="0" max="5000" step="1" value="${setup.visits}" style="width:6em"> visits
        per agent with a value head (0: the network alone) <button id="search">search</button>
        <span id="search-status" class="muted"></span></p>
+    <p id="profiles" ${anyConditioned() ? "" : "hidden"}>profile <input id="profile" list="profile-names" value="${esc(setup.profile)}"
+       placeholder="${fromData ? "recorded" : "e.g. rank_3d"}" style="width:9em"> compare with
+       <input id="compare" list="profile-names" value="${esc(setup.compare)}" placeholder="e.g. rank_9d" style="width:9em">
+       <button id="show-profiles">show</button>
+       <span class="muted">for agents conditioned on metadata${fromData ? "; empty: the position's recorded players" : ""}</span>
+       ${profileList()}</p>
     <div class="analyse"><div class="board-wrap" id="board">…</div><div class="agents" id="agents"></div></div>`;
   const refresh = async () => {
     const src = fromData ? source : {size: setup.size, komi: setup.komi, handicap: 0, moves: setup.moves};
-    const r = await api("/api/analyse", {source: src, top: 10, visits: setup.visits});
+    const body = {source: src, top: 10, visits: setup.visits};
+    if (anyConditioned() && setup.profile) body.profile = setup.profile;
+    if (anyConditioned() && setup.compare) body.compare = setup.compare;
+    const r = await api("/api/analyse", body);
     $("#board").innerHTML = `<p class="status">${r.to_play === "B" ? "Black" : "White"} to play</p>` + r.svg;
     $("#agents").innerHTML = r.results.map(a => agentCard(a, r.to_play)).join("");
     if (!fromData) {
@@ -226,6 +246,13 @@ async function analysePage(query) {
   };
   $("#search").onclick = runSearch;
   $("#visits").addEventListener("keydown", ev => { if (ev.key === "Enter") runSearch(); });
+  const showProfiles = () => {
+    setup.profile = $("#profile").value.trim();
+    setup.compare = $("#compare").value.trim();
+    refresh().then(() => showError("")).catch(e => showError(e.message));
+  };
+  $("#show-profiles").onclick = showProfiles;
+  for (const box of ["#profile", "#compare"]) $(box).addEventListener("keydown", ev => { if (ev.key === "Enter") showProfiles(); });
   if (!fromData) {
     $("#pass").onclick = () => { setup.moves.push("pass"); refresh().catch(e => { setup.moves.pop(); showError(e.message); }); };
     $("#undo").onclick = () => { setup.moves.pop(); refresh().catch(e => showError(e.message)); };
@@ -237,15 +264,40 @@ async function analysePage(query) {
 
 function agentCard(a, toPlay) {
   // one agent: its policy (heat map and top moves) beside its search, so that a search's result shows
-  // without scrolling; the random player has no policy to draw, and says so
+  // without scrolling; the random player has no policy to draw, and says so; a conditioned agent shows the
+  // policy of its profile, or of two profiles side by side with the moves that change most between them
   const head = `<div class="agent-card" data-agent="${esc(a.agent)}"><h3>${esc(a.name)}</h3>`;
-  if (a.error) return head + `<p class="muted">${esc(a.error)}</p></div>`;
+  if (a.error) return head + `<p class="muted agent-error">${esc(a.error)}</p></div>`;
   const search = a.search ? searchBox(a.search, toPlay) : "";
-  if (a.uniform) return head + `<p class="no-policy">${esc(a.note)}</p>${search}</div>`;
-  return head + `<p>value (${toPlay === "B" ? "Black" : "White"}'s view): <b class="value">${a.value === null ? "no value head" : a.value.toFixed(3)}</b> · pass ${(100 * a.pass).toFixed(1)}%</p>
-    <div class="card-body"><div class="policy"><h4>policy</h4>${a.svg}
-      <ol class="top-moves">${a.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol></div>
-    ${search}</div></div>`;
+  const note = a.profile_note ? `<p class="muted profile-note">${esc(a.profile_note)}</p>` : "";
+  if (a.uniform) return head + note + `<p class="no-policy">${esc(a.note)}</p>${search}</div>`;
+  const who = toPlay === "B" ? "Black" : "White";
+  const val = v => v === null ? "no value head" : v.toFixed(3);
+  if (a.compare) {
+    const c = a.compare;
+    return head + `<p>value (${who}'s view): as ${esc(a.profile)} <b class="value">${val(a.value)}</b> · as ${esc(c.profile)}
+      <b class="value-compare">${val(c.value)}</b> · pass ${(100 * a.pass).toFixed(1)}% / ${(100 * c.pass).toFixed(1)}%</p>
+      <div class="card-body"><div class="profile-pair">${policyBox(a, a.profile)}${policyBox(c, c.profile)}</div>
+      ${diffTable(a)}${search}</div></div>`;
+  }
+  return head + note + `<p>value (${who}'s view): <b class="value">${val(a.value)}</b> · pass ${(100 * a.pass).toFixed(1)}%</p>
+    <div class="card-body">${policyBox(a, a.profile)}${search}</div></div>`;
+}
+
+function policyBox(p, profile) {
+  // a policy's heat map and top moves, headed by the profile it is the policy of (if any)
+  const title = profile ? `policy as <span class="profile-name">${esc(profile)}</span>` : "policy";
+  return `<div class="policy"${profile ? ` data-profile="${esc(profile)}"` : ""}><h4>${title}</h4>${p.svg}
+    <ol class="top-moves">${p.top.map(t => `<li data-move="${esc(t.move)}">${esc(t.move)} ${(100 * t.prob).toFixed(2)}%</li>`).join("")}</ol></div>`;
+}
+
+function diffTable(a) {
+  // the moves whose probability changes most from the profile to the compared one
+  const pct = x => (100 * x).toFixed(2) + "%";
+  return `<table class="profile-diff"><caption>largest changes</caption><thead><tr><th>move</th><th>${esc(a.profile)}</th>
+    <th>${esc(a.compare.profile)}</th><th>change (points)</th></tr></thead>
+    <tbody>${a.diff.map(d => `<tr data-move="${esc(d.move)}"><td>${esc(d.move)}</td><td>${pct(d.prob)}</td><td>${pct(d.compare_prob)}</td>
+      <td>${d.change > 0 ? "+" : ""}${(100 * d.change).toFixed(2)}</td></tr>`).join("")}</tbody></table>`;
 }
 
 function searchBox(sr, toPlay) {
@@ -261,7 +313,9 @@ function searchBox(sr, toPlay) {
 
 // --- play against an agent --------------------------------------------------------------------------
 
-const game = {agent: null, human: "B", size: 9, komi: 7.5, handicap: 0, visits: 0, moves: [], over: false, result: null};
+const game = {agent: null, human: "B", size: 9, komi: 7.5, handicap: 0, visits: 0, moves: [], over: false, result: null,
+              profile: "rank_3d", argmax: false, seed: 0};
+const newSeed = () => Math.floor(Math.random() * 2 ** 31);  // per game: a game's moves replay alike (undo)
 
 async function playPage() {
   if (game.agent === null) {  // the first agent file given to gotk serve, on its board size; else the random player
@@ -278,18 +332,29 @@ async function playPage() {
       <label>komi<input name="komi" id="komi" type="number" step="0.5" value="${game.komi}"></label>
       <label>handicap<input name="handicap" id="handicap" type="number" min="0" max="9" value="${game.handicap}"></label>
       <label>search visits<input name="visits" id="pvisits" type="number" min="0" max="5000" value="${game.visits}" title="0: the network alone; search needs a value head"></label>
+      <label id="profile-label">profile<input name="profile" id="pprofile" list="profile-names" value="${esc(game.profile)}"
+        title="the human-SL profile a conditioned agent plays as"></label>
+      <label id="argmax-label">most probable move<input type="checkbox" id="pargmax" ${game.argmax ? "checked" : ""}
+        title="play the profile's most probable move instead of sampling its policy"></label>
       <button type="submit" id="start">new game</button>
+      ${profileList()}
     </form>
     <div class="viewer"><div class="board-wrap" id="board"></div>
     <div class="side"><p class="status" id="status"></p>
       <p class="controls"><button id="pass">pass</button><button id="undo">undo</button><button id="resign">resign</button>
       <button id="save">save SGF</button></p>
       <p class="muted" id="moves"></p></div></div>`;
-  const fixSize = () => {
+  const fixSize = () => {  // the size of a trained agent; the profile boxes of a conditioned one (which never searches)
     const a = INFO.agents.find(x => x.id === $("#agent").value);
     $("#psize").disabled = !!a.board_size;
     if (a.board_size) $("#psize").value = a.board_size;
+    $("#profile-label").hidden = $("#argmax-label").hidden = !a.conditioned;
+    $("#pvisits").disabled = !!a.conditioned;
+    if (a.conditioned) $("#pvisits").value = 0;
   };
+  // a profile changed mid-game plays the agent's next move; a new game keeps it
+  $("#pprofile").addEventListener("change", () => { game.profile = $("#pprofile").value.trim(); });
+  $("#pargmax").addEventListener("change", () => { game.argmax = $("#pargmax").checked; });
   fixSize();
   // choosing another agent starts a new game with it at once (the page never shows one agent and plays another)
   $("#agent").addEventListener("change", () => { fixSize(); $("#newgame").requestSubmit(); });
@@ -299,8 +364,8 @@ async function playPage() {
     const a = INFO.agents.find(x => x.id === agentSel);
     Object.assign(game, {agent: agentSel, human: $("#human").value, size: a.board_size || parseInt($("#psize").value, 10),
                          komi: parseFloat($("#komi").value), handicap: parseInt($("#handicap").value, 10) || 0,
-                         visits: parseInt($("#pvisits").value, 10) || 0,
-                         moves: [], over: false, result: null});
+                         visits: parseInt($("#pvisits").value, 10) || 0, profile: $("#pprofile").value.trim(),
+                         argmax: $("#pargmax").checked, seed: newSeed(), moves: [], over: false, result: null});
     await send(null);
   });
   $("#pass").onclick = () => send("pass");
@@ -321,7 +386,8 @@ async function playPage() {
   };
   $("#save").onclick = async () => {
     const a = INFO.agents.find(x => x.id === game.agent);
-    const names = game.human === "B" ? ["you", "gotk " + a.name] : ["gotk " + a.name, "you"];
+    const them = "gotk " + a.name + (a.conditioned ? " as " + game.profile : "");
+    const names = game.human === "B" ? ["you", them] : [them, "you"];
     try {
       const text = await api("/api/sgf", {size: game.size, komi: game.komi, handicap: game.handicap, moves: game.moves,
                                           result: game.result || "", black: names[0], white: names[1]});
@@ -342,8 +408,10 @@ async function send(move) {
   const seq = ++playSeq;
   let r;
   try {
+    const a = INFO.agents.find(x => x.id === game.agent);
     r = await api("/api/play", {agent: game.agent, human: game.human, size: game.size, komi: game.komi,
-                               handicap: game.handicap, moves: game.moves, move, visits: game.visits});
+                               handicap: game.handicap, moves: game.moves, move, visits: game.visits,
+                               profile: a && a.conditioned ? game.profile : undefined, argmax: game.argmax, seed: game.seed});
   } catch (e) { if (seq === playSeq) showError(e.message); return; }
   if (seq !== playSeq || !$("#board")) return;
   showError("");
@@ -352,6 +420,7 @@ async function send(move) {
   $("#board").querySelectorAll(".target").forEach(t => t.addEventListener("click", () => send(t.dataset.point)));
   $("#status").textContent = r.over ? `game over: ${r.result}` :
     `${r.to_play === "B" ? "Black" : "White"} to play` + (r.agent_move ? ` · agent played ${r.agent_move}` : "") +
+    (r.profile ? ` as ${r.profile}` : "") +
     (r.search ? ` (searched ${r.search.visits} visits; the agent's win rate ${(100 * r.search.moves[0].winrate).toFixed(1)}%)` : "") +
     ` · captures B ${r.captures[0]} W ${r.captures[1]}`;
   $("#moves").textContent = `${r.moves.length} moves: ${r.moves.join(" ")}`;
