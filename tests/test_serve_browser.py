@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from serve_helpers import REPO, Server, game_rows, make_agent, write_dataset
+from conftest import archive_slice
+from serve_helpers import REPO, Server, game_rows, make_agent, make_conditioned_agent, metadata_dataset, write_dataset
 
 from gotk import coords
 from gotk.serve.draw import CELL, MARGIN, NUMBER_SHIFT
@@ -51,8 +52,8 @@ def served(tmp_path_factory, encode_expected):
     server.stop()
 
 
-@pytest.fixture
-def page(browser, served):
+def new_page(browser):
+    """A fresh 1280x900 page; after the test, no JavaScript error may have been thrown."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     pg = ctx.new_page()
     errors: list[str] = []
@@ -60,6 +61,11 @@ def page(browser, served):
     yield pg
     ctx.close()
     assert not errors, f"JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def page(browser, served):
+    yield from new_page(browser)
 
 
 def shot(page, name: str) -> None:
@@ -362,3 +368,104 @@ def test_removed_dataset_shows_a_message(browser, tmp_path, encode_expected) -> 
     finally:
         ctx.close()
         server.stop()
+
+
+# --- an agent conditioned on metadata: profiles -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served_profiles(tmp_path_factory, sample_archive):
+    """gotk serve over a dataset encoded with --metadata, a conditioned agent (a0) and a plain one (a1)."""
+    base = tmp_path_factory.mktemp("serve-profiles")
+    folder = metadata_dataset(archive_slice(sample_archive, base, 30), base / "human")
+    server = Server(str(folder), "--agent", str(make_conditioned_agent(base / "human.gotk")), "--agent",
+                    str(make_agent(base / "plain.gotk")))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ppage(browser, served_profiles):
+    yield from new_page(browser)
+
+
+def post(server, path: str, payload: dict) -> dict:
+    req = urllib.request.Request(server.url + path, method="POST", headers={"Content-Type": "application/json"},
+                                 data=json.dumps(payload).encode())
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def test_two_profiles_side_by_side(ppage, served_profiles) -> None:
+    """The analyse page with a conditioned agent: two profiles' heat maps side by side under their names, and the
+    moves that change most between them, as the API gives them; a bad profile name shows the API's message."""
+    server, page = served_profiles, ppage
+    page.goto(server.url + "/#/analyse")
+    page.wait_for_selector("#profiles:not([hidden]) #profile")
+    page.wait_for_selector(".agent-card[data-agent=a0] .agent-error")
+    assert "choose a profile" in page.inner_text(".agent-card[data-agent=a0] .agent-error")
+    for i, vertex in enumerate(["D4", "Q16"]):
+        page.click(f"#board rect.target[data-point={vertex}]")
+        page.wait_for_function(f"document.querySelectorAll('#board circle.stone').length === {i + 1}")
+    page.fill("#profile", "rank_20k")
+    page.fill("#compare", "rank_9d")
+    page.click("#show-profiles")
+    card = ".agent-card[data-agent=a0]"
+    page.wait_for_selector(f"{card} .profile-pair .policy[data-profile=rank_9d] svg.board")
+    boxes = page.eval_on_selector_all(f"{card} .profile-pair .policy", """els => els.map(e => {
+        const b = e.querySelector('svg.board').getBoundingClientRect();
+        return [e.dataset.profile, e.querySelector('h4').textContent, b.left, b.right, b.top, b.width]; })""")
+    assert [b[0] for b in boxes] == ["rank_20k", "rank_9d"]
+    assert [b[1] for b in boxes] == ["policy as rank_20k", "policy as rank_9d"]
+    (_, _, l1, r1, t1, w1), (_, _, l2, _r2, t2, w2) = boxes
+    assert abs(t1 - t2) < 1 and l2 >= r1 and w1 == w2 > 200  # side by side, the same size
+    shot(page, "serve-profiles.png")
+    api = post(server, "/api/analyse", {"source": {"size": 19, "moves": ["D4", "Q16"]}, "top": 10,
+                                        "profile": "rank_20k", "compare": "rank_9d", "visits": 0})
+    a0 = next(r for r in api["results"] if r["agent"] == "a0")
+    diff = points(page, f"{card} table.profile-diff tbody tr", "data-move")
+    assert diff == [d["move"] for d in a0["diff"]] and diff
+    for profile, block in (("rank_20k", a0), ("rank_9d", a0["compare"])):
+        listed = points(page, f"{card} .policy[data-profile={profile}] ol.top-moves li", "data-move")
+        assert listed == [t["move"] for t in block["top"]]
+    # the unconditioned agent shows its policy and says the profile is not for it
+    assert page.inner_text(".agent-card[data-agent=a1] .profile-note") == "not conditioned: profile ignored"
+    assert points(page, ".agent-card[data-agent=a1] rect.heat")
+    # a name metadata_inputs does not know: the API's one-line message in the red bar
+    page.fill("#compare", "rank_10x")
+    page.click("#show-profiles")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "unknown human-SL profile 'rank_10x'" in page.inner_text("#error")
+
+
+def test_dataset_position_uses_its_recorded_players(ppage, served_profiles) -> None:
+    server, page = served_profiles, ppage
+    page.goto(server.url + "/#/d/human")
+    page.click("table.games tbody tr a.game-link")
+    page.wait_for_selector("#analyse-link")
+    page.click("#analyse-link")
+    page.wait_for_selector(".agent-card[data-agent=a0] .policy[data-profile=recorded] rect.heat")
+    assert page.get_attribute("#profile", "placeholder") == "recorded"
+
+
+def test_play_as_a_profile(ppage, served_profiles) -> None:
+    """The play page: the profile box shows for the conditioned agent only; its game's requests carry the profile
+    and one seed, so the agent's reply to the same moves is the same."""
+    server, page = served_profiles, ppage
+    page.goto(server.url + "/#/play")
+    page.wait_for_selector("#board svg.board")
+    assert page.input_value("#agent") == "a0" and page.is_visible("#pprofile") and page.is_disabled("#pvisits")
+    page.fill("#pprofile", "rank_5k")
+    page.select_option("#human", "W")
+    with page.expect_request("**/api/play") as req:
+        page.click("#start")
+    sent = req.value.post_data_json
+    assert sent["profile"] == "rank_5k" and isinstance(sent["seed"], int) and sent["argmax"] is False
+    page.wait_for_function("document.querySelector('#board').dataset.moves === '1'")
+    assert "as rank_5k" in page.inner_text("#status")
+    first = points(page, "#board circle.stone")
+    again = post(server, "/api/play", {**sent, "move": None})
+    assert again["moves"] == [first[0]] == [again["agent_move"]]
+    page.select_option("#agent", "a1")
+    page.wait_for_function("document.querySelector('#board').dataset.moves === '1'")
+    assert not page.is_visible("#pprofile") and page.is_enabled("#pvisits")
