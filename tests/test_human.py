@@ -135,11 +135,13 @@ def test_gtp_plays_legal_moves_with_a_profile(human_run) -> None:
     import sys
 
     _, agent_path, _ = human_run
-    cmds = "boardsize 19\n" + "genmove b\ngenmove w\n" * 4 + "quit\n"
+    cmds = "name\nboardsize 19\n" + "genmove b\ngenmove w\n" * 4 + "quit\n"
     p = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent_path), "--profile", "rank_3d",
                         "--seed", "1", "--threads", "1"], input=cmds, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    moves = [line[2:] for line in p.stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
+    answers = [line[2:] for line in p.stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
+    assert answers[0].endswith(" rank_3d")  # the profile is in the name: match reports and Elo tables tell them apart
+    moves = answers[1:]
     assert len(moves) == 8 and len(set(moves)) == 8  # eight distinct points: every one legal on a fresh board
     p = subprocess.run([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent_path)], input="genmove b\n",
                        capture_output=True, text=True, timeout=300)

@@ -144,7 +144,8 @@ class PolicyPlayer:
         self.resign_threshold = resign_threshold
         self.resign_moves = max(1, int(resign_moves))
         self.rng = np.random.default_rng(seed)
-        self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}"
+        # a profile is part of who plays: match reports, GTP ``name`` and Elo tables tell profiles apart
+        self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}" + (f" {profile}" if profile else "")
         self.has_value = bool(getattr(agent, "has_value", False))
         self.low_value_streak = 0
         self.last_value: float | None = None
