@@ -246,3 +246,23 @@ def test_13x13_from_scratch_and_19x19_from_a_supervised_agent(tmp_path, sample_a
     r = subprocess.run([*run, "--out", str(tmp_path / "z9"), "--size", "9", "--init-agent",
                         str(tmp_path / "sl" / "agent.gotk"), *small], capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and "must play 9x9" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_picture_lays_out_when_the_first_generation_has_no_elo(tmp_path) -> None:
+    """An early run: the first generation not yet rated, one rated network and two anchors far from it. The picture
+    is drawn without a layout warning (an anchor's label placed at a data x the Elo points do not span pushed
+    matplotlib's layout off the page) and is a real PNG."""
+    import warnings
+
+    from gotk.zero.report import plot
+
+    def row(g, hours, elo):
+        return {"generation": g, "hours": hours, "elo": elo, "policy_loss": 3.2, "value_mse": 0.55,
+                "games_per_hour": 1800.0, "selfplay_positions_per_s": 11.0}
+
+    rows = [row(0, 0.125, None), row(1, 0.285, 321.7), row(2, 0.377, None)]
+    ratings = {"gnugo-1": {"elo": 836.2}, "net-002": {"elo": 321.7}, "random": {"elo": 0.0}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot(tmp_path / "report.png", rows, ratings)
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -54,14 +54,15 @@ def plot(path: Path, rows: list[dict], ratings: dict[str, dict]) -> None:
     import matplotlib.pyplot as plt
 
     hours = [r["hours"] for r in rows]
-    fig, ax = plt.subplots(2, 2, figsize=(11, 7.5))
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7.5), layout="constrained")
     a = ax[0][0]
     elo = [r["elo"] for r in rows]
     a.plot(hours, [e if e is not None else float("nan") for e in elo], "o-", label="network")
     for name, r in ratings.items():
         if not name.startswith("net-"):
             a.axhline(r["elo"], ls="--", lw=1, color="gray")
-            a.text(hours[0], r["elo"], f" {name}", va="bottom", fontsize=8, color="gray")
+            # x in axes fractions: a label at a data x the Elo points do not span would push the layout off
+            a.text(0.0, r["elo"], f" {name}", va="bottom", fontsize=8, color="gray", transform=a.get_yaxis_transform())
     a.set_xlabel("hours")
     a.set_ylabel("Elo (random = 0)")
     a.set_title("strength")
@@ -82,7 +83,6 @@ def plot(path: Path, rows: list[dict], ratings: dict[str, dict]) -> None:
     a.plot(hours, [r["selfplay_positions_per_s"] or float("nan") for r in rows], "o-")
     a.set_xlabel("hours")
     a.set_title("self-play recorded positions per second")
-    fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=90)
     plt.close(fig)
