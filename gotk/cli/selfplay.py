@@ -184,3 +184,44 @@ def zero_cmd(
                f"{out}/report.png")
     for r in report["ratings"]:
         typer.echo(f"  {r['name']:<12} Elo {r['elo']:>8.1f} ± {r['ci95']:.1f}  ({r['games']} games)")
+
+
+def zero_compare_cmd(
+    runs: list[Path] = typer.Argument(..., help="`gotk zero` run folders."),
+    out: Path = typer.Option(..., "--out", help="The picture (PNG): Elo against hours, a line per run."),
+    label: list[str] = typer.Option(None, "--label", help="A run's name in the table and picture, one per run in "
+                                    "order [the folders' names]."),
+    match: list[Path] = typer.Option(None, "--match", help="A further `gotk match --json` report, e.g. the runs' "
+                                     "networks head to head (repeatable)."),
+    rename: list[str] = typer.Option(None, "--rename", help="OLD=NEW: a --match report's player name to a run's "
+                                     "network, LABEL:net-NNN (repeatable)."),
+    prior_games: float = typer.Option(2.0, "--prior-games", help="Virtual draws of every player against the "
+                                      "random player (as in gotk elo)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+) -> None:
+    """Several `gotk zero` runs on one Elo scale (the random player at 0, tied by the anchors they share and any
+    head-to-head --match reports), with their curves on one picture."""
+    from gotk.cli.common import parse_key_values
+    from gotk.errors import GotkError
+    from gotk.zero.compare import compare_runs, plot_compare
+
+    names = {old: str(new) for old, new in parse_key_values(rename, "--rename").items()}
+    if prior_games < 0:
+        fail("--prior-games must be >= 0")
+    if out.suffix.lower() != ".png":
+        fail(f"--out {out}: the picture is a PNG file (name it *.png)")
+    try:
+        result = compare_runs(runs, label or None, match or None, names, prior_games)
+    except GotkError as e:
+        fail(str(e))
+    plot_compare(out, result)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for run in result["runs"]:
+        typer.echo(f"{run['label']} ({run['path']}):")
+        for p in run["points"]:
+            typer.echo(f"  {p['network']}  {p['hours']:6.2f} h  Elo {p['elo']:8.1f} ± {p['ci95']:.1f}")
+    shared = [r for r in result["ratings"] if ":" not in r["name"]]
+    typer.echo("anchors: " + ", ".join(f"{r['name']} {r['elo']:.1f} ± {r['ci95']:.1f}" for r in shared))
+    typer.echo(f"{result['games']} games; {result['anchor']}; picture: {out}")

@@ -58,11 +58,7 @@ def plot(path: Path, rows: list[dict], ratings: dict[str, dict]) -> None:
     a = ax[0][0]
     elo = [r["elo"] for r in rows]
     a.plot(hours, [e if e is not None else float("nan") for e in elo], "o-", label="network")
-    for name, r in ratings.items():
-        if not name.startswith("net-"):
-            a.axhline(r["elo"], ls="--", lw=1, color="gray")
-            # x in axes fractions: a label at a data x the Elo points do not span would push the layout off
-            a.text(0.0, r["elo"], f" {name}", va="bottom", fontsize=8, color="gray", transform=a.get_yaxis_transform())
+    anchor_lines(a, {name: r for name, r in ratings.items() if not name.startswith("net-")})
     a.set_xlabel("hours")
     a.set_ylabel("Elo (random = 0)")
     a.set_title("strength")
@@ -88,6 +84,14 @@ def plot(path: Path, rows: list[dict], ratings: dict[str, dict]) -> None:
     plt.close(fig)
 
 
+def anchor_lines(ax, anchors: dict[str, dict]) -> None:
+    """A dashed line and a label for every anchor (random player, GNU Go level) at its Elo."""
+    for name, r in anchors.items():
+        ax.axhline(r["elo"], ls="--", lw=1, color="gray")
+        # x in axes fractions: a label at a data x the Elo points do not span would push the layout off
+        ax.text(0.0, r["elo"], f" {name}", va="bottom", fontsize=8, color="gray", transform=ax.get_yaxis_transform())
+
+
 def tensorboard(folder: Path, rows: list[dict]) -> None:
     """Scalars per generation under ``zero/`` (written anew each time: the folder holds one event file)."""
     try:
@@ -109,4 +113,4 @@ def tensorboard(folder: Path, rows: list[dict]) -> None:
         w.close()
 
 
-__all__ = ["generation_rows", "plot", "tensorboard", "write_report"]
+__all__ = ["anchor_lines", "generation_rows", "plot", "tensorboard", "write_report"]
