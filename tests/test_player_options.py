@@ -33,6 +33,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "fpu": (["--fpu"], None, "First-play-urgency reduction for unvisited moves [the agent's own, else 0.0]."),
     "lcb": (["--lcb"], None, "0 plays the most visited move; R > 0 the move with the best lower confidence bound on "
             "its value among those with more than R x the most visits (Leela Zero: 0.1) [the agent's own, else 0.0]."),
+    "gumbel_scale": (["--gumbel-scale"], None, "Gumbel root: the scale of its noise on the priors; 0 picks "
+                     "deterministically, 1 explores as self-play does [0.0]."),
     "pass_rule": (["--pass-rule"], None, "answer: pass only when no sensible move is left or to answer a pass; "
                   "always: pass is a candidate at every move [the agent's own, else answer]."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
@@ -101,6 +103,9 @@ def test_search_options_default_to_the_search_defaults():
     assert [getattr(cfg, n) for n in names] == [getattr(default, n) for n in names]
     for name in names:
         assert EXPECTED[name][2].endswith(f"[the agent's own, else {getattr(default, name)}].")
+    # the Gumbel noise is not the agent's to carry: play is deterministic unless told (self-play explores with 1)
+    assert cfg.gumbel_scale == default.gumbel_scale == 0.0
+    assert EXPECTED["gumbel_scale"][2].endswith(f"[{default.gumbel_scale}].")
 
 
 def _agent_with_search(tmp_path, search: dict | None):

@@ -30,8 +30,9 @@ def _capture_position() -> GameState:
 @pytest.mark.parametrize("batch", [1, 8])
 def test_gumbel_at_play_time_finds_the_capture_and_keeps_the_invariants(material, batch) -> None:
     """``--search gumbel`` in a player: the capture only the search sees is the move played and the first of the
-    analysis; visits add up and no virtual visit is left, with one walk in flight or eight."""
-    cfg = SearchConfig(visits=200, batch=batch, search="gumbel", seed=0, resign_threshold=None)
+    analysis; visits add up and no virtual visit is left, with one walk in flight or eight. (The agent's policy is
+    uniform: the root's Gumbel noise is what brings the capture among the moves considered.)"""
+    cfg = SearchConfig(visits=200, batch=batch, search="gumbel", seed=0, resign_threshold=None, gumbel_scale=1.0)
     player = SearchPlayer(material, config=cfg)
     state = _capture_position()
     move = player.choose(state)
@@ -46,6 +47,21 @@ def test_gumbel_at_play_time_finds_the_capture_and_keeps_the_invariants(material
     target = search.policy_target()
     assert target.sum() == pytest.approx(1.0) and tree.move[tree.children(0)][np.argmax(target)] == move
     assert player.name.endswith("gumbel200v")
+
+
+def test_gumbel_plays_without_noise_and_self_play_explores_with_it(agent) -> None:
+    """A Gumbel player (gtp, match, analysis, gotk zero's evaluations) picks its move without the root's Gumbel
+    noise, so different seeds play the same move; with the noise self-play explores with, they do not."""
+    from gotk.selfplay.games import SelfPlayConfig
+
+    def moves(**kw) -> set[int]:
+        return {SearchPlayer(agent, config=SearchConfig(visits=16, search="gumbel", symmetries=False, seed=s,
+                                                        resign_threshold=None, **kw)).choose(_capture_position())
+                for s in range(6)}
+
+    assert len(moves()) == 1
+    assert len(moves(gumbel_scale=1.0)) > 1
+    assert SelfPlayConfig(size=9).search_config().gumbel_scale == 1.0
 
 
 def test_gumbel_halving_visits_the_considered_moves_by_the_schedule(agent) -> None:

@@ -55,6 +55,8 @@ class PlayerOptions:
     lcb: float | None = _option(None, "--lcb", help="0 plays the most visited move; R > 0 the move with the best "
                                 "lower confidence bound on its value among those with more than R x the most visits "
                                 "(Leela Zero: 0.1) [the agent's own, else 0.0].")
+    gumbel_scale: float | None = _option(None, "--gumbel-scale", help="Gumbel root: the scale of its noise on the "
+                                         "priors; 0 picks deterministically, 1 explores as self-play does [0.0].")
     pass_rule: str | None = _option(None, "--pass-rule", help="answer: pass only when no sensible move is left or "
                                     "to answer a pass; always: pass is a candidate at every move [the agent's own, "
                                     "else answer].")
@@ -71,7 +73,7 @@ class PlayerOptions:
     @property
     def given_search_constants(self) -> dict:
         """The search constants given on the command line (the others come from the agent or the defaults)."""
-        return {k: v for k in ("search", "batch", "c_puct", "fpu", "lcb", "pass_rule")
+        return {k: v for k in ("search", "batch", "c_puct", "fpu", "lcb", "gumbel_scale", "pass_rule")
                 if (v := getattr(self, k)) is not None}
 
     def search_config(self, seed: int | None):

@@ -58,7 +58,9 @@ class SearchConfig:
     considered: int = 16  # Gumbel: moves sampled at the root (m)
     c_visit: float = 50.0  # Gumbel: σ's constants
     c_scale: float = 1.0
-    gumbel_scale: float = 1.0  # Gumbel: the root noise's scale (0: the deterministic argmax of log π + σ(q))
+    # Gumbel: the root noise's scale. Play, analysis and evaluation use 0 (the deterministic argmax of log π + σ(q):
+    # mctx's advice for evaluation on perfect-information games); self-play explores with 1 (SelfPlayConfig)
+    gumbel_scale: float = 0.0
     noise_fraction: float = 0.0  # PUCT root: the share of Dirichlet noise in the root's priors
     dirichlet_alpha: float | None = None  # None: 0.03 · 361 / size² (AlphaZero's 0.03 on 19x19)
     temperature: float = 0.0

@@ -169,7 +169,10 @@ class Search:
             noise = self.rng.dirichlet(np.full(k, cfg.alpha(self.root_state.size)))
             tree.P[kids] = (1 - cfg.noise_fraction) * tree.P[kids] + cfg.noise_fraction * noise
         if cfg.search == "gumbel":
-            self.gumbel = self.rng.gumbel(size=k) * cfg.gumbel_scale
+            if cfg.gumbel_scale > 0:
+                self.gumbel = self.rng.gumbel(size=k) * cfg.gumbel_scale
+            else:  # no noise: moves of equal prior are still taken in a random order, not the board's
+                self.gumbel = self.rng.random(k) * 1e-9
             self.base = tree.N[kids].copy()
             self.n_start = float(tree.N[0])
             budget = self.cfg.visits if self.target is None else max(0, int(self.target - tree.N[0]))

@@ -71,6 +71,7 @@ class SelfPlayConfig:
     considered: int = 16  # Gumbel: moves sampled at the root (m)
     c_visit: float = 50.0
     c_scale: float = 1.0
+    gumbel_scale: float = 1.0  # Gumbel: the root noise that explores (play and evaluation use 0)
     c_puct: float = 1.5  # PUCT alternative
     dirichlet_alpha: float | None = None  # None: 0.03 · 361 / size² (AlphaZero's 0.03 on 19x19)
     noise_fraction: float = 0.25
@@ -121,6 +122,7 @@ class SelfPlayConfig:
         """The search these games are played with (its noise is applied to full searches only)."""
         return SearchConfig(visits=self.visits, batch=1, search=self.search, c_puct=self.c_puct, fpu=0.0,
                             considered=self.considered, c_visit=self.c_visit, c_scale=self.c_scale,
+                            gumbel_scale=self.gumbel_scale,
                             noise_fraction=self.noise_fraction if self.search == "puct" else 0.0,
                             dirichlet_alpha=self.alpha, pass_rule=self.pass_rule, pass_prior=self.pass_prior,
                             symmetries=self.symmetries, resign_threshold=None, reuse=self.reuse)
