@@ -222,6 +222,5 @@ def zero_compare_cmd(
         typer.echo(f"{run['label']} ({run['path']}):")
         for p in run["points"]:
             typer.echo(f"  {p['network']}  {p['hours']:6.2f} h  Elo {p['elo']:8.1f} ± {p['ci95']:.1f}")
-    shared = [r for r in result["ratings"] if ":" not in r["name"]]
-    typer.echo("anchors: " + ", ".join(f"{r['name']} {r['elo']:.1f} ± {r['ci95']:.1f}" for r in shared))
+    typer.echo("anchors: " + ", ".join(f"{r['name']} {r['elo']:.1f} ± {r['ci95']:.1f}" for r in result["anchors"]))
     typer.echo(f"{result['games']} games; {result['anchor']}; picture: {out}")

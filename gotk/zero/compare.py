@@ -38,10 +38,10 @@ def _run_rows(run: Path) -> list[dict]:
 def compare_runs(runs: list[Path], labels: list[str] | None = None, matches: list[Path] | None = None,
                  rename: dict[str, str] | None = None, prior_games: float = 2.0) -> dict:
     """Every rated network of ``runs`` on one scale: ``{"anchor", "games", "runs": [{"label", "path", "points":
-    [{"generation", "network", "name", "hours", "elo", "ci95"}]}], "ratings": [...]}``. ``labels`` name the runs
-    (default: their folders' names); ``matches`` are further reports (head-to-head games between runs' networks),
-    whose player names ``rename`` maps to ``LABEL:net-NNN`` names. Raises :class:`CompareError` or
-    :class:`~gotk.play.elo.EloError` (one line) for input it cannot use."""
+    [{"generation", "network", "name", "hours", "elo", "ci95"}]}], "anchors": [...], "ratings": [...]}``.
+    ``labels`` name the runs (default: their folders' names); ``matches`` are further reports (head-to-head games
+    between runs' networks), whose player names ``rename`` maps to ``LABEL:net-NNN`` names.
+    Raises :class:`CompareError` or :class:`~gotk.play.elo.EloError` (one line) for input it cannot use."""
     runs = [Path(r) for r in runs]
     if not runs:
         raise CompareError("give at least one run folder")
@@ -69,8 +69,11 @@ def compare_runs(runs: list[Path], labels: list[str] | None = None, matches: lis
             if name in ratings:
                 points.append({**row, "name": name, "elo": ratings[name]["elo"], "ci95": ratings[name]["ci95"]})
         out_runs.append({"label": label, "path": str(run), "points": points})
+    ranked = sorted(ratings.values(), key=lambda r: -r["elo"])
+    # the players no run owns: the random player, the GNU Go levels, a --match opponent left unrenamed
+    anchors = [r for r in ranked if not any(r["name"].startswith(f"{label}:") for label in labels)]
     return {"anchor": f"{RANDOM_NAME} = 0", "games": len(games), "prior_games": prior_games, "runs": out_runs,
-            "ratings": sorted(ratings.values(), key=lambda r: -r["elo"])}
+            "anchors": anchors, "ratings": ranked}
 
 
 def plot_compare(path: Path, result: dict) -> None:
@@ -85,9 +88,7 @@ def plot_compare(path: Path, result: dict) -> None:
         pts = run["points"]
         a.errorbar([p["hours"] for p in pts], [p["elo"] for p in pts], yerr=[p["ci95"] for p in pts], fmt="o-",
                    capsize=3, label=run["label"])
-    labelled = {f"{run['label']}:" for run in result["runs"]}
-    anchors = {r["name"]: r for r in result["ratings"] if not any(r["name"].startswith(p) for p in labelled)}
-    anchor_lines(a, anchors)
+    anchor_lines(a, {r["name"]: r for r in result["anchors"]})
     a.set_xlabel("hours")
     a.set_ylabel(f"Elo ({result['anchor']}), 95% intervals")
     a.set_title("strength against the time spent")
