@@ -123,6 +123,36 @@ def test_cli_match_agent_first_white(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
 
 
+def test_cli_match_names_the_players_for_elo(tmp_path: Path) -> None:
+    """``--name`` / ``--opponent-name`` name the players in the report, the table and the SGF records, so two
+    matches of one model's networks rate them apart in ``gotk elo``; empty or equal names are refused first."""
+    reports = []
+    for k, (me, them) in enumerate((("a:net-002", "b:net-002"), ("a:net-004", "b:net-002"))):
+        out = tmp_path / f"games-{k}"
+        cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--seed", str(k), "--opponent",
+               shlex.join(RANDOM_ENGINE), "--games", "2", "--size", "5", "--max-moves", "12", "--sgf-out", str(out),
+               "--name", me, "--opponent-name", them, "--json"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr
+        d = json.loads(proc.stdout)
+        assert (d["agent"], d["opponent"]) == (me, them)
+        for g in d["per_game"]:
+            root = sgf.Sgf_game.from_bytes(Path(g["sgf"]).read_bytes()).get_root()
+            assert {root.get("PB"), root.get("PW")} == {me, them}
+        reports.append(tmp_path / f"m{k}.json")
+        reports[-1].write_text(proc.stdout)
+    proc = subprocess.run([sys.executable, "-m", "gotk", "elo", *map(str, reports), "--anchor", "b:net-002",
+                           "--json"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    rated = {r["name"] for r in json.loads(proc.stdout)["ratings"]}
+    assert rated >= {"a:net-002", "a:net-004", "b:net-002"}, rated
+    base = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--opponent", "no-such-engine"]
+    for extra, message in ((["--name", " "], "--name is empty"),
+                           (["--name", "x", "--opponent-name", "x"], "--name and --opponent-name are the same")):
+        bad = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60, cwd=REPO)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
 @pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
 def test_match_against_gnugo(tmp_path: Path) -> None:
     cfg = MatchConfig(size=9, komi=7.5, games=2, max_moves=30, timeout=60, sgf_out=tmp_path)

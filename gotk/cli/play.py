@@ -49,6 +49,10 @@ def match_cmd(
     sgf_out: Path = typer.Option(None, "--sgf-out", help="Folder for one SGF record per game."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the live table goes to stderr)."),
     seed: int = typer.Option(None, help="Seed of the random player / temperature sampling."),
+    name: str = typer.Option(None, "--name", help="The agent's name in the report, the table and the SGF records "
+                             "[its own, e.g. gotk-zero-gumbel32v]: networks told apart for gotk elo / zero-compare."),
+    opponent_name: str = typer.Option(None, "--opponent-name", help="The opponent's name there [its GTP name "
+                                      "and version]."),
     *,
     player: PlayerOptions,
 ) -> None:
@@ -62,6 +66,11 @@ def match_cmd(
         _fail("--opponent is empty")
     if games < 1:
         _fail("--games must be >= 1")
+    for flag, value in (("--name", name), ("--opponent-name", opponent_name)):
+        if value is not None and not value.strip():
+            _fail(f"{flag} is empty")
+    if name is not None and name == opponent_name:
+        _fail("--name and --opponent-name are the same: the report could not tell the players apart")
     if max_moves is not None and max_moves < 1:
         _fail("--max-moves must be >= 1")
     first = {"black": BLACK, "b": BLACK, "white": WHITE, "w": WHITE}.get(agent_first.lower())
@@ -81,7 +90,7 @@ def match_cmd(
              f"{r.sgf or '-'}")
 
     cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=timeout, sgf_out=sgf_out,
-                      agent_first=first)
+                      agent_first=first, agent_name=name, opponent_name=opponent_name)
     match = Match(agent_player, argv, cfg, on_game=on_game)
     try:
         results = match.run()
@@ -93,9 +102,9 @@ def match_cmd(
              f"{s.winner_disagreements} of {s.scores_checked} scored games (different margins in "
              f"{s.margin_disagreements})")
     if as_json:
-        typer.echo(json.dumps(match_report(match, results, agent=agent_player.name), indent=2))
+        typer.echo(json.dumps(match_report(match, results), indent=2))
     else:
-        typer.echo(f"{agent_player.name} vs {match.opponent_name}: {s.wins} wins, {s.losses} losses"
+        typer.echo(f"{match.agent_name} vs {match.opponent_name}: {s.wins} wins, {s.losses} losses"
                    + (f", {s.draws} draws" if s.draws else "") + (f", {s.void} void" if s.void else "")
                    + f" of {s.games}; win rate {s.win_rate:.3f} (95% CI {s.ci95[0]:.3f}-{s.ci95[1]:.3f})")
     sys.stdout.flush()

@@ -192,9 +192,10 @@ def zero_compare_cmd(
     label: list[str] = typer.Option(None, "--label", help="A run's name in the table and picture, one per run in "
                                     "order [the folders' names]."),
     match: list[Path] = typer.Option(None, "--match", help="A further `gotk match --json` report, e.g. the runs' "
-                                     "networks head to head (repeatable)."),
+                                     "networks head to head, named LABEL:net-NNN by its --name / --opponent-name "
+                                     "(repeatable)."),
     rename: list[str] = typer.Option(None, "--rename", help="OLD=NEW: a --match report's player name to a run's "
-                                     "network, LABEL:net-NNN (repeatable)."),
+                                     "network, LABEL:net-NNN, for reports made without names (repeatable)."),
     prior_games: float = typer.Option(2.0, "--prior-games", help="Virtual draws of every player against the "
                                       "random player (as in gotk elo)."),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),

@@ -51,6 +51,8 @@ class MatchConfig:
     timeout: float = 30.0
     sgf_out: Path | None = None
     agent_first: int = BLACK  # the agent's colour in game 1; colours alternate from there
+    agent_name: str | None = None  # the players' names in the SGF records and the report [the player's own,
+    opponent_name: str | None = None  # the engine's GTP name and version]: two networks of one model told apart
 
 
 class Match:
@@ -63,7 +65,9 @@ class Match:
         self.cfg = config
         self.on_game = on_game
         self.client: GtpClient | None = None
-        self.opponent_name = os.path.basename(opponent_argv[0]) if opponent_argv else "opponent"
+        self.agent_name = config.agent_name or getattr(player, "name", "agent")
+        self.opponent_name = config.opponent_name or (os.path.basename(opponent_argv[0]) if opponent_argv
+                                                      else "opponent")
         self.results: list[GameResult] = []
         self._answered = False  # the engine has answered at least one command in this match
 
@@ -79,7 +83,8 @@ class Match:
                     version = self.client.send("version")
                 except GtpFailure:
                     version = ""
-                self.opponent_name = f"{name} {version}".strip() or self.opponent_name
+                if not self.cfg.opponent_name:
+                    self.opponent_name = f"{name} {version}".strip() or self.opponent_name
             except GtpFailure:
                 self._answered = True  # "? ..." is an answer: a GTP engine without ``name``
             except OpponentFault as e:
@@ -174,7 +179,7 @@ class Match:
             reason, detail = e.reason, str(e)
         if reason.startswith("opponent_") and reason != "opponent_resigned":
             self._restart()
-        names = {agent_color: self.player.name, opp_color: self.opponent_name}
+        names = {agent_color: self.agent_name, opp_color: self.opponent_name}
         res = GameResult(number, _colour_name(agent_color), winner, result, len(state.history), reason, source,
                          detail, None, round(time.monotonic() - t0, 3), list(state.history), *scores)
         if cfg.sgf_out is not None:
@@ -211,12 +216,11 @@ class Match:
 def match_report(match: Match, results: list[GameResult], agent: str | None = None,
                  opponent: str | None = None) -> dict:
     """The ``gotk match --json`` report of a match (what :func:`gotk.play.elo.read_match_reports` reads): the
-    summary, the players' names (``agent`` / ``opponent`` override the player's and the engine's own) and every
-    game."""
+    summary, the players' names (``agent`` / ``opponent`` override the match's) and every game."""
     from gotk.play.results import summarize
 
     out = summarize(results).as_dict()
-    out.update(agent=agent or getattr(match.player, "name", "agent"), opponent=opponent or match.opponent_name,
+    out.update(agent=agent or match.agent_name, opponent=opponent or match.opponent_name,
                size=match.cfg.size, komi=match.cfg.komi, per_game=[r.as_dict() for r in results])
     return out
 

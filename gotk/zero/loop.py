@@ -401,9 +401,10 @@ class ZeroRun:
         player = make_search_player(str(self.candidate_path(g)), SearchConfig(visits=self.eval_visits, seed=g),
                                     warn=lambda _: None)
         log(f"  {_net(g + 1)} vs {opponent}: {games} games")
-        match = Match(player, argv, MatchConfig(size=o.size, komi=o.selfplay.komi, games=games, timeout=120))
+        match = Match(player, argv, MatchConfig(size=o.size, komi=o.selfplay.komi, games=games, timeout=120,
+                                                agent_name=_net(g + 1), opponent_name=opponent))
         results = match.run()
-        report = match_report(match, results, agent=_net(g + 1), opponent=opponent)
+        report = match_report(match, results)
         with atomic_path(path) as tmp:
             Path(tmp).write_text(json.dumps(report, indent=2) + "\n")
         return report
