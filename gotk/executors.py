@@ -83,14 +83,14 @@ def die_with_parent(parent: int) -> None:
 
 
 class LocalExecutor:
-    """``workers`` ≤ 1: inline; otherwise a process pool (``fork`` where available, or ``start_method``: ``spawn``
-    for workers that use CUDA, which a forked process cannot once its parent has)."""
+    """``workers`` ≤ 1 and ``inline``: in this process; otherwise a process pool (``fork`` where available, or
+    ``start_method``: ``spawn`` for workers that use CUDA, which a forked process cannot once its parent has)."""
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
+    def __init__(self, workers: int | None = None, start_method: str | None = None, inline: bool = True) -> None:
         self.workers = max(1, int(workers or os.cpu_count() or 1))
-        if self.workers <= 1:
+        if self.workers <= 1 and inline:
             self._pool: Any = _Inline()
         else:
             import multiprocessing as mp
@@ -213,9 +213,10 @@ class DaskExecutor:
 
 
 def make_executor(kind: str, workers: int | None = None, scheduler: str | None = None,
-                  start_method: str | None = None) -> Executor:
-    """``"local"`` or ``"dask"``; ``scheduler`` only with ``"dask"``; ``start_method`` only for local pools."""
+                  start_method: str | None = None, inline: bool = True) -> Executor:
+    """``"local"`` or ``"dask"``; ``scheduler`` only with ``"dask"``; ``start_method`` and ``inline`` (one worker
+    runs in this process) only for local pools."""
     require(kind, scheduler)
     if kind == "dask":
         return DaskExecutor(workers, scheduler)
-    return LocalExecutor(workers, start_method)
+    return LocalExecutor(workers, start_method, inline)

@@ -17,7 +17,8 @@ import pytest
 
 from gotk.nets.agent import read_agent_files
 
-TINY = ["--size", "5", "--games", "4", "--chunk-games", "2", "--visits", "4", "--fast-visits", "2", "--blocks", "1",
+TINY = ["--loop", "generations",
+        "--size", "5", "--games", "4", "--chunk-games", "2", "--visits", "4", "--fast-visits", "2", "--blocks", "1",
         "--filters", "8", "--train-steps", "3", "--batch-size", "16", "--eval-games", "1", "--eval-visits", "4",
         "--gnugo-levels", "", "--threads", "1", "--seed", "3"]
 
@@ -92,7 +93,8 @@ def _tiny_opts(out: Path, generations: int, **over):
     from gotk.selfplay.games import SelfPlayConfig
     from gotk.zero.loop import ZeroOptions
 
-    kw = dict(size=5, generations=generations, games=4, chunk_games=2, blocks=1, filters=8, train_steps=3,
+    kw = dict(loop="generations", size=5, generations=generations, games=4, chunk_games=2, blocks=1, filters=8,
+              train_steps=3,
               batch_size=16, eval_games=0, gnugo_levels=(), threads=1, device="cpu", seed=3,
               selfplay=SelfPlayConfig(size=5, visits=4, fast_visits=2))
     kw.update(over)
@@ -167,8 +169,8 @@ def test_a_run_recorded_before_the_optimizer_options_resumes(two_sessions, tmp_p
     from gotk.zero.loop import ZeroError, ZeroRun
 
     state = json.loads((two_sessions / "zero.json").read_text())
-    for key in ("carry_optimizer", "warmup_steps"):
-        del state["options"][key]
+    for key in ("carry_optimizer", "warmup_steps", "loop", "reuse", "window_rows", "min_rows"):
+        del state["options"][key]  # a run recorded before the actors loop ran generations
     old = tmp_path / "old"
     old.mkdir()
     state["options"]["out"] = str(old)
@@ -203,7 +205,8 @@ def test_zero_refuses_bad_options(tmp_path):
 @pytest.mark.slow
 def test_short_9x9_loop_learns_to_beat_random(tmp_path):
     out = tmp_path / "z9"
-    r = subprocess.run([sys.executable, "-m", "gotk", "zero", "--out", str(out), "--size", "9", "--generations", "4",
+    r = subprocess.run([sys.executable, "-m", "gotk", "zero", "--out", str(out), "--loop", "generations", "--size", "9",
+                        "--generations", "4",
                         "--games", "48", "--chunk-games", "48", "--visits", "16", "--fast-visits", "4",
                         "--blocks", "2", "--filters", "32", "--train-steps", "120", "--batch-size", "64",
                         "--eval-games", "20", "--eval-every", "4", "--eval-visits", "16", "--gnugo-levels", "",
@@ -220,7 +223,8 @@ def test_short_9x9_loop_learns_to_beat_random(tmp_path):
 def test_13x13_from_scratch_and_19x19_from_a_supervised_agent(tmp_path, sample_archive):
     from conftest import archive_slice
 
-    small = ["--games", "2", "--chunk-games", "2", "--visits", "2", "--fast-visits", "2", "--blocks", "1",
+    small = ["--loop", "generations", "--games", "2", "--chunk-games", "2", "--visits", "2", "--fast-visits", "2",
+             "--blocks", "1",
              "--filters", "8", "--train-steps", "2", "--batch-size", "16", "--eval-games", "0", "--threads", "1",
              "--generations", "1"]
     run = [sys.executable, "-m", "gotk", "zero"]

@@ -1,5 +1,5 @@
-"""``gotk zero-compare``: two real tiny ``gotk zero`` runs and a real head-to-head match between their last networks,
-on one Elo scale and one picture; its refusals."""
+"""``gotk zero-compare``: two real tiny ``gotk zero`` runs, one of each loop (generations; actors and a learner), and a
+real head-to-head match between their last networks, on one Elo scale and one picture; its refusals."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import pytest
 
 from gotk.play.elo import fit, read_match_reports
 
-TINY = ["--size", "5", "--games", "2", "--chunk-games", "2", "--visits", "4", "--fast-visits", "2", "--blocks", "1",
+TINY = ["--size", "5", "--chunk-games", "2", "--visits", "4", "--fast-visits", "2", "--blocks", "1",
         "--filters", "8", "--train-steps", "2", "--batch-size", "16", "--eval-games", "2", "--eval-visits", "4",
         "--gnugo-levels", "", "--threads", "1", "--generations", "1"]
+LOOPS = {"A": ["--loop", "generations", "--games", "2"],
+         "B": ["--loop", "actors", "--workers", "1", "--min-rows", "8", "--calibrate-s", "0"]}
 GOTK = [sys.executable, "-m", "gotk"]
 
 
@@ -24,13 +26,14 @@ def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """Runs A and B (one generation each, seeds 1 and 2) and a 2-game match of A's network against B's."""
+    """Runs A (one generation) and B (actors and a learner, one network), seeds 1 and 2, and a 2-game match of A's
+    network against B's."""
     root = tmp_path_factory.mktemp("cmp")
     for name, seed in (("A", "1"), ("B", "2")):
-        r = _run("zero", "--out", str(root / name), *TINY, "--seed", seed)
+        r = _run("zero", "--out", str(root / name), *TINY, *LOOPS[name], "--seed", seed)
         assert r.returncode == 0, r.stderr
     r = _run("match", "--agent", str(root / "A" / "gen-000" / "candidate.gotk"), "--visits", "4", "--opponent",
-             f"{sys.executable} -m gotk gtp --agent {root / 'B' / 'gen-000' / 'candidate.gotk'} --visits 4",
+             f"{sys.executable} -m gotk gtp --agent {root / 'B' / 'networks' / 'net-001.gotk'} --visits 4",
              "--games", "2", "--size", "5", "--komi", "7.5", "--seed", "1", "--json")
     assert r.returncode == 0, r.stderr
     (root / "h2h.json").write_text(r.stdout)
@@ -49,7 +52,9 @@ def test_two_runs_and_a_head_to_head_on_one_scale(two_runs, tmp_path) -> None:
     # the same fit made here from the reports, the runs' networks renamed by hand
     games = []
     for run, label in ((a, "A"), (b, "B")):
-        games += read_match_reports(sorted(run.glob("gen-*/eval/*.json")), {"net-001": f"{label}:net-001"})
+        reports = sorted(run.glob("gen-*/eval/*.json")) + sorted(run.glob("eval/*/*.json"))
+        games += read_match_reports(reports, {"net-001": f"{label}:net-001"})
+    assert len(games) == 4  # each run's network against the random player, 2 games
     h2h_games = read_match_reports([h2h], {rep["agent"]: "A:net-001", rep["opponent"]: "B:net-001"})
     assert len(h2h_games) == 2 and {g[0] for g in h2h_games} | {g[1] for g in h2h_games} == {"A:net-001", "B:net-001"}
     expected = {r.name: r.as_dict() for r in fit(games + h2h_games, "random", 0.0)}

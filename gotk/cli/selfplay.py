@@ -106,7 +106,9 @@ def zero_cmd(
     size: int = typer.Option(9, "--size", help="Board size."),
     hours: float = typer.Option(None, "--hours", help="Stop after this many hours in all (over resumed sessions)."),
     generations: int = typer.Option(None, "--generations", help="Stop after this many generations in all."),
-    games: int = typer.Option(96, "--games", help="Self-play games per generation."),
+    loop: str = typer.Option("actors", "--loop", help="actors: self-play actors and a learner at once, evaluation "
+                             "after the learning; generations: self-play, training and evaluation in turn."),
+    games: int = typer.Option(96, "--games", help="Generations: self-play games per generation."),
     visits: int = typer.Option(32, "--visits", help="Self-play: simulations of a full search."),
     fast_visits: int = typer.Option(8, "--fast-visits", help="Self-play: simulations of a fast search."),
     full_fraction: float = typer.Option(0.25, "--full-fraction", help="Self-play: share of full searches."),
@@ -120,8 +122,13 @@ def zero_cmd(
                                   "to move as global inputs (resnet and zero models)."),
     init_agent: Path = typer.Option(None, "--init-agent", help="Start from this agent (policy + value heads) "
                                     "instead of a random network, e.g. a supervised one."),
-    window: int = typer.Option(4, "--window", help="Generations of self-play games trained on."),
-    train_steps: int = typer.Option(300, "--train-steps", help="Training steps per generation."),
+    window: int = typer.Option(4, "--window", help="Generations: generations of self-play games trained on."),
+    window_rows: int = typer.Option(25_000, "--window-rows", help="Actors: the newest self-play rows trained on."),
+    min_rows: int = typer.Option(2_000, "--min-rows", help="Actors: rows played before the first training round."),
+    reuse: float = typer.Option(4.0, "--reuse", help="Actors: samples trained per new position (the learner "
+                                "waits for new rows beyond it)."),
+    train_steps: int = typer.Option(300, "--train-steps", help="Training steps per network (a generation, or a "
+                                    "learner round between published networks)."),
     batch_size: int = typer.Option(128, "--batch-size"),
     lr: float = typer.Option(None, "--lr", help="Learning rate [the model's default]."),
     optimizer: str = typer.Option(None, "--optimizer", help="Optimizer [the model's default]."),
@@ -140,17 +147,24 @@ def zero_cmd(
                                     "(with the search they were trained with) [self-play's --visits]."),
     eval_every: int = typer.Option(2, "--eval-every", help="Play the anchors every this many generations."),
     no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
-    threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [cores]."),
+    threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [actors: 1 each "
+                                "and 1 for the learner; generations: cores]."),
     device: str = typer.Option("auto", "--device", help="Self-play and training: cpu, cuda, cuda:N or auto (CUDA "
                                "when torch sees a GPU)."),
     gnugo_levels: str = typer.Option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma "
                                      "separated ('' for none; skipped when gnugo is not installed)."),
-    workers: int = typer.Option(1, "--workers", help="Self-play processes."),
+    workers: int = typer.Option(None, "--workers", help="Self-play processes [actors: one per core; "
+                                "generations: 1]."),
     chunk_games: int = typer.Option(48, "--chunk-games", help="Games played together in a process."),
+    executor: str = typer.Option("local", "--executor", help="Actors: local processes or dask."),
+    scheduler: str = typer.Option(None, "--scheduler", help="Actors: a Dask scheduler tcp://HOST:PORT [a "
+                                  "LocalCluster]."),
+    calibrate_s: float = typer.Option(60.0, "--calibrate-s", help="Actors: seconds of host calibration at the "
+                                      "start of each session, in the report (0: none)."),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
-    """Run the AlphaGo Zero loop: self-play → train on a window of generations → evaluate → repeat; writes
-    RUN/report.json, RUN/report.png and every generation's games, data, networks and match reports."""
+    """Run the AlphaGo Zero loop: self-play actors and a learner at once (default), or generations of self-play →
+    train → evaluate; writes RUN/report.json, RUN/report.png, the games, the networks and the match reports."""
     from gotk.errors import GotkError
     from gotk.selfplay.games import SelfPlayConfig
     from gotk.zero.loop import ZeroOptions, zero
@@ -172,16 +186,35 @@ def zero_cmd(
                        warmup_steps=warmup_steps, gating=gating, gate=gate,
                        gating_games=gating_games, eval_games=eval_games, eval_visits=eval_visits,
                        eval_every=eval_every, aux_targets=not no_aux, threads=threads, device=device,
-                       gnugo_levels=levels,
-                       workers=workers, chunk_games=chunk_games, seed=seed)
+                       gnugo_levels=levels, workers=workers, chunk_games=chunk_games, seed=seed, loop=loop,
+                       reuse=reuse, window_rows=window_rows, min_rows=min_rows, executor=executor,
+                       scheduler=scheduler, calibrate_s=calibrate_s)
     try:
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:
         fail(str(e))
     except ValueError as e:  # the trainer's refusals (one line)
         fail(str(e))
-    typer.echo(f"{len(report['generations'])} generations in {report['hours']:.2f} h; report: {out}/report.json, "
+    what = "networks" if report.get("loop") == "actors" else "generations"
+    typer.echo(f"{len(report['generations'])} {what} in {report['hours']:.2f} h; report: {out}/report.json, "
                f"{out}/report.png")
+    for r in report["ratings"]:
+        typer.echo(f"  {r['name']:<12} Elo {r['elo']:>8.1f} ± {r['ci95']:.1f}  ({r['games']} games)")
+
+
+def zero_eval_cmd(
+    run: Path = typer.Argument(..., help="A `gotk zero --loop actors` run folder."),
+    games: int = typer.Option(None, "--games", help="Games against each anchor [the run's --eval-games]."),
+) -> None:
+    """Play the anchors with a run's networks (every --eval-every-th and the last), as the run does after its
+    learning; reports already there are kept, so it can follow a run under `nice` and be rerun."""
+    from gotk.errors import GotkError
+    from gotk.zero.actor_learner import evaluate_run
+
+    try:
+        report = evaluate_run(run, games, log=lambda line: typer.echo(line, err=True))
+    except GotkError as e:
+        fail(str(e))
     for r in report["ratings"]:
         typer.echo(f"  {r['name']:<12} Elo {r['elo']:>8.1f} ± {r['ci95']:.1f}  ({r['games']} games)")
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from gotk.atomic import atomic_path
 from gotk.errors import GotkError
 from gotk.play.elo import fit, read_match_reports
-from gotk.zero.loop import RANDOM_NAME, _net
+from gotk.zero.evaluation import RANDOM_NAME
+from gotk.zero.loop import _net
 from gotk.zero.report import anchor_lines
 
 
@@ -55,7 +56,8 @@ def compare_runs(runs: list[Path], labels: list[str] | None = None, matches: lis
     for run, label, rows in zip(runs, labels, per_run, strict=True):
         # every network a run's reports can name: the first (random or given) and one per generation
         names = {_net(k): f"{label}:{_net(k)}" for k in range(len(rows) + 1)}
-        games += read_match_reports(sorted(run.glob("gen-*/eval/*.json")), names)
+        reports = sorted(run.glob("gen-*/eval/*.json")) + sorted(run.glob("eval/*/*.json"))  # either loop's
+        games += read_match_reports(reports, names)
     if matches:
         games += read_match_reports(list(matches), rename or {})
     if not games:

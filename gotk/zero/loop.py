@@ -38,11 +38,12 @@ from pathlib import Path
 from gotk.atomic import atomic_path
 from gotk.errors import GotkError
 from gotk.selfplay.games import SelfPlayConfig
+from gotk.zero.evaluation import RANDOM_NAME
 
 STATE_NAME = "zero.json"
 OPTIMIZER_NAME = "optimizer.pt"  # gen-g/optimizer.pt: the optimizer state after training network g + 1
 DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
-RANDOM_NAME = "random"
+LOOPS = ("actors", "generations")
 NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
 
 
@@ -87,9 +88,16 @@ class ZeroOptions:
     eval_visits: int | None = None  # None: self-play's full-search visits (the search the network was trained with)
     gnugo_levels: tuple[int, ...] = (1,)
     gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
-    workers: int = 1
+    workers: int | None = None  # self-play processes (None: one per core for actors, 1 for the generations)
     chunk_games: int = 48
     seed: int = 0
+    loop: str = "actors"  # "actors": actors and a learner at once; "generations": self-play, train, evaluate in turn
+    reuse: float = 4.0  # actors: samples trained per new position (KataGo caps it at 8)
+    window_rows: int = 25_000  # actors: the newest rows trained on
+    min_rows: int = 2_000  # actors: rows before the first training round
+    executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
+    scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
+    calibrate_s: float = 60.0  # actors: seconds of host calibration at each session's start (0: none)
 
     def validate(self) -> ZeroOptions:
         if self.hours is not None and not self.hours > 0:
@@ -98,6 +106,24 @@ class ZeroOptions:
             raise ZeroError(f"--generations must be >= 1, not {self.generations}")
         if self.games < 1 or self.window < 1 or self.train_steps < 1 or self.batch_size < 1:
             raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
+        if self.loop not in LOOPS:
+            raise ZeroError(f"--loop must be one of {', '.join(LOOPS)}, not {self.loop!r}")
+        if self.workers is not None and self.workers < 1:
+            raise ZeroError(f"--workers must be >= 1, not {self.workers}")
+        if not 0 < self.reuse <= 64:
+            raise ZeroError(f"--reuse must be in (0, 64], not {self.reuse}")
+        if self.window_rows < 1 or self.min_rows < 1:
+            raise ZeroError("--window-rows and --min-rows must be >= 1")
+        if self.calibrate_s < 0:
+            raise ZeroError(f"--calibrate-s must be >= 0, not {self.calibrate_s}")
+        if self.loop == "generations" and self.executor != "local":
+            raise ZeroError("--executor dask runs the actors of --loop actors")
+        from gotk.executors import ExecutorError, require
+
+        try:
+            require(self.executor, self.scheduler)
+        except ExecutorError as e:
+            raise ZeroError(e.message) from None
         if self.warmup_steps is not None and self.warmup_steps < 0:
             raise ZeroError(f"--warmup-steps must be >= 0, not {self.warmup_steps}")
         if not 0.5 <= self.gate <= 1:
@@ -126,6 +152,13 @@ class ZeroOptions:
         d.pop("generations")
         d.pop("threads")
         d.pop("device")
+        d.pop("executor")
+        d.pop("scheduler")
+        d.pop("calibrate_s")
+        if self.loop == "generations":
+            d["workers"] = self.workers or 1
+        else:  # the actors' count changes no game (chunk c's games draw from (seed, c)): a run may resume elsewhere
+            d.pop("workers")
         d["gnugo_levels"] = list(self.gnugo_levels)
         return d
 
@@ -157,7 +190,8 @@ class ZeroRun:
             self.state = json.loads(self.state_path.read_text())
             stored = self.state.get("options")
             if isinstance(stored, dict):  # a run recorded before an option existed ran with its default
-                stored = {**{k: v for k, v in _defaults().items() if k in rec and k not in stored}, **stored}
+                old = {"loop": "generations", "workers": 1} if "loop" not in stored else {}
+                stored = {**{k: v for k, v in _defaults().items() if k in rec and k not in stored}, **old, **stored}
             if stored != rec:
                 from gotk.runfolder import record_differences
 
@@ -274,7 +308,7 @@ class ZeroRun:
         o = self.opts
         log(f"generation {g}: self-play, {o.games} games")
         return selfplay(SelfPlayOptions(agent=str(self.agent_path(g)), out=str(out), games=o.games,
-                                        config=o.selfplay, chunk_games=o.chunk_games, workers=o.workers,
+                                        config=o.selfplay, chunk_games=o.chunk_games, workers=o.workers or 1,
                                         seed=o.seed * 100_003 + g, threads=o.threads, device=o.device))
 
     def window_dataset(self, g: int) -> Path:
@@ -363,51 +397,26 @@ class ZeroRun:
 
     def _evaluate(self, g: int, log) -> dict:
         """Matches of generation ``g``'s new network against the anchors (and the best, with gating)."""
+        from gotk.zero.evaluation import play_anchors, play_match
+
         o = self.opts
         edir = self.root / _gen(g) / "eval"
         edir.mkdir(parents=True, exist_ok=True)
         out: dict = {}
         last = o.generations is not None and g + 1 >= o.generations
+        common = {"size": o.size, "komi": o.selfplay.komi, "visits": self.eval_visits, "seed": g, "log": log}
         if o.eval_games and (g % o.eval_every == o.eval_every - 1 or last):
-            rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", "random", "--seed", str(g)],
-                              RANDOM_NAME, o.eval_games, edir / "vs-random.json", log)
-            out["vs_random"] = rep["win_rate"]
-            out["vs_random_score_disagreements"] = rep.get("winner_disagreements", 0)
-            gnugo = find_gnugo(o.gnugo)
-            for level in o.gnugo_levels if gnugo else ():
-                rep = self._match(g, [gnugo, "--mode", "gtp", "--level", str(level), "--chinese-rules"],
-                                  f"gnugo-{level}", o.eval_games, edir / f"vs-gnugo-{level}.json", log)
-                out[f"vs_gnugo_{level}"] = rep["win_rate"]
-                # games whose final_score names another winner than the count the network passes by
-                out[f"vs_gnugo_{level}_score_disagreements"] = rep.get("winner_disagreements", 0)
+            out.update(play_anchors(self.candidate_path(g), _net(g + 1), edir, o.eval_games, o.gnugo_levels, o.gnugo,
+                                    **common))
         if o.gating:
             best = self.state["best"]
-            rep = self._match(g, [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(g)),
-                                  "--visits", str(self.eval_visits), "--seed", str(g)],
-                              _net(best), o.gating_games, edir / "vs-best.json", log)
+            rep = play_match(self.candidate_path(g), _net(g + 1),
+                             [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(g)),
+                              "--visits", str(self.eval_visits), "--seed", str(g)],
+                             _net(best), o.gating_games, edir / "vs-best.json", **common)
             out["gating_win_rate"] = rep["win_rate"]
             out["gating_against"] = best
         return out
-
-    def _match(self, g: int, argv: list[str], opponent: str, games: int, path: Path, log) -> dict:
-        if path.is_file():
-            return json.loads(path.read_text())
-        from gotk.play.match import Match, MatchConfig, match_report
-        from gotk.search.config import SearchConfig
-        from gotk.search.factory import make_search_player
-
-        o = self.opts
-        # the candidate's own search settings (the ones it was trained with) apply: make_search_player
-        player = make_search_player(str(self.candidate_path(g)), SearchConfig(visits=self.eval_visits, seed=g),
-                                    warn=lambda _: None)
-        log(f"  {_net(g + 1)} vs {opponent}: {games} games")
-        match = Match(player, argv, MatchConfig(size=o.size, komi=o.selfplay.komi, games=games, timeout=120,
-                                                agent_name=_net(g + 1), opponent_name=opponent))
-        results = match.run()
-        report = match_report(match, results)
-        with atomic_path(path) as tmp:
-            Path(tmp).write_text(json.dumps(report, indent=2) + "\n")
-        return report
 
     # --- the report ---------------------------------------------------------------------------------
 
@@ -435,16 +444,6 @@ def _defaults() -> dict:
     return json.loads(json.dumps(ZeroOptions(out="").record()))
 
 
-def find_gnugo(given: str | None = None) -> str | None:
-    """The GNU Go binary: ``given`` (a path or a name on PATH), else ``gnugo`` on PATH, else Debian's
-    ``/usr/games/gnugo``; None when there is none."""
-    for cand in ([given] if given else ["gnugo", "/usr/games/gnugo"]):
-        found = shutil.which(cand) or (cand if Path(cand).is_file() and os.access(cand, os.X_OK) else None)
-        if found:
-            return found
-    return None
-
-
 def _last_step_record(run: Path) -> dict:
     """The losses of a training run's last logged step (``metrics.jsonl``)."""
     path = run / "metrics.jsonl"
@@ -463,7 +462,11 @@ def _last_step_record(run: Path) -> dict:
 
 
 def zero(opts: ZeroOptions, log=print) -> dict:
-    """Run or resume ``gotk zero``; returns the report."""
+    """Run or resume ``gotk zero`` (``opts.loop``: actors and a learner, or generations); returns the report."""
+    if opts.loop == "actors":
+        from gotk.zero.actor_learner import ActorLearnerRun
+
+        return ActorLearnerRun(opts).run(log)
     return ZeroRun(opts).run(log)
 
 

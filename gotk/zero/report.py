@@ -32,12 +32,42 @@ def generation_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def write_report(root: Path, state: dict, ratings: dict[str, dict]) -> dict:
-    """Write ``report.json`` (and the picture, and TensorBoard scalars when available); returns the report."""
-    rows = generation_rows(state, ratings)
+def network_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
+    """One row per network the learner of a ``--loop actors`` run published: learning hours, games and rows so far,
+    self-play speed over the learning time, samples trained per position, the training and fresh losses (the
+    network before it, on the rows it had not seen), the network's Elo and win rates."""
+    rows = []
+    evals = state.get("evaluations", {})
+    for rec in state.get("networks", []):
+        tr, fresh = rec["train"], rec.get("fresh") or {}
+        secs = rec["hours"] * 3600
+        rating = ratings.get(rec["network"], {})
+        rows.append({
+            "generation": rec["version"] - 1, "network": rec["network"], "hours": rec["hours"],
+            "games": rec["games"], "positions": rec["rows"], "steps": rec["steps_done"],
+            "samples_per_position": rec["samples_per_position"],
+            "selfplay_positions_per_s": round(rec["rows"] / secs, 2) if secs > 0 else None,
+            "games_per_hour": round(rec["games"] / secs * 3600, 1) if secs > 0 else None,
+            "loss": tr.get("loss"), "policy_loss": tr.get("policy_soft_ce", tr.get("policy_loss")),
+            "value_mse": tr.get("value_mse"), "ownership_loss": tr.get("ownership_loss"),
+            "score_loss": tr.get("score_loss"),
+            "fresh_policy_loss": fresh.get("policy_soft_ce"), "fresh_value_mse": fresh.get("value_mse"),
+            "fresh_positions": fresh.get("positions"),
+            "elo": rating.get("elo"), "elo_ci95": rating.get("ci95"), **evals.get(rec["network"], {}),
+            "round_s": rec.get("round_s"),
+        })
+    return rows
+
+
+def write_report(root: Path, state: dict, ratings: dict[str, dict], rows: list[dict] | None = None,
+                 extra: dict | None = None) -> dict:
+    """Write ``report.json`` (and the picture, and TensorBoard scalars when available); returns the report.
+    ``rows``: one per network (default: the generations of a ``--loop generations`` run); ``extra``: further keys."""
+    rows = generation_rows(state, ratings) if rows is None else rows
     report = {"format": "gotk-zero-report", "options": state.get("options"), "hours": round(
         state.get("elapsed_s", 0.0) / 3600, 4), "generations": rows, "best": state.get("best"),
-        "ratings": sorted(ratings.values(), key=lambda r: -r.get("elo", 0.0)), "elo_anchor": "random = 0"}
+        "ratings": sorted(ratings.values(), key=lambda r: -r.get("elo", 0.0)), "elo_anchor": "random = 0",
+        **(extra or {})}
     with atomic_path(root / "report.json") as tmp:
         Path(tmp).write_text(json.dumps(report, indent=2) + "\n")
     if rows:
@@ -63,13 +93,13 @@ def plot(path: Path, rows: list[dict], ratings: dict[str, dict]) -> None:
     a.set_ylabel("Elo (random = 0)")
     a.set_title("strength")
     a = ax[0][1]
-    for key in ("policy_loss", "value_mse", "ownership_loss", "score_loss"):
+    for key in ("policy_loss", "value_mse", "ownership_loss", "score_loss", "fresh_policy_loss", "fresh_value_mse"):
         ys = [r.get(key) for r in rows]
         if any(y is not None for y in ys):
             a.plot([r["generation"] for r in rows], [y if y is not None else float("nan") for y in ys], "o-",
                    label=key)
     a.set_xlabel("generation")
-    a.set_title("training losses (last logged step)")
+    a.set_title("losses (training: last logged step; fresh: unseen rows)")
     a.legend(fontsize=8)
     a = ax[1][0]
     a.plot(hours, [r["games_per_hour"] or float("nan") for r in rows], "o-")
@@ -113,4 +143,4 @@ def tensorboard(folder: Path, rows: list[dict]) -> None:
         w.close()
 
 
-__all__ = ["anchor_lines", "generation_rows", "plot", "tensorboard", "write_report"]
+__all__ = ["anchor_lines", "generation_rows", "network_rows", "plot", "tensorboard", "write_report"]

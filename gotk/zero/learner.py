@@ -1,0 +1,196 @@
+"""The learner of ``gotk zero``: trains on a window of the newest self-play rows at a set number of samples per
+new position, and publishes a new network every ``steps`` steps.
+
+The learner trains in rounds. Round ``r`` starts when the actors' committed rows allow it: with ``R`` rows
+committed so far, the learner may have taken ``floor(reuse * R / batch_size)`` steps in all (``reuse``: samples
+per new position, KataGo's ``max-train-bucket-per-new-data``), so a round of ``steps`` steps waits for enough new
+rows, and the learner's share of the host follows from the reuse and the actors' rate. A round:
+
+1. **fresh losses**: the current network's policy and value losses on the rows committed since the last round,
+   before any training on them (held out by time: what the network has not seen), beside the training loss;
+2. **window**: a dataset over the newest chunks (at least ``window_rows`` rows; nothing copied), every row in its
+   ``train`` split;
+3. **train** ``steps`` steps (:func:`gotk.train.trainer.train`) from the current network's weights and the
+   optimizer state the last round left (Adam's moments and step count; the first round warms the learning rate
+   up instead);
+4. **publish** the network as ``networks/net-NNN.gotk`` (atomically, with the search it was trained with), then the
+   optimizer state; the run's state records the round last, so a killed round is done again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from gotk.atomic import atomic_path
+
+OPTIMIZER_NAME = "optimizer.pt"
+
+
+@dataclass(frozen=True)
+class LearnerSettings:
+    reuse: float  # samples trained per new position
+    batch_size: int
+    steps: int  # steps per published network
+    window_rows: int  # the newest rows trained on
+    min_rows: int  # rows before the first round
+    lr: float | None
+    optimizer: str | None
+    warmup: int  # learning-rate warm-up of the first round (a fresh optimizer)
+    aux_targets: bool
+    threads: int | None
+    device: str
+    seed: int
+    fresh_rows: int = 4096  # at most this many of a round's new rows are scored before training
+
+    def allowed_steps(self, rows: int) -> int:
+        """Steps the learner may have taken in all once ``rows`` rows are committed."""
+        return math.floor(self.reuse * rows / self.batch_size)
+
+    def ready(self, rows: int, steps_done: int) -> bool:
+        return rows >= self.min_rows and self.allowed_steps(rows) >= steps_done + self.steps
+
+
+def window_records(records: list[dict], window_rows: int) -> list[dict]:
+    """The newest committed chunks (``records`` in commit order) holding at least ``window_rows`` rows."""
+    out, rows = [], 0
+    for rec in reversed(records):
+        if rec["rows"] <= 0:
+            continue
+        out.append(rec)
+        rows += rec["rows"]
+        if rows >= window_rows:
+            break
+    return out[::-1]
+
+
+def chunk_dataset(folder: Path, chunks: Path, records: list[dict], encoder: dict, options: dict) -> Path:
+    """``folder`` made a gotk dataset (split ``train``) over the rows files of ``records`` in ``chunks``."""
+    from gotk.shards.assemble import assemble_dataset
+    from gotk.zero.actors import chunk_name
+
+    files = [os.path.relpath(chunks / f"{chunk_name(r['chunk'])}.parquet", folder) for r in records if r["rows"] > 0]
+    keys = ("game_id", "black", "white", "komi", "result", "winner", "end", "num_moves", "positions", "rules",
+            "source")
+    games = [{k: g[k] for k in keys if k in g} | {"split": "train"} for r in records for g in r["games"]]
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    assemble_dataset(folder, encoder, {"train": files}, games, options=options,
+                     generator={"name": "gotk zero"})
+    return folder
+
+
+def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dict:
+    """The agent's losses on a dataset's rows it was not trained on (no gradient): ``policy_soft_ce`` against the
+    search's policy, ``value_mse``, ``positions`` (at most ``settings.fresh_rows``)."""
+    import torch
+
+    from gotk.datasets.sampling import iter_numpy_batches
+    from gotk.nets.agent import load_agent
+    from gotk.shards.globals_column import GLOBALS
+    from gotk.train.config import TrainConfig
+    from gotk.train.losses import LossWeights, batch_losses
+    from gotk.train.metrics import summarise
+
+    agent = load_agent(agent_path)
+    model = agent.model.eval()
+    cfg = TrainConfig(data=str(data), out="", model="zero")
+    if not settings.aux_targets:
+        cfg.ownership_weight, cfg.score_weight = 0.0, 0.0
+    weights = LossWeights.of(cfg, agent.board_size)
+    sums = None
+    with torch.inference_mode():
+        for b in iter_numpy_batches(data, "train", batch_size=256, shuffle=False, symmetries="none"):
+            t = {k: torch.from_numpy(v) for k, v in b.items()}
+            glob = t[GLOBALS] if agent.num_globals and GLOBALS in t else None
+            own = score = None
+            if model.has_aux:
+                p, v, own, score = model(t["features"], aux="logits", glob=glob)
+            else:
+                p, v = model(t["features"], glob=glob)
+            loss, _, stats = batch_losses(p, v, own, score, t["label"], t, weights)
+            n = float(stats[0])
+            # STAT_FIELDS order; the loss summed over rows and "steps" counting rows: its mean is per row
+            s = torch.cat([stats[:6].double(), torch.tensor([float(loss) * n, n], dtype=torch.float64),
+                           stats[6:].double()])
+            sums = s if sums is None else sums + s
+            if sums[0] >= settings.fresh_rows:
+                break
+    if sums is None:
+        return {}
+    out = summarise(sums.tolist(), None)
+    return {k: round(out[k], 6) for k in ("positions", "loss", "policy_soft_ce", "value_mse") if k in out}
+
+
+class Learner:
+    """Rounds of training and publishing in a run folder (see the module docstring)."""
+
+    def __init__(self, root: Path, settings: LearnerSettings, search: dict, encoder: dict, log) -> None:
+        self.root = root
+        self.settings = settings
+        self.search = search
+        self.encoder = encoder
+        self.log = log
+        self.folder = root / "learner"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def network_path(self, version: int) -> Path:
+        return self.root / "networks" / f"net-{version:03d}.gotk"
+
+    def round(self, version: int, records: list[dict], new: list[dict], steps_done: int) -> dict:
+        """Train network ``version + 1`` from network ``version`` on the window of ``records`` (commit order),
+        scoring ``new`` (the chunks committed since the last round) first; publish it and return the round's
+        record."""
+        from gotk.nets.agent import convert_agent, load_agent
+        from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
+        from gotk.train.config import TrainConfig
+        from gotk.train.trainer import train
+        from gotk.zero.loop import NO_AUX, _last_step_record
+
+        s = self.settings
+        work = self.folder / f"round-{version:04d}"
+        if work.exists():
+            shutil.rmtree(work)  # a round a kill interrupted starts again
+        chunks = self.root / "selfplay" / "chunks"
+        prev = self.network_path(version)
+        fresh: dict = {}
+        if new:
+            fresh_data = chunk_dataset(work / "fresh", chunks, new, self.encoder, {"fresh": True})
+            fresh = fresh_losses(prev, fresh_data, s)
+        window = window_records(records, s.window_rows)
+        data = chunk_dataset(work / "window", chunks, window, self.encoder,
+                             {"window": [window[0]["chunk"], window[-1]["chunk"]]})
+        opt_path = self.folder / OPTIMIZER_NAME
+        carried = opt_path.is_file() and version > 0
+        meta = load_agent(prev).meta
+        cfg = TrainConfig(data=str(data), out=str(work / "train"), model=meta["model"]["name"], head="both",
+                          hparams=meta["model"]["hparams"], max_steps=s.steps, batch_size=s.batch_size, lr=s.lr,
+                          optimizer=s.optimizer, positions_per_game=10_000, progress=False,
+                          checkpoint_every=10 ** 9, log_every=max(1, s.steps // 4), seed=s.seed + version,
+                          init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
+                          init_optimizer=str(opt_path) if carried else None, warmup_steps=0 if carried else s.warmup,
+                          threads=s.threads, device=s.device, globals=bool(meta.get("globals")),
+                          **({} if s.aux_targets else NO_AUX))
+        result = train(cfg)
+        nxt = self.network_path(version + 1)
+        convert_agent(work / "train" / "agent.gotk", nxt, fp16=False, search=self.search)
+        st = load_checkpoint(work / "train" / CHECKPOINT)
+        save_optimizer_state(opt_path, st["config"]["optimizer"], st["optimizer"])
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **_last_step_record(work / "train")}
+        rows = sum(r["rows"] for r in window)
+        rec = {"version": version + 1, "network": nxt.name.removesuffix(".gotk"), "train": summary, "fresh": fresh,
+               "window": {"chunks": len(window), "rows": rows, "first_chunk": window[0]["chunk"],
+                          "last_chunk": window[-1]["chunk"]},
+               "new_chunks": len(new), "steps_done": steps_done + s.steps}
+        with atomic_path(self.folder / f"round-{version:04d}.json") as tmp:
+            Path(tmp).write_text(json.dumps(rec, indent=2) + "\n")
+        shutil.rmtree(work, ignore_errors=True)  # the checkpoint and window are not needed again
+        return rec
+
+
+__all__ = ["Learner", "LearnerSettings", "chunk_dataset", "fresh_losses", "window_records"]
