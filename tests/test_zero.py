@@ -91,7 +91,7 @@ def test_killed_run_resumes_with_the_same_generations(tmp_path):
 
 def _tiny_opts(out: Path, generations: int, **over):
     from gotk.selfplay.games import SelfPlayConfig
-    from gotk.zero.loop import ZeroOptions
+    from gotk.zero.options import ZeroOptions
 
     kw = dict(loop="generations", size=5, generations=generations, games=4, chunk_games=2, blocks=1, filters=8,
               train_steps=3,
@@ -111,7 +111,7 @@ def _adam_steps(path: Path) -> set[int]:
 @pytest.fixture(scope="module")
 def two_sessions(tmp_path_factory) -> Path:
     """A tiny run: generation 0 in one session, generation 1 in a second one (a resumed run)."""
-    from gotk.zero.loop import zero
+    from gotk.zero.run import zero
 
     out = tmp_path_factory.mktemp("zero") / "run"
     zero(_tiny_opts(out, 1), log=lambda *_: None)
@@ -140,7 +140,7 @@ def test_the_window_trains_on_every_chunk(two_sessions):
 def test_the_optimizer_goes_on_from_generation_to_generation(two_sessions, tmp_path):
     """Generation 1's optimizer continues generation 0's (Adam's step count goes on from 3 to 6), loaded from
     gen-000/optimizer.pt by the resumed session; generation 0's warms up, generation 1's does not."""
-    from gotk.zero.loop import zero
+    from gotk.zero.run import zero
 
     assert _adam_steps(two_sessions / "gen-000" / "optimizer.pt") == {3}
     assert _adam_steps(two_sessions / "gen-001" / "optimizer.pt") == {6}
@@ -166,7 +166,8 @@ def test_the_optimizer_goes_on_from_generation_to_generation(two_sessions, tmp_p
 
 def test_a_run_recorded_before_the_optimizer_options_resumes(two_sessions, tmp_path):
     """A zero.json without the options added since (an older run's) reads as having had their defaults."""
-    from gotk.zero.loop import ZeroError, ZeroRun
+    from gotk.zero.loop import ZeroRun
+    from gotk.zero.options import ZeroError
 
     state = json.loads((two_sessions / "zero.json").read_text())
     for key in ("carry_optimizer", "warmup_steps", "loop", "reuse", "window_rows", "min_rows"):

@@ -167,7 +167,8 @@ def zero_cmd(
     train → evaluate; writes RUN/report.json, RUN/report.png, the games, the networks and the match reports."""
     from gotk.errors import GotkError
     from gotk.selfplay.games import SelfPlayConfig
-    from gotk.zero.loop import ZeroOptions, zero
+    from gotk.zero.options import ZeroOptions
+    from gotk.zero.run import zero
 
     if hours is None and generations is None:
         fail("give --hours H and/or --generations N (the run's budget)")

@@ -36,7 +36,8 @@ import resource
 import time
 from pathlib import Path
 
-from gotk.zero.loop import ZeroError, ZeroOptions, ZeroRun, _net
+from gotk.zero.loop import ZeroRun
+from gotk.zero.options import ZeroError, ZeroOptions, net_name
 
 
 class ActorLearnerRun(ZeroRun):
@@ -56,7 +57,7 @@ class ActorLearnerRun(ZeroRun):
         self.state.setdefault("cpu", {"actors_s": 0.0, "learner_s": 0.0, "learning_wall_s": 0.0})
 
     def agent_path(self, g: int) -> Path:
-        return self.root / "networks" / f"{_net(g)}.gotk"
+        return self.root / "networks" / f"{net_name(g)}.gotk"
 
     def learning_s(self) -> float:
         """The run's learning time so far, this session's included."""
@@ -94,6 +95,9 @@ class ActorLearnerRun(ZeroRun):
                 f"(one thread)")
         self.state["sessions"].append(session)
         self._save()
+        import torch
+
+        torch.set_num_threads(o.threads or 1)  # the cores are the actors': more threads only wait on each other
         encoder = read_agent_files(self.agent_path(0))[0]["encoder"]
         version = len(self.state["networks"])
         done = done_chunks(self.selfplay_root)
@@ -114,7 +118,7 @@ class ActorLearnerRun(ZeroRun):
         from gotk.devices import resolve_device
 
         log(f"{self.actors} actors ({o.executor}), the learner on {resolve_device(o.device)}; {len(done)} chunks "
-            f"done, {_net(version)} published")
+            f"done, {net_name(version)} published")
         self.t_session = time.time()  # the calibration and the start of the actors are not learning time
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.time()
@@ -194,7 +198,7 @@ class ActorLearnerRun(ZeroRun):
         t0 = time.time()
         results = self.state.setdefault("evaluations", {})
         for v in self.to_evaluate():
-            name = _net(v)
+            name = net_name(v)
             results[name] = play_anchors(self.agent_path(v), name, self.root / "eval" / name, o.eval_games,
                                          o.gnugo_levels, o.gnugo, o.size, o.selfplay.komi, self.eval_visits, v, log)
             self.state["eval_s"] = round(self.state["eval_s"] + time.time() - t0, 3)

@@ -16,7 +16,7 @@ from gotk.atomic import atomic_path
 from gotk.errors import GotkError
 from gotk.play.elo import fit, read_match_reports
 from gotk.zero.evaluation import RANDOM_NAME
-from gotk.zero.loop import _net
+from gotk.zero.options import net_name
 from gotk.zero.report import anchor_lines
 
 
@@ -55,7 +55,7 @@ def compare_runs(runs: list[Path], labels: list[str] | None = None, matches: lis
     games: list[tuple] = []
     for run, label, rows in zip(runs, labels, per_run, strict=True):
         # every network a run's reports can name: the first (random or given) and one per generation
-        names = {_net(k): f"{label}:{_net(k)}" for k in range(len(rows) + 1)}
+        names = {net_name(k): f"{label}:{net_name(k)}" for k in range(len(rows) + 1)}
         reports = sorted(run.glob("gen-*/eval/*.json")) + sorted(run.glob("eval/*/*.json"))  # either loop's
         games += read_match_reports(reports, names)
     if matches:

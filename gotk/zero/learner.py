@@ -45,7 +45,7 @@ class LearnerSettings:
     threads: int | None
     device: str
     seed: int
-    fresh_rows: int = 4096  # at most this many of a round's new rows are scored before training
+    fresh_rows: int = 1024  # at most this many of a round's new rows are scored before training (~2% of a round)
 
     def allowed_steps(self, rows: int) -> int:
         """Steps the learner may have taken in all once ``rows`` rows are committed."""
@@ -150,7 +150,7 @@ class Learner:
         from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
         from gotk.train.config import TrainConfig
         from gotk.train.trainer import train
-        from gotk.zero.loop import NO_AUX, _last_step_record
+        from gotk.zero.options import NO_AUX, last_step_record
 
         s = self.settings
         work = self.folder / f"round-{version:04d}"
@@ -181,7 +181,7 @@ class Learner:
         convert_agent(work / "train" / "agent.gotk", nxt, fp16=False, search=self.search)
         st = load_checkpoint(work / "train" / CHECKPOINT)
         save_optimizer_state(opt_path, st["config"]["optimizer"], st["optimizer"])
-        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **_last_step_record(work / "train")}
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last_step_record(work / "train")}
         rows = sum(r["rows"] for r in window)
         rec = {"version": version + 1, "network": nxt.name.removesuffix(".gotk"), "train": summary, "fresh": fresh,
                "window": {"chunks": len(window), "rows": rows, "first_chunk": window[0]["chunk"],

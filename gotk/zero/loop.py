@@ -1,4 +1,4 @@
-"""``gotk zero``: the AlphaGo Zero loop in generations, resumable after a kill at any point.
+"""``gotk zero --loop generations``: the AlphaGo Zero loop in generations, resumable after a kill at any point.
 
 A generation ``g`` (folder ``RUN/gen-NNN/``):
 
@@ -32,144 +32,17 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gotk.atomic import atomic_path
-from gotk.errors import GotkError
-from gotk.selfplay.games import SelfPlayConfig
 from gotk.zero.evaluation import RANDOM_NAME
+from gotk.zero.options import NO_AUX, STATE_NAME, ZeroError, ZeroOptions, defaults, last_step_record, net_name
 
-STATE_NAME = "zero.json"
 OPTIMIZER_NAME = "optimizer.pt"  # gen-g/optimizer.pt: the optimizer state after training network g + 1
-DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
-LOOPS = ("actors", "generations")
-NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
-
-
-class ZeroError(GotkError):
-    """The loop cannot start or go on (``bad_zero``)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("bad_zero", message)
-
-
-@dataclass
-class ZeroOptions:
-    """Every setting of a run (stored in ``zero.json``; a resumed run must match, except the budget)."""
-
-    out: str
-    size: int = 9
-    hours: float | None = None  # total budget over every session of the run
-    generations: int | None = None
-    games: int = 96  # self-play games per generation
-    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    model: str = "zero"
-    blocks: int = 6
-    filters: int = 64
-    encoder: str = "relative"  # own / opponent planes: every target is from the player to move's view
-    globals: bool = True  # the network takes the komi and the side to move as global inputs
-    init_agent: str | None = None
-    window: int = 4  # generations of self-play in the training window
-    train_steps: int = 300
-    batch_size: int = 128
-    lr: float | None = None
-    optimizer: str | None = None
-    carry_optimizer: bool = True  # each generation's optimizer goes on from the previous one's state
-    warmup_steps: int | None = None  # warm-up of a fresh optimizer; None: min(DEFAULT_WARMUP_STEPS, train_steps)
-    gating: bool = False
-    gate: float = 0.55
-    gating_games: int = 20
-    eval_games: int = 20  # per anchor
-    eval_every: int = 2  # evaluate against the anchors every this many generations (and the last one)
-    aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
-    threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
-    device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
-    eval_visits: int | None = None  # None: self-play's full-search visits (the search the network was trained with)
-    gnugo_levels: tuple[int, ...] = (1,)
-    gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
-    workers: int | None = None  # self-play processes (None: one per core for actors, 1 for the generations)
-    chunk_games: int = 48
-    seed: int = 0
-    loop: str = "actors"  # "actors": actors and a learner at once; "generations": self-play, train, evaluate in turn
-    reuse: float = 4.0  # actors: samples trained per new position (KataGo caps it at 8)
-    window_rows: int = 25_000  # actors: the newest rows trained on
-    min_rows: int = 2_000  # actors: rows before the first training round
-    executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
-    scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
-    calibrate_s: float = 60.0  # actors: seconds of host calibration at each session's start (0: none)
-
-    def validate(self) -> ZeroOptions:
-        if self.hours is not None and not self.hours > 0:
-            raise ZeroError(f"--hours must be > 0, not {self.hours}")
-        if self.generations is not None and self.generations < 1:
-            raise ZeroError(f"--generations must be >= 1, not {self.generations}")
-        if self.games < 1 or self.window < 1 or self.train_steps < 1 or self.batch_size < 1:
-            raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
-        if self.loop not in LOOPS:
-            raise ZeroError(f"--loop must be one of {', '.join(LOOPS)}, not {self.loop!r}")
-        if self.workers is not None and self.workers < 1:
-            raise ZeroError(f"--workers must be >= 1, not {self.workers}")
-        if not 0 < self.reuse <= 64:
-            raise ZeroError(f"--reuse must be in (0, 64], not {self.reuse}")
-        if self.window_rows < 1 or self.min_rows < 1:
-            raise ZeroError("--window-rows and --min-rows must be >= 1")
-        if self.calibrate_s < 0:
-            raise ZeroError(f"--calibrate-s must be >= 0, not {self.calibrate_s}")
-        if self.loop == "generations" and self.executor != "local":
-            raise ZeroError("--executor dask runs the actors of --loop actors")
-        from gotk.executors import ExecutorError, require
-
-        try:
-            require(self.executor, self.scheduler)
-        except ExecutorError as e:
-            raise ZeroError(e.message) from None
-        if self.warmup_steps is not None and self.warmup_steps < 0:
-            raise ZeroError(f"--warmup-steps must be >= 0, not {self.warmup_steps}")
-        if not 0.5 <= self.gate <= 1:
-            raise ZeroError(f"--gate must be in 0.5..1, not {self.gate}")
-        if self.eval_games < 0 or self.gating_games < 1 or (self.eval_visits is not None and self.eval_visits < 2) \
-                or self.eval_every < 1:
-            raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
-        self.selfplay.size = self.size
-        self.selfplay.validate()
-        from gotk.devices import resolve_device
-
-        try:
-            resolve_device(self.device)
-        except ValueError as e:
-            raise ZeroError(str(e)) from None
-        return self
-
-    @property
-    def warmup(self) -> int:
-        """Steps of learning-rate warm-up of a generation whose optimizer starts fresh."""
-        return self.warmup_steps if self.warmup_steps is not None else min(DEFAULT_WARMUP_STEPS, self.train_steps)
-
-    def record(self) -> dict:
-        d = asdict(self)
-        d.pop("hours")
-        d.pop("generations")
-        d.pop("threads")
-        d.pop("device")
-        d.pop("executor")
-        d.pop("scheduler")
-        d.pop("calibrate_s")
-        if self.loop == "generations":
-            d["workers"] = self.workers or 1
-        else:  # the actors' count changes no game (chunk c's games draw from (seed, c)): a run may resume elsewhere
-            d.pop("workers")
-        d["gnugo_levels"] = list(self.gnugo_levels)
-        return d
 
 
 def _gen(g: int) -> str:
     return f"gen-{g:03d}"
-
-
-def _net(k: int) -> str:
-    """The name of network ``k`` in the run's match reports and Elo table (0: the first, random or given)."""
-    return f"net-{k:03d}"
 
 
 class ZeroRun:
@@ -191,7 +64,7 @@ class ZeroRun:
             stored = self.state.get("options")
             if isinstance(stored, dict):  # a run recorded before an option existed ran with its default
                 old = {"loop": "generations", "workers": 1} if "loop" not in stored else {}
-                stored = {**{k: v for k, v in _defaults().items() if k in rec and k not in stored}, **old, **stored}
+                stored = {**{k: v for k, v in defaults().items() if k in rec and k not in stored}, **old, **stored}
             if stored != rec:
                 from gotk.runfolder import record_differences
 
@@ -238,7 +111,7 @@ class ZeroRun:
             elo = report["generations"][-1].get("elo")
             wins = ", ".join(f"{k} {v:.2f}" for k, v in rec["eval"].items() if isinstance(v, float))
             log(f"generation {g}: {rec['selfplay']['games']} games, {rec['selfplay']['positions']} positions, "
-                f"train loss {rec['train'].get('loss')}, {_net(g + 1)} Elo {elo}"
+                f"train loss {rec['train'].get('loss')}, {net_name(g + 1)} Elo {elo}"
                 + (f" ({wins})" if wins else "") + f", {'promoted' if rec['promoted'] else 'the best kept'}; "
                 f"{self.state['elapsed_s'] / 3600:.2f} h")
         return self.write_report()
@@ -290,7 +163,7 @@ class ZeroRun:
             nxt.parent.mkdir(parents=True, exist_ok=True)
             with atomic_path(nxt) as tmp:
                 shutil.copyfile(self.candidate_path(g) if promoted else self.agent_path(g), tmp)
-        rec = {"generation": g, "network": _net(g + 1), "selfplay": sp, "train": tr, "eval": ev,
+        rec = {"generation": g, "network": net_name(g + 1), "selfplay": sp, "train": tr, "eval": ev,
                "promoted": promoted,
                "seconds": {"selfplay": round(t1 - t0, 1), "train": round(t2 - t1, 1), "eval": round(t3 - t2, 1)},
                "hours_at_end": round((self.state["elapsed_s"] + time.time() - self.t_session) / 3600, 4)}
@@ -369,7 +242,7 @@ class ZeroRun:
                           threads=o.threads, device=o.device, globals=bool(meta.get("globals")),
                           **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
-        last = _last_step_record(out)
+        last = last_step_record(out)
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last,
                    "optimizer_from": carried.parent.name if carried else None}
         # the network carries the search it was trained with: gotk gtp / match and the evaluations below play it so
@@ -406,14 +279,14 @@ class ZeroRun:
         last = o.generations is not None and g + 1 >= o.generations
         common = {"size": o.size, "komi": o.selfplay.komi, "visits": self.eval_visits, "seed": g, "log": log}
         if o.eval_games and (g % o.eval_every == o.eval_every - 1 or last):
-            out.update(play_anchors(self.candidate_path(g), _net(g + 1), edir, o.eval_games, o.gnugo_levels, o.gnugo,
-                                    **common))
+            out.update(play_anchors(self.candidate_path(g), net_name(g + 1), edir, o.eval_games, o.gnugo_levels,
+                                    o.gnugo, **common))
         if o.gating:
             best = self.state["best"]
-            rep = play_match(self.candidate_path(g), _net(g + 1),
+            rep = play_match(self.candidate_path(g), net_name(g + 1),
                              [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(g)),
                               "--visits", str(self.eval_visits), "--seed", str(g)],
-                             _net(best), o.gating_games, edir / "vs-best.json", **common)
+                             net_name(best), o.gating_games, edir / "vs-best.json", **common)
             out["gating_win_rate"] = rep["win_rate"]
             out["gating_against"] = best
         return out
@@ -439,35 +312,4 @@ class ZeroRun:
         return write_report(self.root, self.state, self.ratings())
 
 
-def _defaults() -> dict:
-    """The recorded options (:meth:`ZeroOptions.record`) at their defaults."""
-    return json.loads(json.dumps(ZeroOptions(out="").record()))
-
-
-def _last_step_record(run: Path) -> dict:
-    """The losses of a training run's last logged step (``metrics.jsonl``)."""
-    path = run / "metrics.jsonl"
-    last: dict = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if rec.get("kind") == "step":
-                last = rec
-    keep = ("loss", "policy_loss", "policy_soft_ce", "value_mse", "ownership_loss", "score_loss", "top1",
-            "samples_per_s")
-    return {k: last[k] for k in keep if k in last}
-
-
-def zero(opts: ZeroOptions, log=print) -> dict:
-    """Run or resume ``gotk zero`` (``opts.loop``: actors and a learner, or generations); returns the report."""
-    if opts.loop == "actors":
-        from gotk.zero.actor_learner import ActorLearnerRun
-
-        return ActorLearnerRun(opts).run(log)
-    return ZeroRun(opts).run(log)
-
-
-__all__ = ["ZeroError", "ZeroOptions", "ZeroRun", "zero"]
+__all__ = ["ZeroRun"]

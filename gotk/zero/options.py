@@ -1,0 +1,162 @@
+"""The settings of a ``gotk zero`` run (:class:`ZeroOptions`, stored in ``zero.json``) and what both loops share:
+the networks' names, the losses a training run logged last."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gotk.errors import GotkError
+from gotk.selfplay.games import SelfPlayConfig
+
+STATE_NAME = "zero.json"
+DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
+LOOPS = ("actors", "generations")
+NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
+
+
+class ZeroError(GotkError):
+    """The loop cannot start or go on (``bad_zero``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad_zero", message)
+
+
+@dataclass
+class ZeroOptions:
+    """Every setting of a run (stored in ``zero.json``; a resumed run must match, except the budget)."""
+
+    out: str
+    size: int = 9
+    hours: float | None = None  # total budget over every session of the run
+    generations: int | None = None
+    games: int = 96  # self-play games per generation
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    model: str = "zero"
+    blocks: int = 6
+    filters: int = 64
+    encoder: str = "relative"  # own / opponent planes: every target is from the player to move's view
+    globals: bool = True  # the network takes the komi and the side to move as global inputs
+    init_agent: str | None = None
+    window: int = 4  # generations of self-play in the training window
+    train_steps: int = 300
+    batch_size: int = 128
+    lr: float | None = None
+    optimizer: str | None = None
+    carry_optimizer: bool = True  # each generation's optimizer goes on from the previous one's state
+    warmup_steps: int | None = None  # warm-up of a fresh optimizer; None: min(DEFAULT_WARMUP_STEPS, train_steps)
+    gating: bool = False
+    gate: float = 0.55
+    gating_games: int = 20
+    eval_games: int = 20  # per anchor
+    eval_every: int = 2  # evaluate against the anchors every this many generations (and the last one)
+    aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
+    threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
+    device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
+    eval_visits: int | None = None  # None: self-play's full-search visits (the search the network was trained with)
+    gnugo_levels: tuple[int, ...] = (1,)
+    gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
+    workers: int | None = None  # self-play processes (None: one per core for actors, 1 for the generations)
+    chunk_games: int = 48
+    seed: int = 0
+    loop: str = "actors"  # "actors": actors and a learner at once; "generations": self-play, train, evaluate in turn
+    reuse: float = 4.0  # actors: samples trained per new position (KataGo caps it at 8)
+    window_rows: int = 25_000  # actors: the newest rows trained on
+    min_rows: int = 2_000  # actors: rows before the first training round
+    executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
+    scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
+    calibrate_s: float = 60.0  # actors: seconds of host calibration at each session's start (0: none)
+
+    def validate(self) -> ZeroOptions:
+        if self.hours is not None and not self.hours > 0:
+            raise ZeroError(f"--hours must be > 0, not {self.hours}")
+        if self.generations is not None and self.generations < 1:
+            raise ZeroError(f"--generations must be >= 1, not {self.generations}")
+        if self.games < 1 or self.window < 1 or self.train_steps < 1 or self.batch_size < 1:
+            raise ZeroError("--games, --window, --train-steps and --batch-size must be >= 1")
+        if self.loop not in LOOPS:
+            raise ZeroError(f"--loop must be one of {', '.join(LOOPS)}, not {self.loop!r}")
+        if self.workers is not None and self.workers < 1:
+            raise ZeroError(f"--workers must be >= 1, not {self.workers}")
+        if not 0 < self.reuse <= 64:
+            raise ZeroError(f"--reuse must be in (0, 64], not {self.reuse}")
+        if self.window_rows < 1 or self.min_rows < 1:
+            raise ZeroError("--window-rows and --min-rows must be >= 1")
+        if self.calibrate_s < 0:
+            raise ZeroError(f"--calibrate-s must be >= 0, not {self.calibrate_s}")
+        if self.loop == "generations" and self.executor != "local":
+            raise ZeroError("--executor dask runs the actors of --loop actors")
+        from gotk.executors import ExecutorError, require
+
+        try:
+            require(self.executor, self.scheduler)
+        except ExecutorError as e:
+            raise ZeroError(e.message) from None
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ZeroError(f"--warmup-steps must be >= 0, not {self.warmup_steps}")
+        if not 0.5 <= self.gate <= 1:
+            raise ZeroError(f"--gate must be in 0.5..1, not {self.gate}")
+        if self.eval_games < 0 or self.gating_games < 1 or (self.eval_visits is not None and self.eval_visits < 2) \
+                or self.eval_every < 1:
+            raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
+        self.selfplay.size = self.size
+        self.selfplay.validate()
+        from gotk.devices import resolve_device
+
+        try:
+            resolve_device(self.device)
+        except ValueError as e:
+            raise ZeroError(str(e)) from None
+        return self
+
+    @property
+    def warmup(self) -> int:
+        """Steps of learning-rate warm-up of a generation whose optimizer starts fresh."""
+        return self.warmup_steps if self.warmup_steps is not None else min(DEFAULT_WARMUP_STEPS, self.train_steps)
+
+    def record(self) -> dict:
+        d = asdict(self)
+        d.pop("hours")
+        d.pop("generations")
+        d.pop("threads")
+        d.pop("device")
+        d.pop("executor")
+        d.pop("scheduler")
+        d.pop("calibrate_s")
+        if self.loop == "generations":
+            d["workers"] = self.workers or 1
+        else:  # the actors' count changes no game (chunk c's games draw from (seed, c)): a run may resume elsewhere
+            d.pop("workers")
+        d["gnugo_levels"] = list(self.gnugo_levels)
+        return d
+
+
+def net_name(k: int) -> str:
+    """The name of network ``k`` in the run's match reports and Elo table (0: the first, random or given)."""
+    return f"net-{k:03d}"
+
+
+def defaults() -> dict:
+    """The recorded options (:meth:`ZeroOptions.record`) at their defaults."""
+    return json.loads(json.dumps(ZeroOptions(out="").record()))
+
+
+def last_step_record(run: Path) -> dict:
+    """The losses of a training run's last logged step (``metrics.jsonl``)."""
+    path = run / "metrics.jsonl"
+    last: dict = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if rec.get("kind") == "step":
+                last = rec
+    keep = ("loss", "policy_loss", "policy_soft_ce", "value_mse", "ownership_loss", "score_loss", "top1",
+            "samples_per_s")
+    return {k: last[k] for k in keep if k in last}
+
+
+__all__ = ["LOOPS", "NO_AUX", "STATE_NAME", "ZeroError", "ZeroOptions", "defaults", "last_step_record", "net_name"]
