@@ -104,3 +104,18 @@ def test_rows_of_aux_weight_zero_add_no_ownership_or_score_loss() -> None:
     loss_none, s_none = _losses(weights, none)
     assert s_none["ownership_loss_sum"] == 0.0 and s_none["ownership_rows"] == 0.0
     assert loss_none == pytest.approx(_soft_ce(LOGITS[0], PI[0]) + 0.25, rel=1e-5)
+
+
+def test_value_mix_trains_towards_the_root_value_and_logs_the_result_s_error() -> None:
+    """With value_mix m the value term is the squared error against (1 - m) * outcome + m * root value, over the rows
+    whose outcome is known; the logged value error stays the one against the outcome."""
+    batch = {**_batch(), "root_value": torch.tensor([-0.6, 0.9])}
+    base_loss, base = _losses(LossWeights.of(_cfg(), 2), batch)
+    for m in (0.25, 1.0):
+        loss, s = _losses(LossWeights.of(_cfg(value_mix=m), 2), batch)
+        mixed = (1 - m) * 1.0 + m * -0.6
+        assert loss - base_loss == pytest.approx((0.5 - mixed) ** 2 - (0.5 - 1.0) ** 2, rel=1e-5)
+        assert s["value_se"] == base["value_se"] == pytest.approx(0.25) and s["value_rows"] == 1.0
+    # without the root value column (human games) the mix changes nothing
+    loss, _ = _losses(LossWeights.of(_cfg(value_mix=0.5), 2), _batch())
+    assert loss == pytest.approx(base_loss)

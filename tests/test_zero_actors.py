@@ -163,8 +163,10 @@ def test_a_run_killed_anywhere_resumes_without_losing_a_game_or_counting_a_row_t
 def test_actors_on_a_dask_local_cluster(tmp_path):
     pytest.importorskip("distributed")
     out = tmp_path / "dask"
-    _zero(out, "--generations", "2", "--workers", "2", "--executor", "dask", "--eval-games", "0", "--calibrate-s", "0")
+    _zero(out, "--generations", "2", "--workers", "2", "--executor", "dask", "--eval-games", "0", "--calibrate-s", "0",
+          "--value-mix", "0.5")
     state = json.loads((out / "zero.json").read_text())
+    assert state["options"]["value_mix"] == 0.5  # the value target mixed with the root value (KataGo's short-term)
     assert [n["network"] for n in state["networks"]] == ["net-001", "net-002"]
     assert state["sessions"][0]["executor"] == "dask"
     records = _chunk_records(out)
@@ -191,7 +193,7 @@ def test_refusals_are_one_line(tmp_path):
     cases = [(["--reuse", "0"], "--reuse"), (["--loop", "rounds"], "--loop must be"),
              (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --executor dask"),
              (["--workers", "0"], "--workers must be"), (["--calibrate-s", "-1"], "--calibrate-s"),
-             (["--loop", "generations", "--executor", "dask"], "--loop actors")]
+             (["--loop", "generations", "--executor", "dask"], "--loop actors"), (["--value-mix", "1.5"], "--value-mix")]
     for i, (extra, message) in enumerate(cases):
         r = _zero(tmp_path / f"z{i}", "--generations", "1", *extra, check=False)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr)

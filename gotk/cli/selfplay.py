@@ -147,6 +147,8 @@ def zero_cmd(
                                     "(with the search they were trained with) [self-play's --visits]."),
     eval_every: int = typer.Option(2, "--eval-every", help="Play the anchors every this many generations."),
     no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
+    value_mix: float = typer.Option(0.0, "--value-mix", help="The value target: (1 - m) x the game's result + m x "
+                                    "the search's root value (KataGo's short-term value targets; 0: the result)."),
     threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [actors: 1 each "
                                 "and 1 for the learner; generations: cores]."),
     device: str = typer.Option("auto", "--device", help="Self-play and training: cpu, cuda, cuda:N or auto (CUDA "
@@ -189,7 +191,7 @@ def zero_cmd(
                        eval_every=eval_every, aux_targets=not no_aux, threads=threads, device=device,
                        gnugo_levels=levels, workers=workers, chunk_games=chunk_games, seed=seed, loop=loop,
                        reuse=reuse, window_rows=window_rows, min_rows=min_rows, executor=executor,
-                       scheduler=scheduler, calibrate_s=calibrate_s)
+                       scheduler=scheduler, calibrate_s=calibrate_s, value_mix=value_mix)
     try:
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:

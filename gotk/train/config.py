@@ -59,6 +59,9 @@ class TrainConfig:
     shuffle_buffer: int = 16384
     positions_per_game: int | None = None  # None: 8 when the value head is trained, else all
     value_weight: float = 1.0
+    # on self-play data: the value target mixes the game's result with the search's root value, (1 - m) z + m v
+    # (KataGo's short-term value targets, in one term); 0: the result alone
+    value_mix: float = 0.0
     # the auxiliary losses of a model with ownership and score outputs (``zero``) on data with self-play targets;
     # None: KataGo's weights (gotk.train.losses), 1.5 / size² for the ownership (its sum over the points) and 0.0015
     # for the score (Huber, delta 12 points)
@@ -126,6 +129,8 @@ class TrainConfig:
             v = getattr(c, name)
             if v is not None and not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"--{name.replace('_', '-')} must be a number >= 0, not {v}")
+        if not 0 <= c.value_mix <= 1:
+            raise ValueError(f"--value-mix must be in 0..1, not {c.value_mix}")
         if c.workers < 0:
             raise ValueError("--workers must be >= 0")
         if c.dist_timeout <= 0:

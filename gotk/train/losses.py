@@ -6,7 +6,10 @@ the terms are weighted (:class:`gotk.train.trainer.Trainer` owns the forward pas
   the search's policy, averaged with the rows' ``weight`` (rows of weight 0 add no policy loss); top-1/top-5
   still count the move played.
 * **Value.** ``value_weight`` times the squared error against the outcome, averaged over the rows whose outcome is
-  known (value 0 — draw, void or unknown result — is left out).
+  known (value 0 — draw, void or unknown result — is left out). With ``value_mix`` m > 0 on self-play data the target
+  is ``(1 - m) * outcome + m * root_value``, the search's value of the position mixed in (KataGo's short-term value
+  targets in one term): less noise than a result decided many moves later. The logged ``value_mse`` stays the error
+  against the outcome, so runs with and without the mix compare.
 * **Ownership and score** (models with ``has_aux``, on self-play data): ``ownership`` (default 1.5 / size²) times
   the sum over the points of the binary cross-entropy between ``(1 + predicted) / 2`` and ``(1 + target) / 2``, and
   ``score`` (default 0.0015) times the Huber loss (delta :data:`SCORE_HUBER_DELTA` = 12 points) of the score in
@@ -52,6 +55,8 @@ class LossWeights:
     ownership: float
     score: float
     board_size: int
+    value_mix: float = 0.0  # the root value's share of the value target on self-play data
+
 
     @classmethod
     def of(cls, cfg, board_size: int) -> LossWeights:
@@ -59,7 +64,8 @@ class LossWeights:
         own = cfg.ownership_weight if cfg.ownership_weight is not None \
             else DEFAULT_OWNERSHIP_WEIGHT / (board_size * board_size)
         score = cfg.score_weight if cfg.score_weight is not None else DEFAULT_SCORE_WEIGHT
-        return cls(float(cfg.value_weight), float(own), float(score), int(board_size))
+        return cls(float(cfg.value_weight), float(own), float(score), int(board_size),
+                   float(getattr(cfg, "value_mix", 0.0)))
 
 
 def soft_policy_sums(p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -131,9 +137,14 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
         known = (t != 0).float()
         se = (v.float() - t) ** 2 * known
         nk = known.sum()
-        loss = loss + weights.value * se.sum() / nk.clamp(min=1.0)
+        target_se = se
+        if weights.value_mix and "root_value" in batch:  # the loss against the mixed target, the stats the result's
+            root = batch["root_value"][:t.shape[0]].to(dev, non_blocking=True).float()
+            mixed = (1.0 - weights.value_mix) * t + weights.value_mix * root
+            target_se = (v.float() - mixed) ** 2 * known
+        loss = loss + weights.value * target_se.sum() / nk.clamp(min=1.0)
         if share is not None:
-            scaled = scaled + weights.value * world * se.sum() / share[1].clamp(min=1.0)
+            scaled = scaled + weights.value * world * target_se.sum() / share[1].clamp(min=1.0)
         stats[4] = se.sum().detach()
         stats[5] = nk
     if own is not None and score is not None:

@@ -103,7 +103,8 @@ class ActorLearnerRun(ZeroRun):
         done = done_chunks(self.selfplay_root)
         s = LearnerSettings(reuse=o.reuse, batch_size=o.batch_size, steps=o.train_steps, window_rows=o.window_rows,
                             min_rows=o.min_rows, lr=o.lr, optimizer=o.optimizer, warmup=o.warmup,
-                            aux_targets=o.aux_targets, threads=o.threads or 1, device=o.device, seed=o.seed)
+                            aux_targets=o.aux_targets, threads=o.threads or 1, device=o.device, seed=o.seed,
+                            value_mix=o.value_mix)
         learner = Learner(self.root, s, o.selfplay.agent_search(), encoder, log)
         actor_device = "cpu" if o.device == "auto" else o.device
         try:

@@ -45,6 +45,7 @@ class LearnerSettings:
     threads: int | None
     device: str
     seed: int
+    value_mix: float = 0.0  # the root value's share of the value target
     fresh_rows: int = 1024  # at most this many of a round's new rows are scored before training (~2% of a round)
 
     def allowed_steps(self, rows: int) -> int:
@@ -175,7 +176,7 @@ class Learner:
                           init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
                           init_optimizer=str(opt_path) if carried else None, warmup_steps=0 if carried else s.warmup,
                           threads=s.threads, device=s.device, globals=bool(meta.get("globals")),
-                          **({} if s.aux_targets else NO_AUX))
+                          value_mix=s.value_mix, **({} if s.aux_targets else NO_AUX))
         result = train(cfg)
         nxt = self.network_path(version + 1)
         convert_agent(work / "train" / "agent.gotk", nxt, fp16=False, search=self.search)

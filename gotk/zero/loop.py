@@ -240,7 +240,7 @@ class ZeroRun:
                           init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
                           init_optimizer=str(carried) if carried else None, warmup_steps=0 if carried else o.warmup,
                           threads=o.threads, device=o.device, globals=bool(meta.get("globals")),
-                          **({} if o.aux_targets else NO_AUX))
+                          value_mix=o.value_mix, **({} if o.aux_targets else NO_AUX))
         result = train(cfg)
         last = last_step_record(out)
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last,

@@ -52,6 +52,7 @@ class ZeroOptions:
     eval_games: int = 20  # per anchor
     eval_every: int = 2  # evaluate against the anchors every this many generations (and the last one)
     aux_targets: bool = True  # train the ownership and score outputs (KataGo's auxiliary targets)
+    value_mix: float = 0.0  # the value target: (1 - m) * the game's result + m * the search's root value
     threads: int | None = None  # torch threads of self-play and training (None: cores / workers)
     device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
     eval_visits: int | None = None  # None: self-play's full-search visits (the search the network was trained with)
@@ -83,6 +84,8 @@ class ZeroOptions:
             raise ZeroError(f"--reuse must be in (0, 64], not {self.reuse}")
         if self.window_rows < 1 or self.min_rows < 1:
             raise ZeroError("--window-rows and --min-rows must be >= 1")
+        if not 0 <= self.value_mix <= 1:
+            raise ZeroError(f"--value-mix must be in 0..1, not {self.value_mix}")
         if self.calibrate_s < 0:
             raise ZeroError(f"--calibrate-s must be >= 0, not {self.calibrate_s}")
         if self.loop == "generations" and self.executor != "local":
