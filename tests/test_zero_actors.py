@@ -193,7 +193,8 @@ def test_refusals_are_one_line(tmp_path):
     cases = [(["--reuse", "0"], "--reuse"), (["--loop", "rounds"], "--loop must be"),
              (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --executor dask"),
              (["--workers", "0"], "--workers must be"), (["--calibrate-s", "-1"], "--calibrate-s"),
-             (["--loop", "generations", "--executor", "dask"], "--loop actors"), (["--value-mix", "1.5"], "--value-mix")]
+             (["--loop", "generations", "--executor", "dask"], "--loop actors"),
+             (["--value-mix", "1.5"], "--value-mix")]
     for i, (extra, message) in enumerate(cases):
         r = _zero(tmp_path / f"z{i}", "--generations", "1", *extra, check=False)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr)
