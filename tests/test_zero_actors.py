@@ -72,8 +72,9 @@ def test_actors_and_a_learner_publish_networks_the_actors_play(run):
     # the optimizer went on from round to round: Adam's step count is the learner's
     import torch
 
-    opt = torch.load(run / "learner" / "optimizer.pt", weights_only=True)["state"]["state"]
+    opt = torch.load(run / "learner" / "optimizer-003.pt", weights_only=True)["state"]["state"]
     assert {int(s["step"]) for s in opt.values()} == {9}
+    assert sorted(p.name for p in (run / "learner").glob("optimizer-*.pt")) == ["optimizer-003.pt"]
 
 
 def test_the_report_the_selfplay_dataset_and_the_evaluation(run):

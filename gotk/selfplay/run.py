@@ -298,14 +298,18 @@ class SelfPlayRun:
         from gotk.shards.assemble import assemble_dataset
 
         files = [f"chunks/{_chunk_name(r['chunk'])}.parquet" for r in records if r["rows"] > 0]
-        games = []
-        for r in records:
-            for g in r["games"]:
-                games.append({k: g[k] for k in ("game_id", "black", "white", "komi", "result", "winner", "end",
-                                                "num_moves", "positions", "rules", "source")} | {"split": "train"})
-        assemble_dataset(self.out, self.encoder, {"train": files}, games,
+        assemble_dataset(self.out, self.encoder, {"train": files}, dataset_games(records),
                          options={"selfplay": self.record["config"], "games": self.opts.games},
                          generator={"name": GENERATOR, "gotk_version": __version__, "agent_sha256": self.agent_sha})
+
+
+GAME_KEYS = ("game_id", "black", "white", "komi", "result", "winner", "end", "num_moves", "positions", "rules",
+             "source")
+
+
+def dataset_games(records: list[dict]) -> list[dict]:
+    """The ``games.parquet`` rows (split ``train``) of the games in chunks' done-records, in their order."""
+    return [{k: g[k] for k in GAME_KEYS} | {"split": "train"} for r in records for g in r["games"]]
 
 
 def summarize(records: list[dict], wall: float, reused: int, fresh: list[dict]) -> dict:
@@ -374,4 +378,5 @@ def selfplay(opts: SelfPlayOptions, progress=None) -> dict:
     return SelfPlayRun(opts).execute(progress)
 
 
-__all__ = ["SelfPlayOptions", "SelfPlayRun", "play_chunk", "selfplay", "summarize", "write_chunk"]
+__all__ = ["GAME_KEYS", "SelfPlayOptions", "SelfPlayRun", "dataset_games", "play_chunk", "selfplay", "summarize",
+           "write_chunk"]

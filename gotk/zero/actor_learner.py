@@ -8,7 +8,8 @@ The run folder::
                                      it was trained with
     RUN/selfplay/chunks/, sgf/       the actors' games (:mod:`gotk.zero.actors`); manifest.json over every chunk at
                                      the end of a session (``gotk inspect RUN/selfplay``)
-    RUN/learner/                     the optimizer state and a record per round (:mod:`gotk.zero.learner`)
+    RUN/learner/                     the optimizer state after the newest network and a record per round
+                                     (:mod:`gotk.zero.learner`)
     RUN/eval/net-NNN/vs-*.json       match reports against the anchors, played after the learning
     RUN/report.json, report.png      the Elo curve (random = 0), losses (training and fresh), speeds, CPU shares
 
@@ -79,7 +80,7 @@ class ActorLearnerRun(ZeroRun):
         from gotk.executors import ExecutorError, make_executor
         from gotk.nets.agent import read_agent_files
         from gotk.zero.actors import ActorPool, Network, done_chunks
-        from gotk.zero.learner import Learner, LearnerSettings
+        from gotk.zero.learner import Learner, LearnerSettings, optimizer_name
 
         o = self.opts
         self._load_state()
@@ -146,6 +147,8 @@ class ActorLearnerRun(ZeroRun):
                            round_s=round(time.time() - t_round, 2))
                 self.state["networks"].append(rec)
                 self._tick()
+                # the state records the new network: the optimizer state a redone round would have needed goes
+                (self.root / "learner" / optimizer_name(version - 1)).unlink(missing_ok=True)
                 self.write_report()
                 f, t = rec["fresh"], rec["train"]
                 log(f"{rec['network']}: {rec['games']} games, {rows} rows, {rec['steps_done']} steps "
@@ -169,6 +172,7 @@ class ActorLearnerRun(ZeroRun):
 
     def _assemble_selfplay(self, records: list[dict], encoder: dict) -> None:
         """``RUN/selfplay`` as a gotk dataset over every committed chunk (``gotk inspect``, ``gotk train``)."""
+        from gotk.selfplay.run import dataset_games
         from gotk.shards.assemble import assemble_dataset
         from gotk.zero.actors import chunk_name
 
@@ -176,10 +180,8 @@ class ActorLearnerRun(ZeroRun):
             return
         records = sorted(records, key=lambda r: r["chunk"])
         files = [f"chunks/{chunk_name(r['chunk'])}.parquet" for r in records if r["rows"] > 0]
-        keys = ("game_id", "black", "white", "komi", "result", "winner", "end", "num_moves", "positions", "rules",
-                "source")
-        games = [{k: g[k] for k in keys if k in g} | {"split": "train"} for r in records for g in r["games"]]
-        assemble_dataset(self.selfplay_root, encoder, {"train": files}, games, options={"zero": str(self.root)},
+        assemble_dataset(self.selfplay_root, encoder, {"train": files}, dataset_games(records),
+                         options={"zero": str(self.root)},
                          generator={"name": "gotk zero"})
 
     # --- evaluation ----------------------------------------------------------------------------------

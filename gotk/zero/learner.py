@@ -14,7 +14,8 @@ rows, and the learner's share of the host follows from the reuse and the actors'
    optimizer state the last round left (Adam's moments and step count; the first round warms the learning rate
    up instead);
 4. **publish** the network as ``networks/net-NNN.gotk`` (atomically, with the search it was trained with), then the
-   optimizer state; the run's state records the round last, so a killed round is done again.
+   optimizer state after it (``learner/optimizer-NNN.pt``); the run's state records the round last, so a killed round
+   is done again, from the same network and optimizer state.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from pathlib import Path
 
 from gotk.atomic import atomic_path
 
-OPTIMIZER_NAME = "optimizer.pt"
+
+def optimizer_name(version: int) -> str:
+    """The optimizer state after training network ``version`` (the state the next round starts from)."""
+    return f"optimizer-{version:03d}.pt"
 
 
 @dataclass(frozen=True)
@@ -71,13 +75,12 @@ def window_records(records: list[dict], window_rows: int) -> list[dict]:
 
 def chunk_dataset(folder: Path, chunks: Path, records: list[dict], encoder: dict, options: dict) -> Path:
     """``folder`` made a gotk dataset (split ``train``) over the rows files of ``records`` in ``chunks``."""
+    from gotk.selfplay.run import dataset_games
     from gotk.shards.assemble import assemble_dataset
     from gotk.zero.actors import chunk_name
 
     files = [os.path.relpath(chunks / f"{chunk_name(r['chunk'])}.parquet", folder) for r in records if r["rows"] > 0]
-    keys = ("game_id", "black", "white", "komi", "result", "winner", "end", "num_moves", "positions", "rules",
-            "source")
-    games = [{k: g[k] for k in keys if k in g} | {"split": "train"} for r in records for g in r["games"]]
+    games = dataset_games(records)
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
@@ -166,7 +169,7 @@ class Learner:
         window = window_records(records, s.window_rows)
         data = chunk_dataset(work / "window", chunks, window, self.encoder,
                              {"window": [window[0]["chunk"], window[-1]["chunk"]]})
-        opt_path = self.folder / OPTIMIZER_NAME
+        opt_path = self.folder / optimizer_name(version)
         carried = opt_path.is_file() and version > 0
         meta = load_agent(prev).meta
         cfg = TrainConfig(data=str(data), out=str(work / "train"), model=meta["model"]["name"], head="both",
@@ -181,7 +184,7 @@ class Learner:
         nxt = self.network_path(version + 1)
         convert_agent(work / "train" / "agent.gotk", nxt, fp16=False, search=self.search)
         st = load_checkpoint(work / "train" / CHECKPOINT)
-        save_optimizer_state(opt_path, st["config"]["optimizer"], st["optimizer"])
+        save_optimizer_state(self.folder / optimizer_name(version + 1), st["config"]["optimizer"], st["optimizer"])
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last_step_record(work / "train")}
         rows = sum(r["rows"] for r in window)
         rec = {"version": version + 1, "network": nxt.name.removesuffix(".gotk"), "train": summary, "fresh": fresh,
