@@ -46,7 +46,7 @@ def random_agent(path: Path, spec: str, records, seed: int = 0) -> Path:
     import torch
 
     from gotk.encoders import get_encoder
-    from gotk.nets.agent import save_agent
+    from gotk.nets.agent_file import save_agent
     from gotk.nets.networks import build_model
 
     blocks, filters = (int(v) for v in spec.lower().split("x"))

@@ -205,7 +205,7 @@ def leelaz_main(args) -> int:
     from gotk.export.leelaz_check import Leelaz, find_leelaz
     from gotk.export.leelaz_weights import export_agent_weights
     from gotk.nets import load_agent
-    from gotk.nets.agent import resolve_agent
+    from gotk.nets.agent_file import resolve_agent
     from gotk.search import NetEvaluator, Search, SearchConfig
 
     exe = args.leelaz or find_leelaz()
@@ -290,10 +290,10 @@ def leelaz_main(args) -> int:
 
 def play_leelaz(args, exe: str, agent: Path, weights: Path, report: dict) -> None:
     """``--games``: gotk's search against leelaz on the same weights at equal visits (see the module text)."""
+    from gotk.play.factory import make_search_player
     from gotk.play.match import Match, MatchConfig, match_report
     from gotk.play.results import summarize
     from gotk.search import SearchConfig
-    from gotk.search.factory import make_search_player
 
     tuned = {k: v for k, v in (("c_puct", args.c_puct), ("fpu", args.fpu), ("lcb", args.lcb)) if v is not None}
     config = SearchConfig(visits=args.visits, seed=args.seed, **tuned)

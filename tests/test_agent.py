@@ -14,7 +14,7 @@ import torch
 from gotk.encoders import get_encoder
 from gotk.game.state import GameState
 from gotk.nets import AgentError, build_model, load_agent, save_agent
-from gotk.nets.agent import AGENT_JSON, WEIGHTS
+from gotk.nets.agent_file import AGENT_JSON, WEIGHTS
 
 
 @pytest.fixture(autouse=True, scope="module")

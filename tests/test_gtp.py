@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 import gotk
 from gotk import coords
+from gotk.game.rules import own_eye_mask, passing_wins, sensible_moves
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.gtp import GtpEngine, preprocess
-from gotk.play.players import RESIGN, PolicyPlayer, RandomPlayer, own_eye_mask, passing_wins, sensible_moves
+from gotk.play.players import RESIGN, PolicyPlayer, RandomPlayer
 
 REPO = Path(__file__).resolve().parents[1]
 ANSWER = re.compile(r"^[=?][0-9]*( [^\n]*)?(\n[^\n]+)*\n\n$")

@@ -20,7 +20,7 @@ from gotk.encoders import get_encoder
 from gotk.export import leelaz_check as LC
 from gotk.export.leelaz_weights import check_exportable, export_agent_weights, fold_conv_bn, weights_lines
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.nets.agent import save_agent
+from gotk.nets.agent_file import save_agent
 from gotk.nets.networks import build_model
 from gotk.sgf.record import GameRecord
 

@@ -176,8 +176,8 @@ def test_searched_game_ends_with_gnugos_count(tmp_path: Path) -> None:
     played out to two passes, ends with both counts naming the same winner."""
     from test_search import material_agent_file
 
+    from gotk.play.factory import make_search_player
     from gotk.search import SearchConfig
-    from gotk.search.factory import make_search_player
 
     search = make_search_player(str(material_agent_file(tmp_path / "material.gotk")),
                                 SearchConfig(visits=16, seed=1, resign_threshold=None), warn=lambda _: None)

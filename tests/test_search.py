@@ -15,10 +15,12 @@ import pytest
 import torch
 
 from gotk import coords
+from gotk.game.rules import passing_wins
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.play.players import RESIGN, passing_wins
+from gotk.play.players import RESIGN
 from gotk.search import Search, SearchConfig, SearchPlayer, SearchSetupError, check_agents
 from gotk.search import tree as T
+from gotk.search.choice import choose
 from gotk.search.clock import Clock
 from gotk.search.evaluate import NetEvaluator
 from tests.test_engine import parse
@@ -307,14 +309,14 @@ def _two_move_search(lcb: float) -> Search:
 
 def test_lcb_prefers_a_move_whose_values_agree() -> None:
     rng = np.random.default_rng(0)
-    assert coords.to_gtp(_two_move_search(0.0).choose(0.0, rng), 9) == "E5"  # most visits
+    assert coords.to_gtp(choose(_two_move_search(0.0), 0.0, rng), 9) == "E5"  # most visits
     lcb = _two_move_search(0.1)
     lower = lcb.lower_bounds(lcb.tree.children(0))
     assert lower[1] == pytest.approx(0.15) and lower[0] < -1 and lower[3] == -np.inf
-    assert coords.to_gtp(lcb.choose(0.0, rng), 9) == "C3"  # B's bound beats A's; C has too few visits (2)
+    assert coords.to_gtp(choose(lcb, 0.0, rng), 9) == "C3"  # B's bound beats A's; C has too few visits (2)
     assert [coords.to_gtp(i.move, 9) for i in lcb.infos()] == ["C3", "E5", "G7"]  # analysis leads with it too
-    assert coords.to_gtp(_two_move_search(0.9).choose(0.0, rng), 9) == "E5"  # B (8 < 0.9 x 10) is not eligible
-    assert coords.to_gtp(_two_move_search(0.1).choose(1e-3, rng), 9) == "E5"  # sampling ignores the bound
+    assert coords.to_gtp(choose(_two_move_search(0.9), 0.0, rng), 9) == "E5"  # B (8 < 0.9 x 10) is not eligible
+    assert coords.to_gtp(choose(_two_move_search(0.1), 1e-3, rng), 9) == "E5"  # sampling ignores the bound
 
 
 def test_lcb_through_the_cli_and_agent_files(tmp_path: Path, agent_path: Path) -> None:
@@ -416,7 +418,7 @@ def gotk(*args: str, timeout: float = 120, stdin: str = "") -> subprocess.Comple
 
 
 def test_cli_refusals_are_one_line_errors(tmp_path: Path, agent_path: Path) -> None:
-    from gotk.search.factory import make_search_player
+    from gotk.play.factory import make_search_player
 
     policy_only = tiny_agent_file(tmp_path / "p.gotk", head="policy")
     small = tiny_agent_file(tmp_path / "s7.gotk", size=7)

@@ -295,7 +295,7 @@ def test_selfplay_cli_writes_a_dataset_sgf_and_resumes(tmp_path):
 
 def test_selfplay_cli_refuses_bad_agents(tmp_path):
     a = _agent(5, head="policy")
-    from gotk.nets.agent import save_agent
+    from gotk.nets.agent_file import save_agent
 
     path = save_agent(tmp_path / "p.gotk", a.model, "resnet", {"blocks": 1, "filters": 8},
                       a.encoder.describe())

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from gotk.cli.main import app
 from gotk.export import leelaz_check as LC
-from gotk.nets.agent import BUILTIN_AGENTS, BUILTIN_DIR, AgentError, load_agent, read_agent_files, resolve_agent
+from gotk.nets.agent import load_agent
+from gotk.nets.agent_file import BUILTIN_AGENTS, BUILTIN_DIR, AgentError, read_agent_files, resolve_agent
 
 REPO = Path(__file__).resolve().parents[1]
 runner = CliRunner()

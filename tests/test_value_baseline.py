@@ -172,7 +172,7 @@ def synthetic_games(folder: Path, games: int, black_always: bool, seed: int = 0)
 def _train_value(tmp_path: Path, name: str, black_always: bool, steps: int) -> tuple[str, dict]:
     """``gotk encode`` of the synthetic games, a tiny value network trained ``steps`` steps: the summary printed and
     the agent's value_baseline record."""
-    from gotk.nets.agent import read_agent_files
+    from gotk.nets.agent_file import read_agent_files
 
     data = tmp_path / f"{name}-data"
     res = invoke(["encode", str(synthetic_games(tmp_path / name, 300, black_always)), "--encoder", "sevenplane",

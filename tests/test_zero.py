@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from gotk.nets.agent import read_agent_files
+from gotk.nets.agent_file import read_agent_files
 
 TINY = ["--loop", "generations",
         "--size", "5", "--games", "4", "--chunk-games", "2", "--visits", "4", "--fast-visits", "2", "--blocks", "1",

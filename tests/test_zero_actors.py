@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from gotk.nets.agent import read_agent_files
+from gotk.nets.agent_file import read_agent_files
 
 TINY = ["--size", "5", "--chunk-games", "2", "--visits", "4", "--fast-visits", "2", "--blocks", "1", "--filters", "8",
         "--train-steps", "3", "--batch-size", "16", "--min-rows", "24", "--window-rows", "300", "--eval-visits", "4",

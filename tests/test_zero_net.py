@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from gotk.cli.main import app
 from gotk.encoders import get_encoder
-from gotk.nets.agent import load_agent, read_agent_files, save_agent
+from gotk.nets.agent import load_agent
+from gotk.nets.agent_file import read_agent_files, save_agent
 from gotk.nets.networks import MODELS, ZeroBlock, ZeroNet, build_model
 from gotk.shards import format as S
 from gotk.shards.assemble import assemble_dataset

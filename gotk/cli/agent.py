@@ -32,7 +32,7 @@ def export_cmd(
     """
     from gotk.errors import GotkError
     from gotk.export.leelaz_weights import WeightsExportError, export_agent_weights
-    from gotk.nets.agent import resolve_agent
+    from gotk.nets.agent_file import resolve_agent
 
     if fmt not in FORMATS:
         _fail(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
@@ -65,7 +65,8 @@ def convert_cmd(
     Exit code: 0 on success; 2 for an unreadable agent, weights that overflow float16 or a bad option.
     """
     from gotk.errors import GotkError
-    from gotk.nets.agent import convert_agent, resolve_agent
+    from gotk.nets.agent import convert_agent
+    from gotk.nets.agent_file import resolve_agent
 
     settings = _search_settings(search)
     if not resolve_agent(agent).is_file():
@@ -77,7 +78,7 @@ def convert_cmd(
         _fail(str(e).removeprefix(f"{e.reason}: "))
     except ValueError as e:
         _fail(f"{agent}: {e}")
-    from gotk.nets.agent import read_agent_files
+    from gotk.nets.agent_file import read_agent_files
 
     kept = read_agent_files(path)[0].get("search")
     typer.echo(f"{'float16' if fp16 else 'float32'} agent: {path.stat().st_size / 1e6:.2f} MB in {path}"
@@ -86,7 +87,7 @@ def convert_cmd(
 
 def _search_settings(items: list[str]) -> dict:
     """``KEY=VALUE`` items of ``--search`` → {key: int/float, or None for ``default``}; a bad one fails in one line."""
-    from gotk.nets.agent import SEARCH_KEYS
+    from gotk.search.config import SEARCH_KEYS
 
     out: dict = {}
     for item in items:

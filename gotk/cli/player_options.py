@@ -88,9 +88,9 @@ class PlayerOptions:
 
     def make_player(self, agent: str | None, seed: int | None):
         """The player of ``agent`` (an agent file; None or ``"random"``: the random player) under these options
-        (:func:`gotk.search.factory.make_search_player`); its refusals are a one-line error (exit 2)."""
+        (:func:`gotk.play.factory.make_search_player`); its refusals are a one-line error (exit 2)."""
         from gotk.errors import GotkError
-        from gotk.search.factory import make_search_player
+        from gotk.play.factory import make_search_player
 
         human = {"profile": self.profile, "profile_argmax": self.profile_argmax} if self.profile else {}
         if self.profile_argmax and self.profile is None:

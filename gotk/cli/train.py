@@ -157,7 +157,7 @@ def train_cmd(
             bits.append(ended)
         typer.echo("; ".join(bits))
         typer.echo(f"agent: {out / 'agent.gotk'}")
-        from gotk.nets.agent import read_agent_files, value_record_warning
+        from gotk.nets.agent_file import read_agent_files, value_record_warning
 
         warning = value_record_warning(read_agent_files(out / "agent.gotk")[0])  # the rule gotk gtp warns by
         if warning:

@@ -123,7 +123,7 @@ def weights_lines(model) -> list[str]:
 def export_agent_weights(agent_path: str | os.PathLike, out: str | os.PathLike) -> dict:
     """Write the network of the agent file ``agent_path`` as a Leela Zero weights file ``out`` (gzip text, written
     atomically). Raises :class:`WeightsExportError` (an agent Leela Zero cannot run) or
-    :class:`~gotk.nets.agent.AgentError` (an unreadable agent file), each with a one-line message. Returns what
+    :class:`~gotk.nets.agent_file.AgentError` (an unreadable agent file), each with a one-line message. Returns what
     was written: ``{"path", "bytes", "blocks", "filters", "lines"}``."""
     from gotk.nets.agent import load_agent
 

@@ -4,7 +4,8 @@
 write an agent file (safetensors weights + JSON description).
 """
 
-from gotk.nets.agent import Agent, AgentError, load_agent, save_agent
+from gotk.nets.agent import Agent, load_agent
+from gotk.nets.agent_file import AgentError, save_agent
 from gotk.nets.networks import MODELS, build_model
 
 __all__ = ["Agent", "AgentError", "MODELS", "build_model", "load_agent", "save_agent"]

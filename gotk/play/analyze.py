@@ -187,7 +187,7 @@ class AnalyzingGtpEngine(GtpEngine):
     # --- the analyses -----------------------------------------------------------------------------------
 
     def _need_search(self):
-        search = getattr(self.player, "search", None)
+        search = self.player.search
         if search is None:
             raise GtpError("analysis needs a search: start gotk gtp with an agent that has a value head (or "
                            "--value-agent) and --visits N (N >= 2) or --seconds S")
@@ -264,7 +264,7 @@ class AnalyzingGtpEngine(GtpEngine):
     def cmd_time_settings(self, args: list[str]) -> str:
         self._need(args, 3)
         main, byo, stones = (parse_int(a) for a in args[:3])
-        clock = getattr(self.player, "clock", None)
+        clock = self.player.clock
         if main < 0 or byo < 0 or stones < 0:
             raise GtpError("syntax error (time settings must be >= 0)")
         if clock is not None:
@@ -278,7 +278,7 @@ class AnalyzingGtpEngine(GtpEngine):
         stones = parse_int(args[2])
         if seconds < 0 or stones < 0:
             raise GtpError("syntax error (time left must be >= 0)")
-        clock = getattr(self.player, "clock", None)
+        clock = self.player.clock
         if clock is not None:
             clock.left(color, seconds, stones)
         return ""

@@ -119,7 +119,7 @@ class GtpEngine:
         self.player = player
         self.name = name
         self.version = version
-        self.fixed_size: int | None = getattr(player, "board_size", None)
+        self.fixed_size: int | None = player.board_size
         self.komi = komi
         self.state = GameState(size or self.fixed_size or 19, komi=komi)
         self.quit = False
@@ -362,7 +362,7 @@ class GtpEngine:
         probs = np.asarray(self.player.policy(self.state), dtype=np.float64)
         order = np.argsort(-probs, kind="stable")[:n]
         lines = [f"{coords.to_gtp(int(p), self.size)} {probs[p]:.6f}" for p in order if probs[p] > 0]
-        if getattr(self.player, "has_value", False):
+        if self.player.has_value:
             lines.append(f"value {self.player.value(self.state):.6f}")
         return "\n".join(lines)
 

@@ -65,7 +65,7 @@ class Match:
         self.cfg = config
         self.on_game = on_game
         self.client: GtpClient | None = None
-        self.agent_name = config.agent_name or getattr(player, "name", "agent")
+        self.agent_name = config.agent_name or player.name
         self.opponent_name = config.opponent_name or (os.path.basename(opponent_argv[0]) if opponent_argv
                                                       else "opponent")
         self.results: list[GameResult] = []

@@ -1,10 +1,10 @@
 """Move choice for playing agents: a trained network's policy (:class:`PolicyPlayer`) or uniform random
 sensible moves (:class:`RandomPlayer`), with the same eye, pass and resignation rules.
 
-A *sensible* move is a legal board move that does not fill one of the mover's own eyes. The eye is the
-rules' own eye (:func:`gotk.game.rules.is_own_eye`, also the alphago encoder's sensibleness plane): an empty
-point whose on-board neighbours are all the mover's stones and whose on-board diagonals hold at most one
-opponent stone in the centre, none on the edge or in a corner.
+A *sensible* move (:func:`gotk.game.rules.sensible_moves`) is a legal board move that does not fill one of the
+mover's own eyes. The eye is the rules' own eye (:func:`gotk.game.rules.is_own_eye`, also the alphago encoder's
+sensibleness plane): an empty point whose on-board neighbours are all the mover's stones and whose on-board
+diagonals hold at most one opponent stone in the centre, none on the edge or in a corner.
 
 Pass rule (both players), checked in this order:
 
@@ -17,7 +17,8 @@ Pass rule (both players), checked in this order:
 
 Resignation (:class:`PolicyPlayer` only, and only when the agent has a value head): resign when the
 value of the position for the mover has been below ``resign_threshold`` at ``resign_moves``
-consecutive own moves. ``resign_threshold=None`` turns it off.
+consecutive own moves (:class:`gotk.search.choice.Resignation`). ``resign_threshold=None`` turns it off.
+The choice itself, sampling and the pass rules included, is :func:`gotk.search.choice.policy_choice`.
 """
 
 from __future__ import annotations
@@ -28,61 +29,30 @@ import numpy as np
 
 from gotk.encoders import metadata_inputs as MI
 from gotk.errors import GotkError
-from gotk.game.rules import is_own_eye
-from gotk.game.state import EMPTY, GameState
-from gotk.jit import kernel
-
-RESIGN = -1  # what ``choose`` returns to resign
+from gotk.game.rules import passing_wins, sensible_moves
+from gotk.game.state import GameState
+from gotk.search.choice import RESIGN, Resignation, policy_choice
 
 
 class Player(Protocol):
-    """Anything that picks a move: a flat index (pass = ``size*size``) or :data:`RESIGN`."""
+    """What GTP, analysis, matches and ``gotk serve`` ask of a player (:class:`RandomPlayer`, :class:`PolicyPlayer`,
+    :class:`gotk.search.SearchPlayer`): ``choose`` answers a flat index (pass = ``size*size``) or :data:`RESIGN`.
+    ``board_size`` is the one size its network plays (None: any); ``search`` and ``clock`` are the searching
+    player's tree and time budget (None for a player that does not search)."""
 
     name: str
+    board_size: int | None
+    has_value: bool
+    search: object | None
+    clock: object | None
 
     def choose(self, state: GameState) -> int: ...
 
     def reset(self) -> None: ...
 
+    def policy(self, state: GameState) -> np.ndarray: ...
 
-def own_eye_mask(state: GameState, color: int) -> np.ndarray:
-    """Boolean mask over the ``size*size`` points: empty points that are ``color``'s own eyes."""
-    empty = state.board == EMPTY
-    rest = empty.astype(np.int8)
-    _clear_own_eyes(state.board, state.nbr, state.diag, color, rest)
-    return empty & (rest == 0)
-
-
-@kernel
-def _clear_own_eyes(board, nbr, diag, color, mask):
-    """Zero ``mask[p]`` at every empty point ``p`` that is one of ``color``'s own eyes."""
-    for p in range(board.shape[0]):
-        if mask[p] != 0 and board[p] == 0 and is_own_eye(board, nbr, diag, p, color):
-            mask[p] = 0
-
-
-def sensible_moves(state: GameState, color: int | None = None) -> np.ndarray:
-    """Legal board moves (no pass) of ``color`` (default: the player to move) that fill no own eye."""
-    color = state.to_play if color is None else color
-    if not state.rules.superko:  # the legal mask and the eye rule in two compiled calls (search and self-play)
-        mask = state.legal_mask(color)
-        mask[-1] = 0
-        _clear_own_eyes(state.board, state.nbr, state.diag, color, mask)
-        return np.flatnonzero(mask)
-    legal = state.legal_moves(color)
-    legal = legal[legal != state.pass_point]
-    if legal.size == 0:
-        return legal
-    return legal[~own_eye_mask(state, color)[legal]]
-
-
-def passing_wins(state: GameState) -> bool:
-    """True when the opponent has just passed and a pass now ends the game as a win for the mover
-    by the final count (:meth:`GameState.score_final`, komi included)."""
-    if state.passes < 1:
-        return False
-    score = state.score_final(passer=state.to_play)  # black's view
-    return score > 0 if state.to_play == 1 else score < 0
+    def value(self, state: GameState) -> float: ...
 
 
 class RandomPlayer:
@@ -93,6 +63,9 @@ class RandomPlayer:
         self.rng = np.random.default_rng(seed)
         self.name = name
         self.has_value = False
+        self.board_size: int | None = None
+        self.search = None
+        self.clock = None
 
     def reset(self) -> None:
         """Nothing to forget between games (the random stream continues)."""
@@ -130,7 +103,7 @@ class PolicyPlayer:
                  name: str | None = None, profile: str | None = None) -> None:
         if temperature < 0:
             raise ValueError("temperature must be >= 0")
-        conditioned = bool(getattr(agent, "num_metadata", 0))
+        conditioned = bool(agent.num_metadata)
         if profile is not None and not conditioned:
             raise GotkError("bad_agent", "--profile: this agent is not conditioned on metadata (trained without "
                             "--metadata)")
@@ -143,20 +116,22 @@ class PolicyPlayer:
         self.pass_threshold = float(pass_threshold)
         self.resign_threshold = resign_threshold
         self.resign_moves = max(1, int(resign_moves))
+        self.resignation = Resignation(resign_threshold, self.resign_moves)
         self.rng = np.random.default_rng(seed)
         # a profile is part of who plays: match reports, GTP ``name`` and Elo tables tell profiles apart
-        self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}" + (f" {profile}" if profile else "")
-        self.has_value = bool(getattr(agent, "has_value", False))
-        self.low_value_streak = 0
+        self.name = name or f"gotk-{agent.name}" + (f" {profile}" if profile else "")
+        self.has_value = bool(agent.has_value)
+        self.search = None
+        self.clock = None
         self.last_value: float | None = None
 
     @property
     def board_size(self) -> int | None:
-        return getattr(self.agent, "board_size", None)
+        return self.agent.board_size
 
     def reset(self) -> None:
         """Forget the resignation streak (call at the start of each game)."""
-        self.low_value_streak = 0
+        self.resignation.reset()
         self.last_value = None
 
     def _policy_args(self) -> tuple:
@@ -172,24 +147,12 @@ class PolicyPlayer:
         if self.resign_threshold is None or not self.has_value:
             return False
         self.last_value = self.value(state)
-        self.low_value_streak = self.low_value_streak + 1 if self.last_value < self.resign_threshold else 0
-        return self.low_value_streak >= self.resign_moves
+        return self.resignation.update(self.last_value, state.move_number)
 
     def choose(self, state: GameState) -> int:
         if self._should_resign(state):
             return RESIGN
-        moves = sensible_moves(state)
-        if moves.size == 0 or passing_wins(state):
-            return state.pass_point
-        probs = np.asarray(self.policy(state), dtype=np.float64)[moves]
-        if not np.isfinite(probs).all() or probs.max() < self.pass_threshold:
-            return state.pass_point
-        if self.temperature == 0:
-            return int(moves[int(np.argmax(probs))])
-        with np.errstate(divide="ignore"):
-            logits = np.where(probs > 0, np.log(probs) / self.temperature, -np.inf)
-        w = np.exp(logits - logits.max())
-        return int(moves[self.rng.choice(moves.size, p=w / w.sum())])
+        return policy_choice(state, self.policy, self.temperature, self.rng, self.pass_threshold)
 
 
 def profile_temperature(temperature: float = 0.0, argmax: bool = False) -> float:
@@ -199,8 +162,7 @@ def profile_temperature(temperature: float = 0.0, argmax: bool = False) -> float
     return 0.0 if argmax else temperature or 1.0
 
 
-__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "own_eye_mask", "passing_wins", "profile_temperature",
-           "sensible_moves"]
+__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "make_player", "profile_temperature"]
 
 
 def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
@@ -222,13 +184,14 @@ def make_player(agent: str | None, seed: int | None = None, temperature: float =
         return RandomPlayer(seed=seed)
     import torch
 
-    from gotk.nets.agent import AgentError, load_agent
+    from gotk.nets.agent import load_agent
+    from gotk.nets.agent_file import AgentError
 
     if threads:
         torch.set_num_threads(threads)
     loaded = load_agent(agent)
     loaded.amp = amp
-    if not getattr(loaded, "has_policy", True):
+    if not loaded.has_policy:
         raise AgentError("the agent has no policy head, it cannot choose moves", agent)
     if profile is not None:
         temperature = profile_temperature(temperature, profile_argmax)

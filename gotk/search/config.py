@@ -17,13 +17,13 @@ The parts a search is composed of (as mctx composes its searches) are settings h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from gotk.errors import GotkError
-from gotk.nets.agent import SEARCH_KEYS
 
 MAX_VISITS = 10_000_000
 ROOTS = ("puct", "gumbel")
@@ -134,10 +134,13 @@ class SearchConfig:
         return self.dirichlet_alpha if self.dirichlet_alpha is not None else 0.03 * 361 / (size * size)
 
     def with_agent(self, settings: Mapping[str, object], keep: Collection[str] = ()) -> SearchConfig:
-        """This config with an agent's own search settings (agent.json ``search``:
-        :data:`gotk.nets.agent.SEARCH_KEYS`) in place of its own, except the fields named in ``keep`` (those a user
-        gave). A value out of range raises :class:`SearchSetupError` that names the agent's settings."""
-        taken = {k: v for k, v in settings.items() if k not in keep and k in SEARCH_KEYS}
+        """This config with an agent's own search settings (agent.json ``search``: :data:`SEARCH_KEYS`) in place of
+        its own, except the fields named in ``keep`` (those a user gave). An unknown key, a value of the wrong type
+        or out of range raises :class:`SearchSetupError` that names the agent's settings."""
+        bad = agent_settings_error(settings)
+        if bad:
+            raise SearchSetupError(f"the agent's search settings {dict(settings)}: {bad}")
+        taken = {k: v for k, v in settings.items() if k not in keep}
         if not taken:
             return self
         try:
@@ -146,4 +149,34 @@ class SearchConfig:
             raise SearchSetupError(f"the agent's search settings {dict(settings)}: {e}") from None
 
 
-__all__ = ["MAX_VISITS", "PASS_RULES", "ROOTS", "SearchConfig", "SearchSetupError"]
+_KINDS = {"int": int, "float": float, "str": str, "str | None": str}
+#: the search settings an agent file may carry (agent.json ``search``), with their types: the fields of
+#: :class:`SearchConfig` that describe how a network is best searched (its root rule, batch, constants, pass rule),
+#: not how long (visits, seconds) or how a game is played (resignation, temperature)
+SEARCH_KEYS: dict[str, type] = {f.name: _KINDS[str(f.type)] for f in fields(SearchConfig)
+                                if f.name in ("search", "batch", "c_puct", "fpu", "lcb", "considered", "c_visit",
+                                              "c_scale", "pass_rule")}
+
+
+def agent_settings_error(settings: object) -> str | None:
+    """Why ``settings`` (an agent's ``search`` record) is not a map of :data:`SEARCH_KEYS` to values of their
+    types (finite numbers), or None when it is."""
+    if not isinstance(settings, Mapping):
+        return f"expected a map of {', '.join(SEARCH_KEYS)} to values, not {settings!r}"
+    for key, value in settings.items():
+        kind = SEARCH_KEYS.get(key)
+        if kind is None:
+            return f"unknown key {key!r} (one of {', '.join(SEARCH_KEYS)})"
+        if kind is str:
+            ok = isinstance(value, str)
+        else:
+            ok = isinstance(value, int if kind is int else (int, float)) and not isinstance(value, bool) \
+                and math.isfinite(value)
+        if not ok:
+            kind_name = "text" if kind is str else "an integer" if kind is int else "a number"
+            return f"{key} takes {kind_name}, not {value!r}"
+    return None
+
+
+__all__ = ["MAX_VISITS", "PASS_RULES", "ROOTS", "SEARCH_KEYS", "SearchConfig", "SearchSetupError",
+           "agent_settings_error"]

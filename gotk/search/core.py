@@ -12,7 +12,7 @@ Every walk plays its path's moves on the search's one :class:`~gotk.game.state.G
 ``play``), encodes the leaf there, and takes the moves back with ``undo``: no position is copied. Leaves:
 
 * children are the candidates of the pass rule (``pass_rule``): the *sensible* moves (legal, not filling an own
-  eye: :func:`gotk.play.players.sensible_moves`), plus pass when none is left or the opponent has just passed
+  eye: :func:`gotk.game.rules.sensible_moves`), plus pass when none is left or the opponent has just passed
   (``"answer"``), or always (``"always"``). Priors are the policy restricted to them and renormalised; a pass that
   would end the game gets at least ``pass_prior``;
 * a position after two passes is terminal: its value is exact, from the score a finished game is counted by
@@ -25,6 +25,9 @@ Every walk plays its path's moves on the search's one :class:`~gotk.game.state.G
   count, so its value targets agree). A pass whose exact value is a loss is never the move played while another
   candidate is left (:meth:`Search.losing_passes`), however few visits told it apart from the rest;
 * else the value head's estimate (the mover's view).
+
+The root rule (PUCT or Gumbel, :mod:`gotk.search.roots`) decides where walks start and what the policy target is;
+the move played is :func:`gotk.search.choice.choose`'s.
 """
 
 from __future__ import annotations
@@ -37,12 +40,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from gotk.encoders import global_inputs as GI
+from gotk.game.rules import sensible_moves
 from gotk.game.state import GameState
-from gotk.play.players import sensible_moves
-from gotk.search import gumbel as G
+from gotk.search import choice as C
 from gotk.search import tree as T
 from gotk.search.config import SearchConfig
 from gotk.search.lcb import lower_bounds
+from gotk.search.roots import root_rule
 
 BLACK = 1
 
@@ -74,10 +78,11 @@ class Search:
                  rng: np.random.Generator | None = None, capacity: int = 4096) -> None:
         self.evaluator = evaluator
         self.cfg = (config or SearchConfig()).validate()
-        self.encoder = encoder if encoder is not None else getattr(evaluator, "encoder", None)
+        self.encoder = encoder if encoder is not None or evaluator is None else evaluator.encoder
         seed = self.cfg.seed
         self.rng = rng if rng is not None else np.random.default_rng(None if seed is None else seed + 1)
         self.tree = T.Tree(capacity)
+        self.root = root_rule(self.cfg)  # the root rule and its per-move state (noise, Gumbel draws, schedule)
         self.root_state: GameState | None = None
         self.path = np.zeros(256, dtype=np.int64)
         self.scratch = np.zeros(64, dtype=np.float64)
@@ -85,12 +90,8 @@ class Search:
         self.glob: np.ndarray | None = None  # the leaves' global inputs, where the evaluator takes them
         self.pending: list[tuple[int, np.ndarray, np.ndarray, bool]] = []  # (node, path, candidates, answers a pass)
         self.target: int | None = None  # root visits this move's search reaches
-        self.started = False  # the root's rule has its per-search draws (noise, Gumbel, schedule)
+        self.started = False  # the root rule has its per-search draws (noise, Gumbel, schedule)
         self.noise = True
-        self.gumbel: np.ndarray | None = None
-        self.schedule: np.ndarray | None = None
-        self.base: np.ndarray | None = None  # root children's visits when the rule started (reused ones)
-        self.n_start = 0.0  # the root's visits then
         self.playouts = 0  # playouts of the last run()
         self.reused = 0  # root visits kept by the last set_position()
         self.seconds = 0.0  # wall time of the last run()
@@ -162,23 +163,10 @@ class Search:
 
     def _start_root(self) -> None:
         """The root rule's per-search draws, once the root's children are known."""
-        tree, cfg = self.tree, self.cfg
-        kids = tree.children(0)
-        k = kids.size
-        if cfg.search == "puct" and self.noise and cfg.noise_fraction > 0:
-            noise = self.rng.dirichlet(np.full(k, cfg.alpha(self.root_state.size)))
-            tree.P[kids] = (1 - cfg.noise_fraction) * tree.P[kids] + cfg.noise_fraction * noise
-        if cfg.search == "gumbel":
-            if cfg.gumbel_scale > 0:
-                self.gumbel = self.rng.gumbel(size=k) * cfg.gumbel_scale
-            else:  # no noise: moves of equal prior are still taken in a random order, not the board's
-                self.gumbel = self.rng.random(k) * 1e-9
-            self.base = tree.N[kids].copy()
-            self.n_start = float(tree.N[0])
-            budget = self.cfg.visits if self.target is None else max(0, int(self.target - tree.N[0]))
-            self.schedule = G.considered_visits(min(cfg.considered, k), budget)
+        k = int(self.tree.nchild[0])
         if self.scratch.shape[0] < k + 1:
             self.scratch = np.zeros(2 * k + 2, dtype=np.float64)
+        self.root.start(self.tree, self.rng, self.root_state.size, self.target, self.noise, self.scratch)
         self.started = True
 
     @property
@@ -201,14 +189,13 @@ class Search:
         if not pending and status[0] == T.EXPANDED and not self.started:
             self._start_root()
         rule = T.GUMBEL if cfg.interior_rule == "gumbel" else T.PUCT
-        gumbel_root = cfg.search == "gumbel"
         target = self.target
         for _ in range(limit):
             root = status[0]
             if root == T.EXPANDED:
                 if target is not None and N[0] + VL[0] >= target:
                     break
-                start = self._root_child() if gumbel_root else 0
+                start = self.root.child(tree, self.scratch)
             elif root == T.TERMINAL:
                 break
             else:
@@ -250,16 +237,6 @@ class Search:
                 state.undo()
         return len(pending)
 
-    def _root_child(self) -> int:
-        """Gumbel's root rule: the candidate that sequential halving visits next."""
-        tree, cfg = self.tree, self.cfg
-        k = int(tree.N[0] + tree.VL[0] - self.n_start)
-        visits = int(self.schedule[k]) if k < self.schedule.shape[0] else -1
-        child = G.root_pick(tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, visits, self.scratch)
-        if child < 0:  # the schedule's visit count is gone (a terminal child's): the most visited
-            child = G.root_pick(tree.arrays, self.gumbel, self.base, cfg.c_visit, cfg.c_scale, -1, self.scratch)
-        return child
-
     def absorb(self, probs: np.ndarray, values: np.ndarray) -> None:
         """The network's move probabilities ``(B, size²+1)`` and values ``(B,)`` (the mover's view) for the leaves
         of the last :meth:`gather`, in its order: each leaf is expanded and its value backed up."""
@@ -287,9 +264,10 @@ class Search:
         tree = self.tree
         if self.feats is None or self.feats.shape[0] < self.cfg.batch:
             self.feats = np.zeros((self.cfg.batch, *self.encoder.shape), dtype=self.encoder.np_dtype)
-        if getattr(self.evaluator, "num_globals", 0) and (self.glob is None or self.glob.shape[0] < self.cfg.batch):
+        takes_globals = self.evaluator.num_globals > 0
+        if takes_globals and (self.glob is None or self.glob.shape[0] < self.cfg.batch):
             self.glob = np.zeros((self.cfg.batch, GI.size()), dtype=np.float32)
-        glob = self.glob if getattr(self.evaluator, "num_globals", 0) else None
+        glob = self.glob if takes_globals else None
         done = 0
         while True:
             if tree.status[0] == T.EXPANDED:
@@ -368,49 +346,27 @@ class Search:
         tree = self.tree
         return lower_bounds(tree.N[kids], tree.W[kids], tree.W2[kids])
 
-    def gumbel_choice(self) -> int:
-        """Gumbel's final choice: the root child (row) with the largest ``g + log π + σ(q)`` among the most visited
-        since the search began (−1 without a Gumbel root or children)."""
-        tree = self.tree
-        if self.cfg.search != "gumbel" or tree.status[0] != T.EXPANDED:
+    def final_row(self) -> int:
+        """The root rule's own final choice (a root child's row: Gumbel's argmax of ``g + log π + σ(q)`` among the
+        most visited since the search began), −1 when the rule has none or the root has no children."""
+        if not self.root.chooses or self.tree.status[0] != T.EXPANDED:
             return -1
         if not self.started:
             self._start_root()
-        base = self.base if tree.N[0] > self.n_start else np.zeros_like(self.base)
-        return int(G.root_pick(tree.arrays, self.gumbel, base, self.cfg.c_visit, self.cfg.c_scale, -1,
-                               self.scratch))
+        return self.root.final(self.tree, self.scratch)
 
     def policy_target(self) -> np.ndarray:
-        """The search's policy over the root's children (in child order): Gumbel's improved policy π', else the
-        visit shares (the priors before any visit)."""
-        tree = self.tree
-        kids = tree.children(0)
-        if self.cfg.search == "gumbel":
-            return G.improved_policy(tree.arrays, self.cfg.c_visit, self.cfg.c_scale, self.scratch)
-        n = tree.N[kids]
-        return n / n.sum() if n.sum() > 0 else tree.P[kids] / tree.P[kids].sum()
+        """The search's policy over the root's children (in child order), the root rule's: Gumbel's improved
+        policy π', else the visit shares (the priors before any visit)."""
+        return self.root.target(self.tree, self.scratch)
 
     def infos(self, min_moves: int = 0, max_moves: int | None = None, pv_limit: int = 30) -> list[MoveInfo]:
-        """Root children ordered best first: the final choice's move first (Gumbel's; with ``lcb``, the children
-        with enough visits for it by their lower bound), then by visits, value and prior: the visited ones, and
-        unvisited ones by prior up to ``min_moves``; at most ``max_moves``; a pass that loses the game
-        (:meth:`losing_passes`) after every other visited child. The first is the move played at temperature 0."""
+        """Root children best first (:func:`gotk.search.choice.ranking`): the visited ones, and unvisited ones by
+        prior up to ``min_moves``; at most ``max_moves``. The first is the move played at temperature 0."""
         tree = self.tree
-        kids = tree.children(0)
-        if kids.size == 0:
-            return []
+        kids, order = C.ranking(self)
         n = tree.N[kids]
         q = np.where(n > 0, tree.W[kids] / np.maximum(n, 1), 0.0)
-        keys = [-tree.P[kids], -q, -n]
-        if self.cfg.search == "gumbel":
-            keys.append(kids != self.gumbel_choice())
-        elif self.cfg.lcb > 0:
-            able = (n > 2) & (n > self.cfg.lcb * n.max())
-            bound = np.zeros(kids.size)
-            bound[able] = self.lower_bounds(kids[able])
-            keys += [-bound, ~able]
-        keys.append(self.losing_passes(kids))
-        order = np.lexsort(keys)
         out = []
         for i in order:
             c = int(kids[i])
@@ -421,26 +377,6 @@ class Search:
             if max_moves is not None and len(out) >= max_moves:
                 break
         return out
-
-    def choose(self, temperature: float, rng: np.random.Generator | None = None) -> int:
-        """The move to play: the first of :meth:`infos` at temperature 0 (Gumbel's choice, the most visits, or the
-        best lower confidence bound with ``lcb``), else sampled ∝ N^(1/T); never a losing pass
-        (:meth:`losing_passes`) while another visited move is left."""
-        rng = rng if rng is not None else self.rng
-        infos = [i for i in self.infos() if i.visits > 0]
-        kids = self.tree.children(0)
-        losing = set(self.tree.move[kids[self.losing_passes(kids)]].tolist())
-        if losing and any(i.move not in losing for i in infos):
-            infos = [i for i in infos if i.move not in losing]
-        if not infos:
-            kids = self.tree.children(0)
-            return int(self.tree.move[kids[np.argmax(self.tree.P[kids])]]) if kids.size else \
-                self.root_state.pass_point
-        if temperature <= 0 or len(infos) == 1:
-            return infos[0].move
-        n = np.array([i.visits for i in infos], dtype=np.float64)
-        w = np.exp((np.log(n) - np.log(n.max())) / temperature)
-        return infos[int(rng.choice(len(infos), p=w / w.sum()))].move
 
 
 @dataclass

@@ -29,19 +29,19 @@ def _encoder_key(agent) -> tuple:
 def check_agents(agent, value_agent=None, need_value: bool = True) -> None:
     """Raise :class:`SearchSetupError` when ``agent`` (+ ``value_agent``) cannot give priors (and values, unless
     ``need_value`` is false: a player of the policy alone)."""
-    if not getattr(agent, "has_policy", False):
+    if not agent.has_policy:
         raise SearchSetupError("the agent has no policy head: search needs priors from a policy")
-    if any(getattr(a, "num_metadata", 0) for a in (agent, value_agent)):
+    if any(a.num_metadata for a in (agent, value_agent) if a is not None):
         raise SearchSetupError("an agent conditioned on metadata (trained with --metadata) plays its policy alone, "
                                "as a profile: --profile NAME without --visits/--seconds (docs/human.md)")
     if value_agent is None:
         if not need_value:
             return
-        if not getattr(agent, "has_value", False):
+        if not agent.has_value:
             raise SearchSetupError("search needs a value head: this agent is policy-only (train it with --head both, "
                                    "or give --value-agent FILE); --visits 0 plays the policy alone")
         return
-    if not getattr(value_agent, "has_value", False):
+    if not value_agent.has_value:
         raise SearchSetupError("the value agent has no value head")
     if value_agent.board_size != agent.board_size:
         raise SearchSetupError(f"the value agent plays {value_agent.board_size}x{value_agent.board_size}, the "
@@ -66,7 +66,7 @@ class NetEvaluator:
         self.rng = np.random.default_rng(seed)
         self.perms = label_permutations(self.board_size)
         #: the global inputs either agent takes (0: none): callers give ``glob`` rows of this width
-        self.num_globals = max(getattr(agent, "num_globals", 0), getattr(value_agent, "num_globals", 0))
+        self.num_globals = max(agent.num_globals, value_agent.num_globals if value_agent is not None else 0)
         self.seconds = 0.0  # time inside the network calls
         self.calls = 0
         self.positions = 0

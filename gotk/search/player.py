@@ -1,10 +1,11 @@
 """A player that searches: :class:`SearchPlayer` runs the one search (:mod:`gotk.search.core`) for each move's
 visits, seconds or clock budget and plays its choice, or resigns.
 
-The move played is the search's final choice (:meth:`gotk.search.core.Search.choose`): at ``temperature`` 0 the
+The move played is the search's final choice (:func:`gotk.search.choice.choose`): at ``temperature`` 0 the
 most visited root child, or with ``lcb`` > 0 the move whose value has the best lower confidence bound among those
 with more than ``lcb`` times the most visits (and more than 2; Leela Zero 0.17's rule, :mod:`gotk.search.lcb`), or
-with a Gumbel root Gumbel's choice; above 0, one sampled with probability ∝ ``N^(1/T)``. The tree is kept between
+with a Gumbel root Gumbel's choice; above 0, one sampled with probability ∝ ``N^(1/T)``. Resignation is the choice
+module's rule too (:class:`gotk.search.choice.Resignation`). The tree is kept between
 moves: the next search starts from the subtree of the moves played since (ours and the opponent's), when the new
 position continues the old one.
 """
@@ -18,7 +19,8 @@ import numpy as np
 
 from gotk.game.state import GameState
 from gotk.nets.agent import value_head_warning
-from gotk.play.players import RESIGN
+from gotk.search import choice as C
+from gotk.search.choice import RESIGN
 from gotk.search.clock import Clock
 from gotk.search.config import SearchConfig
 from gotk.search.core import Search
@@ -26,7 +28,7 @@ from gotk.search.evaluate import NetEvaluator
 
 
 class SearchPlayer:
-    """A :class:`~gotk.play.players.Player` that searches: ``choose(state)`` runs the search for the
+    """A player that searches: ``choose(state)`` runs the search for the
     configured visits / seconds / clock budget and plays its choice, or resigns (see :class:`SearchConfig`)."""
 
     def __init__(self, agent, value_agent=None, config: SearchConfig | None = None, name: str | None = None,
@@ -41,21 +43,20 @@ class SearchPlayer:
         self.clock = Clock()
         self.has_value = True
         limit = f"{self.cfg.visits}v" if self.cfg.seconds is None else f"{self.cfg.seconds:g}s"
-        self.name = name or f"gotk-{getattr(agent, 'name', 'agent')}-{self.cfg.search}{limit}"
-        self.low_value_streak = 0
+        self.name = name or f"gotk-{agent.name}-{self.cfg.search}{limit}"
+        self.resignation = C.Resignation(self.cfg.resign_threshold, self.cfg.resign_moves, self.cfg.resign_min_move)
         self.last_value: float | None = None
         # one line when the leaf values come from a head no better than the komi/handicap baseline, else None
-        leaf = value_agent or agent
-        self.warning = value_head_warning(leaf) if isinstance(getattr(leaf, "meta", None), dict) else None
+        self.warning = value_head_warning(value_agent or agent)
 
     @property
     def board_size(self) -> int | None:
-        return getattr(self.agent, "board_size", None)
+        return self.agent.board_size
 
     def reset(self) -> None:
         """A new game: fresh tree, resignation streak and clock (random streams continue)."""
         self.search.clear()
-        self.low_value_streak = 0
+        self.resignation.reset()
         self.last_value = None
         self.clock.reset()
 
@@ -85,12 +86,9 @@ class SearchPlayer:
         infos = self.search.infos()
         best_q = infos[0].q if infos and infos[0].visits > 0 else self.search.root_value()
         self.last_value = best_q
-        thr = self.cfg.resign_threshold
-        if thr is not None:
-            self.low_value_streak = self.low_value_streak + 1 if best_q < thr else 0
-            if self.low_value_streak >= self.cfg.resign_moves and state.move_number >= self.cfg.resign_min_move:
-                return RESIGN
-        return self.search.choose(self.cfg.temperature, self.rng)
+        if self.resignation.update(best_q, state.move_number):
+            return RESIGN
+        return C.choose(self.search, self.cfg.temperature, self.rng)
 
     def choose(self, state: GameState, stop: Callable[[], bool] | None = None,
                on_batch: Callable[[], None] | None = None) -> int:

@@ -43,6 +43,7 @@ import numpy as np
 from gotk.encoders import global_inputs as GI
 from gotk.errors import GotkError
 from gotk.game.state import GameState
+from gotk.search import choice as C
 from gotk.search.config import ROOTS, SearchConfig
 from gotk.search.core import Search, candidates
 from gotk.search.evaluate import NetEvaluator
@@ -208,7 +209,7 @@ class _Game:
     pending: bool = False  # a leaf (or, policy-only, the position) waits for the network
     moves: np.ndarray | None = None  # policy-only: the candidates of the pending position
     root_planes: np.ndarray | None = None
-    low_streak: list[int] = field(default_factory=lambda: [0, 0, 0])
+    resignation: dict[int, C.Resignation] = field(default_factory=dict)  # per colour
     would_resign: int = 0
     resigned_by: int = 0
     done: bool = False
@@ -237,7 +238,9 @@ class SelfPlayBatch:
             rng = np.random.default_rng([game_seed, index])
             g = _Game(index, GameState(self.size, komi=self.cfg.komi), rng,
                       resign_enabled=bool(rng.random() >= self.cfg.resign_disabled),
-                      search=Search(None, search_cfg, encoder=self.encoder, rng=rng, capacity=1024))
+                      search=Search(None, search_cfg, encoder=self.encoder, rng=rng, capacity=1024),
+                      resignation={c: C.Resignation(self.cfg.resign_threshold, self.cfg.resign_moves,
+                                                    self.cfg.resign_from) for c in (BLACK, WHITE)})
             if self.cfg.policy_only:
                 g.random_at = int(rng.integers(0, self.size * self.size))
             self.games.append(g)
@@ -326,12 +329,10 @@ class SelfPlayBatch:
         moves = tree.move[kids].astype(np.int64)
         target = search.policy_target()
         root_value = search.root_value()
-        if state.move_number < cfg.sampled_moves:
-            weights = np.where(search.losing_passes(kids), 0.0, target)  # never a pass into a loss (search.core)
-            weights = weights if weights.sum() > 0 else target
-            choice = int(moves[g.rng.choice(moves.size, p=weights / weights.sum())])
+        if state.move_number < cfg.sampled_moves:  # from the target, never a pass into a loss
+            choice = int(moves[C.sample(C.play_on(target, search.losing_passes(kids)), 1.0, g.rng)])
         else:
-            choice = search.choose(0.0)
+            choice = C.choose(search, 0.0, g.rng)
         if g.full:
             policy = np.zeros(self.nm, dtype=np.float32)
             policy[moves] = target
@@ -340,19 +341,14 @@ class SelfPlayBatch:
         g.searching = False
         # resignation: the search's value for the player to move
         mover = state.to_play
-        if cfg.resign_threshold is not None:
-            if root_value < cfg.resign_threshold:
-                g.low_streak[mover] += 1
-            else:
-                g.low_streak[mover] = 0
-            if g.low_streak[mover] >= cfg.resign_moves and state.move_number >= cfg.resign_from:
-                if g.resign_enabled:
-                    g.resigned_by = mover
-                    g.comments.append(f"v={root_value:.3f} resigns")
-                    g.done = True
-                    return
-                if g.would_resign == 0:
-                    g.would_resign = mover
+        if g.resignation[mover].update(root_value, state.move_number):
+            if g.resign_enabled:
+                g.resigned_by = mover
+                g.comments.append(f"v={root_value:.3f} resigns")
+                g.done = True
+                return
+            if g.would_resign == 0:
+                g.would_resign = mover
         self._play(g, choice, f"v={root_value:.3f} {'full' if g.full else 'fast'} n={int(tree.N[0]) - 1}")
 
     def _play(self, g: _Game, move: int, note: str) -> None:
@@ -392,10 +388,7 @@ class SelfPlayBatch:
         pri = probs[moves]
         total = pri.sum()
         pri = pri / total if total > 0 and np.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
-        with np.errstate(divide="ignore"):
-            logits = np.log(np.maximum(pri, 1e-300)) / self.cfg.temperature
-        w = np.exp(logits - logits.max())
-        choice = int(moves[g.rng.choice(moves.size, p=w / w.sum())])
+        choice = int(moves[C.sample(pri, self.cfg.temperature, g.rng)])
         if g.record_next:
             policy = np.zeros(self.nm, dtype=np.float32)
             policy[choice] = 1.0

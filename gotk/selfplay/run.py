@@ -200,7 +200,7 @@ class SelfPlayRun:
     def __init__(self, opts: SelfPlayOptions) -> None:
         self.opts = opts.validate()
         self.out = Path(opts.out)
-        from gotk.nets.agent import AgentError, read_agent_files, resolve_agent
+        from gotk.nets.agent_file import AgentError, read_agent_files, resolve_agent
 
         agent = Path(opts.agent)
         self.agent_file = resolve_agent(agent).resolve()  # a built-in name (kgs) becomes its packaged file
@@ -358,7 +358,7 @@ def new_agent(path: str | os.PathLike, size: int, model: str = "zero", encoder: 
 
     from gotk.encoders import get_encoder
     from gotk.encoders import global_inputs as GI
-    from gotk.nets.agent import save_agent
+    from gotk.nets.agent_file import save_agent
     from gotk.nets.networks import build_model, model_hparams
 
     try:

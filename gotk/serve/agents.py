@@ -37,15 +37,15 @@ class AgentSlot:
 
     @property
     def has_value(self) -> bool:
-        return bool(getattr(self.agent, "has_value", False))
+        return self.agent is not None and bool(self.agent.has_value)
 
     @property
     def conditioned(self) -> bool:
         """True for an agent conditioned on metadata: its policy is a profile's (or a position's recorded row)."""
-        return bool(getattr(self.agent, "num_metadata", 0))
+        return self.agent is not None and bool(self.agent.num_metadata)
 
     def describe(self) -> dict:
-        meta = getattr(self.agent, "meta", {}) or {}
+        meta = self.agent.meta if self.agent is not None else {}
         return {"id": self.ident, "name": self.name, "board_size": self.size, "has_value": self.has_value,
                 "conditioned": self.conditioned,
                 "encoder": (meta.get("encoder") or {}).get("name"), "model": (meta.get("model") or {}).get("name"),
@@ -63,7 +63,7 @@ def _value_warning(agent) -> str | None:
 
 def load_slots(files: list[str | Path]) -> list[AgentSlot]:
     """The random player (``random``) plus one slot per agent file (ids ``a0``, ``a1``...); raises
-    :class:`~gotk.nets.agent.AgentError` for a file that cannot be used."""
+    :class:`~gotk.nets.agent_file.AgentError` for a file that cannot be used."""
     from gotk.nets.agent import load_agent
     from gotk.play.players import PolicyPlayer, RandomPlayer
 
@@ -87,7 +87,7 @@ def agent_names(files: list[str | Path], agents: list) -> list[str]:
     the file's stem added when it is not ``agent`` (``r1/best``). Where two names are still equal, more of the
     path is shown, up to the whole path."""
     def model(agent) -> str:
-        m = (getattr(agent, "meta", None) or {}).get("model") or {}
+        m = agent.meta.get("model") or {}
         hp = m.get("hparams") or {}
         shape = f" {hp['blocks']}x{hp['filters']}" if {"blocks", "filters"} <= set(hp) else ""
         return f"{m.get('name', 'agent')}{shape}"
@@ -96,7 +96,7 @@ def agent_names(files: list[str | Path], agents: list) -> list[str]:
         parts = list(path.resolve().parent.parts[1:])[-depth:] or ["."]
         return "/".join(parts) + ("" if path.stem == "agent" else f"/{path.stem}")
 
-    from gotk.nets.agent import builtin_agent_name
+    from gotk.nets.agent_file import builtin_agent_name
 
     paths = [Path(f) for f in files]
     depth = [1] * len(paths)
@@ -241,14 +241,18 @@ def analyse(slot: AgentSlot, state: GameState, top: int = 10, features: np.ndarr
             "value": value}
 
 
-def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: int = 0) -> tuple[dict, np.ndarray]:
-    """A PUCT search (:mod:`gotk.search`, the agent's own constants else the defaults, ``seed`` for the evaluations'
-    random symmetries) of ``visits`` root visits from ``state`` → ``(summary, visit shares)``: ``summary`` has the
-    root's visits, playouts, seconds, the root's value and win rate for the player to move, and the ``top`` root
-    moves by visits with their visits, win rate (``(q + 1) / 2``), prior and principal variation (GTP).
-    ServeError (400) for an agent that cannot search (the random player, no value head)."""
-    from gotk.search import Search, SearchConfig
-    from gotk.search.evaluate import NetEvaluator, SearchSetupError
+def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10,
+           seed: int = 0) -> tuple[dict, np.ndarray, int]:
+    """The agent's search (the factory's :func:`gotk.play.factory.search_player`: the agent's own search settings
+    else the defaults, ``seed`` for the evaluations' random symmetries; no resignation) of ``visits`` root visits from
+    ``state`` → ``(summary, visit shares, move)``: ``summary`` has the root's visits, playouts, seconds, the root's
+    value and win rate for the player to move, and the ``top`` root moves best first with their visits, win rate
+    (``(q + 1) / 2``), prior and principal variation (GTP); ``move`` is the one the search plays (its final choice,
+    :func:`gotk.search.choice.choose`). ServeError (400) for an agent that cannot search (the random player, no
+    value head)."""
+    from gotk.play.factory import search_player
+    from gotk.search import SearchConfig
+    from gotk.search.evaluate import SearchSetupError
 
     check_size(slot, state.size)
     if slot.agent is None:
@@ -257,12 +261,13 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: 
         raise ServeError(400, f"visits must be 2..{MAX_VISITS}, got {visits}")
     with _LOCK:
         try:
-            config = SearchConfig(visits=visits, seed=seed).with_agent(slot.agent.meta.get("search", {}))
-            s = Search(NetEvaluator(slot.agent, seed=seed), config)
+            player = search_player(slot.agent, SearchConfig(visits=visits, seed=seed, resign_threshold=None),
+                                   warn=_quiet)
         except SearchSetupError as e:
             raise ServeError(400, f"{slot.name!r} cannot search: {e}") from None
-        s.set_position(state)
-        s.run(visits=visits)
+        player.think(state)
+        move = player.decide(state)
+        s = player.search
         infos = s.infos()
     n = state.size
     shares = np.zeros(n * n + 1)
@@ -274,7 +279,11 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10, seed: 
             "value": root, "winrate": (root + 1) / 2,
             "moves": [{"move": coords.to_gtp(i.move, n), "visits": i.visits, "winrate": (i.q + 1) / 2,
                        "prior": i.prior, "pv": [coords.to_gtp(m, n) for m in i.pv[:12]]}
-                      for i in infos[:top] if i.visits > 0]}, shares
+                      for i in infos[:top] if i.visits > 0]}, shares, move
+
+
+def _quiet(line: str) -> None:
+    """Searches in the app keep the value-head warning to the agent's own page (no stderr line per request)."""
 
 
 def choose(slot: AgentSlot, state: GameState, player=None) -> int:

@@ -468,7 +468,7 @@ def agent_result(slot: A.AgentSlot, state, top: int, visits: int, seed: int, fea
         res.update(P.policy_view(state, probs, top, state_last(state)), uniform=False)
     if visits:
         if slot.has_value:
-            res["search"], shares = A.search(slot, state, visits, top, seed)
+            res["search"], shares, _move = A.search(slot, state, visits, top, seed)
             ranking = [A.parse_point(m["move"], state.size) for m in res["search"]["moves"]]
             res["search"]["svg"] = to_svg(Board(state.size, stones=state.board.copy(), heat=shares,
                                                 top=min(top, 5), ranking=ranking, last_move=state_last(state)))
@@ -520,9 +520,8 @@ def play_request(reg: Registry, req: dict) -> dict:
             raise ServeError(400, f"illegal move {coords.to_gtp(p, size)}: {e}") from None
     agent_move, searched = None, None
     if state.to_play != human_colour and state.passes < 2:
-        if visits:  # the most visited move of a fresh search (requests are stateless: no tree is kept)
-            searched, _shares = A.search(slot, state, visits, top=5)
-            p = A.parse_point(searched["moves"][0]["move"], size)
+        if visits:  # the final choice of a fresh search (requests are stateless: no tree is kept)
+            searched, _shares, p = A.search(slot, state, visits, top=5)
         else:
             p = A.choose(slot, state, None if chosen is None else chosen.player(slot, state))
         state.play(p)

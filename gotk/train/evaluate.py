@@ -348,7 +348,7 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
     as_inverse = MI.rank_label_inverse(as_rank) if as_rank is not None else None
     rank_of = None
     from gotk.datasets.sgf_batches import sgf_batches
-    from gotk.nets.agent import AgentError
+    from gotk.nets.agent_file import AgentError
     from gotk.storage import is_url
 
     t0 = time.perf_counter()

@@ -114,7 +114,7 @@ def fit_value_baseline(cfg: TrainConfig):
 def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder: dict) -> None:
     """Load the weights of agent file ``path`` into the freshly built ``model``: the agent must be of the same
     model, head, hyper-parameters, planes, board size and encoder (ValueError saying which differs)."""
-    from gotk.nets.agent import AgentError, read_agent_files
+    from gotk.nets.agent_file import AgentError, read_agent_files
 
     try:
         meta, tensors = read_agent_files(path)

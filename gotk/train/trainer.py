@@ -398,7 +398,7 @@ class Trainer:
     def save_agent(self, metrics: dict) -> None:
         if not self.main:
             return
-        from gotk.nets.agent import save_agent
+        from gotk.nets.agent_file import save_agent
 
         extra: dict = {"training": {"step": self.step, "epoch": self.epoch, "run": str(self.out.resolve())}}
         if self.baseline is not None:

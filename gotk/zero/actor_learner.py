@@ -35,6 +35,7 @@ import json
 import os
 import resource
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from gotk.zero.loop import ZeroRun
@@ -78,7 +79,7 @@ class ActorLearnerRun(ZeroRun):
 
     def run(self, log=print) -> dict:
         from gotk.executors import ExecutorError, make_executor
-        from gotk.nets.agent import read_agent_files
+        from gotk.nets.agent_file import read_agent_files
         from gotk.zero.actors import ActorPool, Network, done_chunks
         from gotk.zero.learner import Learner, LearnerSettings, optimizer_name
 
@@ -102,10 +103,7 @@ class ActorLearnerRun(ZeroRun):
         encoder = read_agent_files(self.agent_path(0))[0]["encoder"]
         version = len(self.state["networks"])
         done = done_chunks(self.selfplay_root)
-        s = LearnerSettings(reuse=o.reuse, batch_size=o.batch_size, steps=o.train_steps, window_rows=o.window_rows,
-                            min_rows=o.min_rows, lr=o.lr, optimizer=o.optimizer, warmup=o.warmup,
-                            aux_targets=o.aux_targets, threads=o.threads or 1, device=o.device, seed=o.seed,
-                            value_mix=o.value_mix)
+        s = replace(LearnerSettings.of(o), threads=o.threads or 1)
         learner = Learner(self.root, s, o.selfplay.agent_search(), encoder, log)
         actor_device = "cpu" if o.device == "auto" else o.device
         try:

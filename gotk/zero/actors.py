@@ -49,7 +49,8 @@ _AGENT: dict[str, object] = {}
 
 def _agent(net: Network, device: str):
     """The actor process's agent for ``net`` (loaded once per network and device; bf16 autocast on CUDA)."""
-    from gotk.nets.agent import agent_from_parts, read_agent_files
+    from gotk.nets.agent import agent_from_parts
+    from gotk.nets.agent_file import read_agent_files
 
     key = f"{net.sha256}@{device}"
     if key not in _AGENT:

@@ -30,9 +30,9 @@ def play_match(agent: Path, name: str, argv: list[str], opponent: str, games: in
     engine ``argv`` (named ``opponent``), the report written to ``path``; the report already there is returned."""
     if path.is_file():
         return json.loads(path.read_text())
+    from gotk.play.factory import make_search_player
     from gotk.play.match import Match, MatchConfig, match_report
     from gotk.search.config import SearchConfig
-    from gotk.search.factory import make_search_player
 
     player = make_search_player(str(agent), SearchConfig(visits=visits, seed=seed), warn=lambda _: None)
     log(f"  {name} vs {opponent}: {games} games")

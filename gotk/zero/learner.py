@@ -59,6 +59,34 @@ class LearnerSettings:
     def ready(self, rows: int, steps_done: int) -> bool:
         return rows >= self.min_rows and self.allowed_steps(rows) >= steps_done + self.steps
 
+    @classmethod
+    def of(cls, o) -> LearnerSettings:
+        """The learner's settings of a run's :class:`~gotk.zero.options.ZeroOptions` ``o``."""
+        return cls(reuse=o.reuse, batch_size=o.batch_size, steps=o.train_steps, window_rows=o.window_rows,
+                   min_rows=o.min_rows, lr=o.lr, optimizer=o.optimizer, warmup=o.warmup, aux_targets=o.aux_targets,
+                   threads=o.threads, device=o.device, seed=o.seed, value_mix=o.value_mix)
+
+
+def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, seed: int,
+                 init_optimizer: Path | None, log_every: int):
+    """The :class:`~gotk.train.config.TrainConfig` of one round of training, a learner's or a generation's: ``s.steps``
+    steps of ``s.batch_size`` from the network ``init_agent`` (its model, hyper-parameters and global inputs) on the
+    dataset ``data``, written to ``out``; the optimizer state ``init_optimizer`` carried on (no warm-up), else a
+    fresh one warmed up over ``s.warmup`` steps; no schedule, hold-out or checkpoints."""
+    from gotk.nets.agent import load_agent
+    from gotk.train.config import TrainConfig
+    from gotk.zero.options import NO_AUX
+
+    meta = load_agent(init_agent).meta
+    return TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head="both",
+                       hparams=meta["model"]["hparams"], max_steps=s.steps, batch_size=s.batch_size, lr=s.lr,
+                       optimizer=s.optimizer, positions_per_game=10_000, progress=False, checkpoint_every=10 ** 9,
+                       log_every=log_every, seed=seed, init_agent=str(init_agent), tensorboard=False,
+                       schedule="none", val_split="", init_optimizer=str(init_optimizer) if init_optimizer else None,
+                       warmup_steps=0 if init_optimizer else s.warmup, threads=s.threads, device=s.device,
+                       globals=bool(meta.get("globals")), value_mix=s.value_mix,
+                       **({} if s.aux_targets else NO_AUX))
+
 
 def window_records(records: list[dict], window_rows: int) -> list[dict]:
     """The newest committed chunks (``records`` in commit order) holding at least ``window_rows`` rows."""
@@ -150,11 +178,10 @@ class Learner:
         """Train network ``version + 1`` from network ``version`` on the window of ``records`` (commit order),
         scoring ``new`` (the chunks committed since the last round) first; publish it and return the round's
         record."""
-        from gotk.nets.agent import convert_agent, load_agent
+        from gotk.nets.agent import convert_agent
         from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
-        from gotk.train.config import TrainConfig
         from gotk.train.trainer import train
-        from gotk.zero.options import NO_AUX, last_step_record
+        from gotk.zero.options import last_step_record
 
         s = self.settings
         work = self.folder / f"round-{version:04d}"
@@ -171,15 +198,8 @@ class Learner:
                              {"window": [window[0]["chunk"], window[-1]["chunk"]]})
         opt_path = self.folder / optimizer_name(version)
         carried = opt_path.is_file() and version > 0
-        meta = load_agent(prev).meta
-        cfg = TrainConfig(data=str(data), out=str(work / "train"), model=meta["model"]["name"], head="both",
-                          hparams=meta["model"]["hparams"], max_steps=s.steps, batch_size=s.batch_size, lr=s.lr,
-                          optimizer=s.optimizer, positions_per_game=10_000, progress=False,
-                          checkpoint_every=10 ** 9, log_every=max(1, s.steps // 4), seed=s.seed + version,
-                          init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
-                          init_optimizer=str(opt_path) if carried else None, warmup_steps=0 if carried else s.warmup,
-                          threads=s.threads, device=s.device, globals=bool(meta.get("globals")),
-                          value_mix=s.value_mix, **({} if s.aux_targets else NO_AUX))
+        cfg = round_config(s, data, work / "train", prev, s.seed + version, opt_path if carried else None,
+                           max(1, s.steps // 4))
         result = train(cfg)
         nxt = self.network_path(version + 1)
         convert_agent(work / "train" / "agent.gotk", nxt, fp16=False, search=self.search)
@@ -197,4 +217,4 @@ class Learner:
         return rec
 
 
-__all__ = ["Learner", "LearnerSettings", "chunk_dataset", "fresh_losses", "window_records"]
+__all__ = ["Learner", "LearnerSettings", "chunk_dataset", "fresh_losses", "round_config", "window_records"]

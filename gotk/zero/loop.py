@@ -36,7 +36,8 @@ from pathlib import Path
 
 from gotk.atomic import atomic_path
 from gotk.zero.evaluation import RANDOM_NAME
-from gotk.zero.options import NO_AUX, STATE_NAME, ZeroError, ZeroOptions, defaults, last_step_record, net_name
+from gotk.zero.learner import LearnerSettings, round_config
+from gotk.zero.options import STATE_NAME, ZeroError, ZeroOptions, defaults, last_step_record, net_name
 
 OPTIMIZER_NAME = "optimizer.pt"  # gen-g/optimizer.pt: the optimizer state after training network g + 1
 
@@ -125,7 +126,7 @@ class ZeroRun:
             return
         o = self.opts
         if o.init_agent:
-            from gotk.nets.agent import AgentError, read_agent_files
+            from gotk.nets.agent_file import AgentError, read_agent_files
 
             try:
                 meta, _ = read_agent_files(o.init_agent)
@@ -214,8 +215,7 @@ class ZeroRun:
         return self.opts.eval_visits or max(2, self.opts.selfplay.visits)
 
     def _train(self, g: int, log) -> dict:
-        from gotk.nets.agent import convert_agent, load_agent
-        from gotk.train.config import TrainConfig
+        from gotk.nets.agent import convert_agent
         from gotk.train.trainer import train
 
         nxt = self.candidate_path(g)
@@ -225,7 +225,6 @@ class ZeroRun:
         o = self.opts
         data = self.window_dataset(g)
         prev = self.agent_path(g)
-        meta = load_agent(prev).meta
         out = self.root / _gen(g) / "train"
         if out.exists():
             shutil.rmtree(out)  # a half-done training step starts again
@@ -233,14 +232,7 @@ class ZeroRun:
         log(f"generation {g}: training {o.train_steps} steps on {data}"
             + (f", the optimizer from {carried.parent.name}" if carried else f", a fresh optimizer ({o.warmup} "
                f"warm-up steps)"))
-        cfg = TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head="both",
-                          hparams=meta["model"]["hparams"], max_steps=o.train_steps, batch_size=o.batch_size,
-                          lr=o.lr, optimizer=o.optimizer, positions_per_game=10_000, progress=False,
-                          checkpoint_every=10 ** 9, log_every=max(1, o.train_steps // 5), seed=o.seed + g,
-                          init_agent=str(prev), tensorboard=False, schedule="none", val_split="",
-                          init_optimizer=str(carried) if carried else None, warmup_steps=0 if carried else o.warmup,
-                          threads=o.threads, device=o.device, globals=bool(meta.get("globals")),
-                          value_mix=o.value_mix, **({} if o.aux_targets else NO_AUX))
+        cfg = round_config(LearnerSettings.of(o), data, out, prev, o.seed + g, carried, max(1, o.train_steps // 5))
         result = train(cfg)
         last = last_step_record(out)
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last,

@@ -17,7 +17,7 @@ import torch
 from gotk.encoders import get_encoder
 from gotk.hashing import sha256_bytes
 from gotk.nets import AgentError, build_model, load_agent, save_agent
-from gotk.nets.agent import AGENT_JSON, WEIGHTS
+from gotk.nets.agent_file import AGENT_JSON, WEIGHTS
 
 from .conftest import peak_run
 from .test_encode_faults import ENV

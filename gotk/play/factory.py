@@ -34,7 +34,6 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     import torch
 
     from gotk.nets.agent import load_agent
-    from gotk.search.player import SearchPlayer
 
     if threads:
         torch.set_num_threads(threads)
@@ -43,6 +42,17 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     for a in (policy, value):
         if a is not None:
             a.amp = amp
+    return search_player(policy, config, value, keep, warn)
+
+
+def search_player(policy, config: SearchConfig, value=None, keep: Collection[str] = (),
+                  warn: Callable[[str], None] | None = None):
+    """The :class:`~gotk.search.SearchPlayer` of loaded agents (``policy``, and ``value`` for the leaves' values
+    when given): ``config`` with the policy agent's own search settings except the fields in ``keep``
+    (:meth:`SearchConfig.with_agent`), its value-head warning to ``warn`` (module function
+    :func:`make_search_player`). ``gotk serve`` and the file-based factory above build their searches here."""
+    from gotk.search.player import SearchPlayer
+
     player = SearchPlayer(policy, value, config.with_agent(policy.meta.get("search", {}), keep))
     if player.warning:
         (warn or _stderr)(player.warning)
@@ -53,4 +63,4 @@ def _stderr(line: str) -> None:
     print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
-__all__ = ["make_search_player"]
+__all__ = ["make_search_player", "search_player"]
