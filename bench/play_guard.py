@@ -59,10 +59,10 @@ def shard_rows(folder: Path) -> dict[str, object]:
     return {p.name: pq.read_table(p).to_pydict() for p in sorted((folder / "chunks").glob("*.parquet"))}
 
 
-SELFPLAY = {
-    "gumbel": ["--games", "12", "--visits", "16", "--fast-visits", "4"],
-    "puct": ["--games", "12", "--visits", "16", "--fast-visits", "4", "--search", "puct"],
-    "policy-only": ["--games", "24", "--policy-only"],
+SELFPLAY = {  # the encoder named: the guard compares behaviour, not the commands' defaults
+    "gumbel": ["--games", "12", "--visits", "16", "--fast-visits", "4", "--encoder", "relative"],
+    "puct": ["--games", "12", "--visits", "16", "--fast-visits", "4", "--search", "puct", "--encoder", "relative"],
+    "policy-only": ["--games", "24", "--policy-only", "--encoder", "relative"],
 }
 
 
@@ -117,8 +117,8 @@ def speed_guard(trees: dict[str, Path], work: Path, rounds: int, cpu: int, seed:
             res = json.loads((w / "search.json").read_text())
             row = next(x for x in res["results"] if x["batch"] == 8)
             run(tree, ["selfplay", "--init", "random", "--size", "9", "--games", "24", "--chunk-games", "24",
-                       "--visits", "32", "--fast-visits", "8", "--threads", "1", "--seed", str(seed), "--out",
-                       str(w / "sp")], w, cpu=cpu)
+                       "--visits", "32", "--fast-visits", "8", "--threads", "1", "--seed", str(seed), "--encoder",
+                       "relative", "--out", str(w / "sp")], w, cpu=cpu)
             rep = json.loads((w / "sp" / "report.json").read_text())
             if r >= 0:
                 runs[name]["playouts_per_s"].append(float(row["playouts_per_s"]))

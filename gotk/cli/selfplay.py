@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from gotk.cli.common import fail
+from gotk.selfplay import DEFAULT_ENCODER
 
 
 def selfplay_cmd(
@@ -49,7 +50,7 @@ def selfplay_cmd(
     model: str = typer.Option("zero", "--model", help="--init random: the network."),
     blocks: int = typer.Option(None, "--blocks", help="--init random: residual blocks."),
     filters: int = typer.Option(None, "--filters", help="--init random: filters."),
-    encoder: str = typer.Option("simple", "--encoder", help="--init random: the input planes."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help="--init random: the input planes."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Play games of an agent against itself with search; write SGF files and a gotk dataset of the positions
@@ -117,7 +118,7 @@ def zero_cmd(
     model: str = typer.Option("zero", "--model", help="The network (a new random one; see --init-agent)."),
     blocks: int = typer.Option(6, "--blocks"),
     filters: int = typer.Option(64, "--filters"),
-    encoder: str = typer.Option("relative", "--encoder", help="Input planes."),
+    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help="Input planes."),
     globals_: bool = typer.Option(True, "--globals/--no-globals", help="The new network takes the komi and the side "
                                   "to move as global inputs (resnet and zero models)."),
     init_agent: Path = typer.Option(None, "--init-agent", help="Start from this agent (policy + value heads) "

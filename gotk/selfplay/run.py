@@ -30,6 +30,7 @@ from gotk import __version__
 from gotk.atomic import atomic_path
 from gotk.hashing import sha256_file
 from gotk.runfolder import RunFolderError, prepare_run_folder, read_done_record, write_done_record
+from gotk.selfplay import DEFAULT_ENCODER
 from gotk.selfplay.games import FinishedGame, SelfPlayBatch, SelfPlayConfig, SelfPlayError
 
 RECORD_NAME = "selfplay.json"
@@ -346,7 +347,7 @@ def summarize(records: list[dict], wall: float, reused: int, fresh: list[dict]) 
     }
 
 
-def new_agent(path: str | os.PathLike, size: int, model: str = "zero", encoder: str = "simple", seed: int = 0,
+def new_agent(path: str | os.PathLike, size: int, model: str = "zero", encoder: str = DEFAULT_ENCODER, seed: int = 0,
               globals: bool = False, **hparams) -> Path:
     """A randomly initialised agent (policy and value heads) at ``path``, the same for a seed; an existing file is
     kept (a rerun resumes with it). ``globals``: the model takes the global inputs (komi, side to move:

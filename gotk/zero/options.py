@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gotk.errors import GotkError
+from gotk.selfplay import DEFAULT_ENCODER
 from gotk.selfplay.games import SelfPlayConfig
 
 STATE_NAME = "zero.json"
@@ -36,7 +37,7 @@ class ZeroOptions:
     model: str = "zero"
     blocks: int = 6
     filters: int = 64
-    encoder: str = "relative"  # own / opponent planes: every target is from the player to move's view
+    encoder: str = DEFAULT_ENCODER  # gotk.selfplay.run's: own / opponent planes
     globals: bool = True  # the network takes the komi and the side to move as global inputs
     init_agent: str | None = None
     window: int = 4  # generations of self-play in the training window
