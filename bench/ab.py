@@ -172,7 +172,8 @@ import numpy as np
 import torch
 torch.set_num_threads(1)
 from gotk.nets import load_agent
-from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
+from gotk.selfplay.games import SelfPlayBatch
+from gotk.selfplay.config import SelfPlayConfig
 from gotk.selfplay.run import new_agent
 tmp = tempfile.TemporaryDirectory()
 small = load_agent(new_agent(Path(tmp.name) / "s.gotk", 9, "zero", "simple", 0, blocks=2, filters=16))
@@ -182,13 +183,13 @@ out = {}
 # the targets: every move a full (fresh, recorded) Gumbel search, no pass floor: the same rules on both sides
 same = {"pass_prior": 0.0} if "pass_prior" in fields else {}
 targets = hashlib.sha256()
-games = SelfPlayBatch(small, SelfPlayConfig(size=9, visits=32, full_fraction=1.0, max_moves=70, **same),
+games = SelfPlayBatch(small, SelfPlayConfig.make(size=9, visits=32, full_fraction=1.0, max_moves=70, **same),
                       [(i, 0) for i in range(8)], seed=0).run()
 for g in games:
     targets.update(np.asarray(g.moves, dtype=np.int64).tobytes() + g.policy.tobytes())
 out["_check"] = targets.hexdigest()
 def full():
-    games = SelfPlayBatch(agent, SelfPlayConfig(size=9, visits=32, full_fraction=1.0, max_moves=60, **same),
+    games = SelfPlayBatch(agent, SelfPlayConfig.make(size=9, visits=32, full_fraction=1.0, max_moves=60, **same),
                           [(i, 0) for i in range(16)], seed=0).run()
     return sum(len(g.move_number) for g in games)
 n, t = best(full)
@@ -196,7 +197,7 @@ out["self-play, Gumbel 32 sims, every move full (positions/s)"] = n / t
 # the defaults of each side (a quarter of the moves full, the rest fast; the fast ones reuse the tree where the
 # checkout does): recorded positions a second
 def defaults():
-    games = SelfPlayBatch(agent, SelfPlayConfig(size=9, max_moves=60), [(i, 0) for i in range(16)], seed=0).run()
+    games = SelfPlayBatch(agent, SelfPlayConfig.make(size=9, max_moves=60), [(i, 0) for i in range(16)], seed=0).run()
     return sum(len(g.move_number) for g in games)
 n, t = best(defaults)
 out["self-play, the defaults (recorded positions/s)"] = n / t

@@ -284,7 +284,8 @@ def step_selfplay(args, ctx: dict) -> dict:
     import torch
 
     from gotk.nets.agent import load_agent
-    from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
+    from gotk.selfplay.config import SelfPlayConfig
+    from gotk.selfplay.games import SelfPlayBatch
     from gotk.selfplay.run import new_agent
 
     threads = torch.get_num_threads()
@@ -294,7 +295,7 @@ def step_selfplay(args, ctx: dict) -> dict:
     runs, skipped = [], []
 
     def play(agent, games: int, moves: int) -> tuple[dict, float]:
-        cfg = SelfPlayConfig(size=9, visits=args.simulations, fast_visits=args.simulations, full_fraction=1.0,
+        cfg = SelfPlayConfig.make(size=9, visits=args.simulations, fast_visits=args.simulations, full_fraction=1.0,
                              max_moves=moves, resign_threshold=None)
         batch = SelfPlayBatch(agent, cfg, [(i, 0) for i in range(games)], seed=0)
         if agent.device.type == "cuda":

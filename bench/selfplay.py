@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from gotk.nets import load_agent
-    from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
+    from gotk.selfplay.config import SelfPlayConfig
+    from gotk.selfplay.games import SelfPlayBatch
     from gotk.selfplay.run import new_agent
 
     torch.set_num_threads(args.threads)
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         (", bf16" if args.bf16 else ", fp32")
 
     def play(games: int, sims: int) -> dict:
-        cfg = SelfPlayConfig(size=args.size, visits=sims, fast_visits=sims, full_fraction=1.0,
+        cfg = SelfPlayConfig.make(size=args.size, visits=sims, fast_visits=sims, full_fraction=1.0,
                              max_moves=args.max_moves, resign_threshold=None)
         batch = SelfPlayBatch(agent, cfg, [(i, 0) for i in range(games)], seed=0)
         t = time.perf_counter()

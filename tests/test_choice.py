@@ -131,7 +131,7 @@ def test_agent_search_keys_derive_from_the_search_settings() -> None:
 
 def test_reading_a_setting_imports_no_torch() -> None:
     code = ("import sys; from gotk.search.config import SearchConfig, SEARCH_KEYS; "
-            "from gotk.selfplay.games import SelfPlayConfig; SelfPlayConfig().search_config(); "
+            "from gotk.selfplay.config import SelfPlayConfig; SelfPlayConfig().search_config(); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

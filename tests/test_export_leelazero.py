@@ -211,12 +211,12 @@ def test_policy_lines_text():
 @pytest.fixture(scope="module")
 def selfplay_folder(tmp_path_factory) -> Path:
     """A tiny real self-play run on 19x19 (random network, a few visits)."""
-    from gotk.selfplay.games import SelfPlayConfig
-    from gotk.selfplay.run import INIT_NAME, SelfPlayOptions, new_agent, selfplay
+    from gotk.selfplay.config import SelfPlayConfig, SelfPlayOptions
+    from gotk.selfplay.run import INIT_NAME, new_agent, selfplay
 
     out = tmp_path_factory.mktemp("sp") / "sp"
     agent = new_agent(out / INIT_NAME, 19, "zero", "simple", 0, blocks=1, filters=8)
-    cfg = SelfPlayConfig(size=19, visits=4, fast_visits=2, max_moves=40)
+    cfg = SelfPlayConfig.make(size=19, visits=4, fast_visits=2, max_moves=40)
     selfplay(SelfPlayOptions(agent=str(agent), out=str(out), games=3, config=cfg, chunk_games=3, threads=1))
     return out
 

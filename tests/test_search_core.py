@@ -52,7 +52,7 @@ def test_gumbel_at_play_time_finds_the_capture_and_keeps_the_invariants(material
 def test_gumbel_plays_without_noise_and_self_play_explores_with_it(agent) -> None:
     """A Gumbel player (gtp, match, analysis, gotk zero's evaluations) picks its move without the root's Gumbel
     noise, so different seeds play the same move; with the noise self-play explores with, they do not."""
-    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.selfplay.config import SelfPlayConfig
 
     def moves(**kw) -> set[int]:
         return {SearchPlayer(agent, config=SearchConfig(visits=16, search="gumbel", symmetries=False, seed=s,
@@ -61,7 +61,7 @@ def test_gumbel_plays_without_noise_and_self_play_explores_with_it(agent) -> Non
 
     assert len(moves()) == 1
     assert len(moves(gumbel_scale=1.0)) > 1
-    assert SelfPlayConfig(size=9).search_config().gumbel_scale == 1.0
+    assert SelfPlayConfig.make(size=9).search_config().gumbel_scale == 1.0
 
 
 def test_gumbel_halving_visits_the_considered_moves_by_the_schedule(agent) -> None:
@@ -146,11 +146,12 @@ def test_an_agents_search_settings_choose_the_search(tmp_path, agent_path) -> No
 
 
 def _fast_visits_seen(agent, reuse: bool) -> list[int]:
-    from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
+    from gotk.selfplay.config import SelfPlayConfig
+    from gotk.selfplay.games import SelfPlayBatch
 
     # two moves considered: the one played has had several of the simulations (with 16 of 8 simulations each
     # would have one at most, and a kept subtree would hold one visit)
-    cfg = SelfPlayConfig(size=9, visits=16, fast_visits=8, full_fraction=0.3, max_moves=30, reuse=reuse,
+    cfg = SelfPlayConfig.make(size=9, visits=16, fast_visits=8, full_fraction=0.3, max_moves=30, reuse=reuse,
                          considered=2, resign_threshold=None)
     (game,) = SelfPlayBatch(agent, cfg, [(0, 5)], seed=5).run()
     return [int(m.group(1)) for c in game.comments if (m := re.search(r"fast n=(\d+)", c))]

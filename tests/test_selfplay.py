@@ -19,7 +19,8 @@ from gotk.nets.agent import Agent, load_agent
 from gotk.nets.networks import build_model
 from gotk.search import gumbel as G
 from gotk.search import tree as T
-from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig, SelfPlayError
+from gotk.selfplay.config import SelfPlayConfig, SelfPlayError
+from gotk.selfplay.games import SelfPlayBatch
 from gotk.sgf.reader import read_sgf
 
 
@@ -108,7 +109,7 @@ def test_gumbel_walk_follows_the_improved_policy_below_the_root():
 def test_games_are_legal_and_their_rows_match_the_engine(search):
     size = 5
     agent = _agent(size)
-    cfg = SelfPlayConfig(size=size, search=search, visits=8, fast_visits=2, full_fraction=0.5, komi=0.5,
+    cfg = SelfPlayConfig.make(size=size, search=search, visits=8, fast_visits=2, full_fraction=0.5, komi=0.5,
                          resign_threshold=None)
     games = SelfPlayBatch(agent, cfg, [(i, 3) for i in range(6)], seed=3).run()
     assert [g.index for g in games] == list(range(6))
@@ -156,7 +157,7 @@ def test_agent_with_global_inputs_plays_and_its_chunk_carries_them(tmp_path, pol
         for p in net.parameters():
             p.normal_(0, 0.3)
     agent = Agent(net, enc, {"model": {"name": "resnet"}})
-    cfg = SelfPlayConfig(size=size, visits=6, fast_visits=2, full_fraction=1.0, komi=2.5, resign_threshold=None,
+    cfg = SelfPlayConfig.make(size=size, visits=6, fast_visits=2, full_fraction=1.0, komi=2.5, resign_threshold=None,
                          policy_only=policy_only)
     games = SelfPlayBatch(agent, cfg, [(i, 4) for i in range(6 if policy_only else 3)], seed=4).run()
     rows = sum(len(g.label) for g in games)
@@ -173,13 +174,13 @@ def test_agent_with_global_inputs_plays_and_its_chunk_carries_them(tmp_path, pol
 
 def test_same_seed_same_games_and_policy_only_mode():
     agent = _agent(5, seed=1)
-    cfg = SelfPlayConfig(size=5, visits=6, fast_visits=2)
+    cfg = SelfPlayConfig.make(size=5, visits=6, fast_visits=2)
     a = SelfPlayBatch(agent, cfg, [(i, 9) for i in range(3)], seed=9).run()
     b = SelfPlayBatch(agent, cfg, [(i, 9) for i in range(3)], seed=9).run()
     assert [g.moves for g in a] == [g.moves for g in b]
     c = SelfPlayBatch(agent, cfg, [(i, 10) for i in range(3)], seed=10).run()
     assert [g.moves for g in a] != [g.moves for g in c]
-    po = SelfPlayBatch(agent, SelfPlayConfig(size=5, policy_only=True), [(i, 1) for i in range(8)], seed=1).run()
+    po = SelfPlayBatch(agent, SelfPlayConfig.make(size=5, policy_only=True), [(i, 1) for i in range(8)], seed=1).run()
     assert all(len(g.label) <= 1 for g in po) and sum(len(g.label) for g in po) >= 1
     for g in po:
         if len(g.label):
@@ -189,7 +190,7 @@ def test_same_seed_same_games_and_policy_only_mode():
 
 def test_resignation_and_false_resignation_bookkeeping():
     agent = _agent(5, seed=2)
-    cfg = SelfPlayConfig(size=5, visits=4, fast_visits=2, resign_threshold=1.0, resign_moves=1, resign_disabled=0.5)
+    cfg = SelfPlayConfig.make(size=5, visits=4, fast_visits=2, resign_threshold=1.0, resign_moves=1, resign_disabled=0.5)
     games = SelfPlayBatch(agent, cfg, [(i, 4) for i in range(12)], seed=4).run()
     enabled = [g for g in games if g.resign_enabled]
     disabled = [g for g in games if not g.resign_enabled]
@@ -211,10 +212,10 @@ def test_ownership_and_score_weigh_only_games_played_out(tmp_path):
 
     size, agent = 5, _agent(5, seed=2)
     plain = dict(size=size, visits=2, fast_visits=1, full_fraction=0.5, resign_threshold=None)
-    resigned = SelfPlayBatch(agent, SelfPlayConfig(**{**plain, "resign_threshold": 1.0}, resign_moves=1,
+    resigned = SelfPlayBatch(agent, SelfPlayConfig.make(**{**plain, "resign_threshold": 1.0}, resign_moves=1,
                                                    resign_disabled=0.0, resign_min_move=4), [(0, 1), (1, 1)]).run()
-    capped = SelfPlayBatch(agent, SelfPlayConfig(**plain, max_moves=7), [(2, 1), (3, 1)]).run()
-    played = SelfPlayBatch(agent, SelfPlayConfig(**plain), [(i, 1) for i in range(4, 7)]).run()
+    capped = SelfPlayBatch(agent, SelfPlayConfig.make(**plain, max_moves=7), [(2, 1), (3, 1)]).run()
+    played = SelfPlayBatch(agent, SelfPlayConfig.make(**plain), [(i, 1) for i in range(4, 7)]).run()
     pas = size * size
 
     def two_passes(g) -> bool:
@@ -248,11 +249,11 @@ def test_ownership_and_score_weigh_only_games_played_out(tmp_path):
 
 def test_bad_agents_get_one_line():
     with pytest.raises(SelfPlayError, match="plays 5x5, not 9x9"):
-        SelfPlayBatch(_agent(5), SelfPlayConfig(size=9), [(0, 0)])
+        SelfPlayBatch(_agent(5), SelfPlayConfig.make(size=9), [(0, 0)])
     with pytest.raises(SelfPlayError, match="value head"):
-        SelfPlayBatch(_agent(5, head="policy"), SelfPlayConfig(size=5), [(0, 0)])
+        SelfPlayBatch(_agent(5, head="policy"), SelfPlayConfig.make(size=5), [(0, 0)])
     with pytest.raises(SelfPlayError, match="--search"):
-        SelfPlayConfig(search="mcts").validate()
+        SelfPlayConfig.make(search="mcts").validate()
 
 
 def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:

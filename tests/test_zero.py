@@ -90,13 +90,13 @@ def test_killed_run_resumes_with_the_same_generations(tmp_path):
 
 
 def _tiny_opts(out: Path, generations: int, **over):
-    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.selfplay.config import SelfPlayConfig
     from gotk.zero.options import ZeroOptions
 
     kw = dict(loop="generations", size=5, generations=generations, games=4, chunk_games=2, blocks=1, filters=8,
               train_steps=3,
               batch_size=16, eval_games=0, gnugo_levels=(), threads=1, device="cpu", seed=3,
-              selfplay=SelfPlayConfig(size=5, visits=4, fast_visits=2))
+              selfplay=SelfPlayConfig.make(size=5, visits=4, fast_visits=2))
     kw.update(over)
     return ZeroOptions(out=str(out), **kw)
 

@@ -5,22 +5,12 @@ defined once: :class:`PlayerOptions` holds one field per option with its flag an
 
 from __future__ import annotations
 
-import functools
-import inspect
-import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 
-import typer
-
 from gotk.cli.common import fail
-
-
-def _option(default, *flags: str, help: str):  # noqa: A002 - typer's own keyword
-    """A field whose default is ``default`` and whose command-line option is ``typer.Option(default, *flags,
-    help=help)``."""
-    return field(default=default, metadata={"option": typer.Option(default, *flags, help=help)})
+from gotk.cli.options import option, with_options
 
 
 @dataclass(frozen=True)
@@ -28,46 +18,46 @@ class PlayerOptions:
     """How the agent plays: the policy player's choices, when it resigns, and the search (``gotk.search``;
     docs/gtp.md "Search"). Every field is a command-line option of ``gotk gtp`` and ``gotk match``."""
 
-    temperature: float = _option(0.0, help="0 plays the most probable sensible move; >0 samples from p^(1/T).")
-    pass_threshold: float = _option(1e-3, "--pass-threshold",
+    temperature: float = option(0.0, help="0 plays the most probable sensible move; >0 samples from p^(1/T).")
+    pass_threshold: float = option(1e-3, "--pass-threshold",
                                     help="Pass when no sensible move has at least this policy probability.")
-    resign: bool = _option(True, "--resign/--no-resign",
+    resign: bool = option(True, "--resign/--no-resign",
                            help="Allow resignation (only agents with a value head resign).")
-    resign_threshold: float = _option(-0.95, "--resign-threshold",
+    resign_threshold: float = option(-0.95, "--resign-threshold",
                                       help="Resign when the value (mover's view, -1..1) stays below this.")
-    resign_moves: int = _option(3, "--resign-moves", help="... for this many consecutive own moves.")
-    threads: int = _option(1, help="torch CPU threads for inference (0: torch's default).")
-    value_agent: Path | None = _option(None, "--value-agent", help="Agent giving the search's leaf values (same "
+    resign_moves: int = option(3, "--resign-moves", help="... for this many consecutive own moves.")
+    threads: int = option(1, help="torch CPU threads for inference (0: torch's default).")
+    value_agent: Path | None = option(None, "--value-agent", help="Agent giving the search's leaf values (same "
                                        "encoder and board size); default: the agent's own value head.")
-    visits: int = _option(0, "--visits", help="Search with this many root visits per move; 0 or 1 plays the "
+    visits: int = option(0, "--visits", help="Search with this many root visits per move; 0 or 1 plays the "
                           "policy alone.")
-    seconds: float | None = _option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
+    seconds: float | None = option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
                                     "whichever comes first).")
     # unset: the agent's own (agent.json "search"), else the search's defaults (gotk.search.config.SearchConfig;
     # tests/test_player_options.py holds the help texts equal to them)
-    search: str | None = _option(None, "--search", help="The search's root rule: puct (AlphaGo Zero) or gumbel "
+    search: str | None = option(None, "--search", help="The search's root rule: puct (AlphaGo Zero) or gumbel "
                                  "(Gumbel AlphaZero, as gotk selfplay trains with it) [the agent's own, else puct].")
-    batch: int | None = _option(None, "--batch", help="Leaves evaluated per network call (virtual loss) "
+    batch: int | None = option(None, "--batch", help="Leaves evaluated per network call (virtual loss) "
                                 "[the agent's own, else 8].")
-    c_puct: float | None = _option(None, "--c-puct", help="PUCT exploration constant [the agent's own, else 5.0].")
-    fpu: float | None = _option(None, "--fpu", help="First-play-urgency reduction for unvisited moves [the agent's "
+    c_puct: float | None = option(None, "--c-puct", help="PUCT exploration constant [the agent's own, else 5.0].")
+    fpu: float | None = option(None, "--fpu", help="First-play-urgency reduction for unvisited moves [the agent's "
                                 "own, else 0.0].")
-    lcb: float | None = _option(None, "--lcb", help="0 plays the most visited move; R > 0 the move with the best "
+    lcb: float | None = option(None, "--lcb", help="0 plays the most visited move; R > 0 the move with the best "
                                 "lower confidence bound on its value among those with more than R x the most visits "
                                 "(Leela Zero: 0.1) [the agent's own, else 0.0].")
-    gumbel_scale: float | None = _option(None, "--gumbel-scale", help="Gumbel root: the scale of its noise on the "
+    gumbel_scale: float | None = option(None, "--gumbel-scale", help="Gumbel root: the scale of its noise on the "
                                          "priors; 0 picks deterministically, 1 explores as self-play does [0.0].")
-    pass_rule: str | None = _option(None, "--pass-rule", help="answer: pass only when no sensible move is left or "
+    pass_rule: str | None = option(None, "--pass-rule", help="answer: pass only when no sensible move is left or "
                                     "to answer a pass; always: pass is a candidate at every move [the agent's own, "
                                     "else answer].")
-    resign_min_move: int = _option(30, "--resign-min-move",
+    resign_min_move: int = option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
-    profile: str | None = _option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
+    profile: str | None = option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
                                   "preaz_<rank>, proyear_<1800..2023>) an agent trained with --metadata; its policy "
                                   "is sampled at temperature 1 (or --temperature), policy only (docs/human.md).")
-    profile_argmax: bool = _option(False, "--profile-argmax", help="With --profile: play the profile's most "
+    profile_argmax: bool = option(False, "--profile-argmax", help="With --profile: play the profile's most "
                                    "probable move instead of sampling.")
-    bf16: bool = _option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
+    bf16: bool = option(False, "--bf16", help="Run the network under bf16 autocast: faster on CPUs with "
                          "AVX512-BF16 or AMX and on GPUs, not bit-exact (BENCHMARKS.md, search speed).")
 
     @property
@@ -111,18 +101,4 @@ class PlayerOptions:
 def with_player_options(command: Callable) -> Callable:
     """``command`` (which takes a ``player: PlayerOptions`` parameter) as a typer command with every
     :class:`PlayerOptions` field as an option after its own options, their values handed to it as ``player``."""
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "player"]
-    hints = typing.get_type_hints(PlayerOptions)
-    names = [f.name for f in fields(PlayerOptions)]
-    added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.metadata["option"],
-                               annotation=hints[f.name]) for f in fields(PlayerOptions)]
-
-    @functools.wraps(command)
-    def run(**kwargs):
-        player = PlayerOptions(**{name: kwargs.pop(name) for name in names})
-        return command(**kwargs, player=player)
-
-    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + added
-    run.__signature__ = inspect.Signature(params)
-    run.__annotations__ = {p.name: p.annotation for p in params}
-    return run
+    return with_options(player=PlayerOptions)(command)

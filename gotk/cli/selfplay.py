@@ -3,78 +3,116 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from gotk.cli.common import fail
+from gotk.cli.options import default_of, option, with_options
+from gotk.search.config import SearchConfig
 from gotk.selfplay import DEFAULT_ENCODER
+from gotk.selfplay.config import SELFPLAY_SEARCH, SelfPlayConfig, SelfPlayOptions
+from gotk.zero.options import ZeroOptions
 
 
+@dataclass(frozen=True)
+class GameOptions:
+    """How self-play games are played, in ``gotk selfplay`` and ``gotk zero`` alike: the options of
+    :class:`gotk.selfplay.games.SelfPlayConfig` (its defaults, and those of self-play's search,
+    :data:`gotk.selfplay.games.SELFPLAY_SEARCH`)."""
+
+    size: int = option(default_of(SelfPlayConfig, "size"), "--size", help="Board size.")
+    komi: float = option(default_of(SelfPlayConfig, "komi"), "--komi", help="Komi (area scoring).")
+    visits: int = option(SELFPLAY_SEARCH["visits"], "--visits",
+                         help="Simulations of a full search (its positions are recorded).")
+    fast_visits: int = option(default_of(SelfPlayConfig, "fast_visits"), "--fast-visits",
+                              help="Simulations of a fast search (not recorded).")
+    full_fraction: float = option(default_of(SelfPlayConfig, "full_fraction"), "--full-fraction",
+                                  help="Share of moves searched fully (KataGo's playout-cap randomisation; 1: every "
+                                  "move).")
+    search: str = option(SELFPLAY_SEARCH["search"], "--search", help="gumbel (Gumbel AlphaZero, improved-policy "
+                         "targets) or puct (Dirichlet noise, visit-count targets).")
+    considered: int = option(default_of(SearchConfig, "considered"), "--considered",
+                             help="Gumbel: moves sampled at the root.")
+    sample_moves: int | None = option(None, "--sample-moves", help="Moves sampled from the search's target at the "
+                                      "start of a game [size²/8]; later moves are the search's choice.")
+    resign_threshold: float = option(default_of(SelfPlayConfig, "resign_threshold"), "--resign-threshold",
+                                     help="Resign below this root value...")
+    resign_disabled: float = option(default_of(SelfPlayConfig, "resign_disabled"), "--resign-disabled",
+                                    help="...except in this share of the games, which measure the false-resignation "
+                                    "rate.")
+    no_resign: bool = option(False, "--no-resign", help="Never resign.")
+    max_moves: int | None = option(None, "--max-moves", help="Score a game after this many moves [2 × size²].")
+    early_pass: bool = option(False, "--early-pass", help="Pass is a candidate at every move (default: only when no "
+                              "sensible move is left, or to answer a pass).")
+    policy_only: bool = option(False, "--policy-only", help="No search: moves sampled from the policy, one random "
+                               "move, one position recorded per game (AlphaGo's value data).")
+    temperature: float = option(default_of(SelfPlayConfig, "temperature"), "--temperature",
+                                help="Policy-only mode: sampling temperature.")
+
+    def config(self) -> SelfPlayConfig:
+        """The games' :class:`SelfPlayConfig` (:class:`gotk.selfplay.games.SelfPlayError` for a bad value)."""
+        return SelfPlayConfig.make(size=self.size, komi=self.komi, search=self.search, visits=self.visits,
+                                   fast_visits=self.fast_visits, full_fraction=self.full_fraction,
+                                   considered=self.considered, sample_moves=self.sample_moves,
+                                   resign_threshold=None if self.no_resign else self.resign_threshold,
+                                   resign_disabled=self.resign_disabled, max_moves=self.max_moves,
+                                   policy_only=self.policy_only, temperature=self.temperature,
+                                   early_pass=self.early_pass).validate()
+
+
+@dataclass(frozen=True)
+class SelfPlayRunOptions:
+    """Where and how ``gotk selfplay``'s games run (:class:`gotk.selfplay.run.SelfPlayOptions`' defaults), and the
+    network ``--init random`` makes."""
+
+    workers: int = option(default_of(SelfPlayOptions, "workers"), "--workers",
+                          help="Processes (each plays --chunk-games games at once).")
+    chunk_games: int = option(default_of(SelfPlayOptions, "chunk_games"), "--chunk-games",
+                              help="Games played together in a process: the network's batch.")
+    executor: str = option(default_of(SelfPlayOptions, "executor"), "--executor", help="local or dask (as gotk "
+                           "encode).")
+    scheduler: str | None = option(None, "--scheduler", help="Dask scheduler address (tcp://HOST:PORT).")
+    threads: int | None = option(None, "--threads", help="torch threads per process [cores / workers].")
+    device: str = option(default_of(SelfPlayOptions, "device"), "--device", help="cpu, cuda, cuda:N or auto (CUDA "
+                         "when torch sees a GPU); the network runs with bf16 autocast on CUDA.")
+    seed: int = option(default_of(SelfPlayOptions, "seed"), "--seed", help="The games' random numbers.")
+    model: str = option("zero", "--model", help="--init random: the network.")
+    blocks: int | None = option(None, "--blocks", help="--init random: residual blocks.")
+    filters: int | None = option(None, "--filters", help="--init random: filters.")
+    encoder: str = option(DEFAULT_ENCODER, "--encoder", help="--init random: the input planes.")
+
+
+@with_options(game=GameOptions, run=SelfPlayRunOptions)
 def selfplay_cmd(
+    game: GameOptions,
+    run: SelfPlayRunOptions,
     out: Path = typer.Option(..., "--out", help="Output folder (a rerun of the same command resumes it)."),
     games: int = typer.Option(..., "--games", help="Games to play."),
     agent: Path = typer.Option(None, "--agent", help="Agent package with policy and value heads."),
     init: str = typer.Option(None, "--init", help="'random': a new randomly initialised network (see --model) "
                              "instead of --agent; it is saved as OUT/agent-init.gotk."),
-    size: int = typer.Option(9, "--size", help="Board size."),
-    komi: float = typer.Option(7.5, "--komi"),
-    visits: int = typer.Option(32, "--visits", help="Simulations of a full search (its positions are recorded)."),
-    fast_visits: int = typer.Option(8, "--fast-visits", help="Simulations of a fast search (not recorded)."),
-    full_fraction: float = typer.Option(0.25, "--full-fraction", help="Share of moves searched fully (KataGo's "
-                                        "playout-cap randomisation; 1: every move)."),
-    search: str = typer.Option("gumbel", "--search", help="gumbel (Gumbel AlphaZero, improved-policy targets) or "
-                               "puct (Dirichlet noise, visit-count targets)."),
-    considered: int = typer.Option(16, "--considered", help="Gumbel: moves sampled at the root."),
-    sample_moves: int = typer.Option(None, "--sample-moves", help="Moves sampled from the search's target at the "
-                                     "start of a game [size²/8]; later moves are the search's choice."),
-    resign_threshold: float = typer.Option(-0.9, "--resign-threshold", help="Resign below this root value..."),
-    resign_disabled: float = typer.Option(0.2, "--resign-disabled", help="...except in this share of the games, "
-                                          "which measure the false-resignation rate."),
-    no_resign: bool = typer.Option(False, "--no-resign", help="Never resign."),
-    max_moves: int = typer.Option(None, "--max-moves", help="Score a game after this many moves [2 × size²]."),
-    early_pass: bool = typer.Option(False, "--early-pass", help="Pass is a candidate at every move (default: only "
-                                    "when no sensible move is left, or to answer a pass)."),
-    policy_only: bool = typer.Option(False, "--policy-only", help="No search: moves sampled from the policy, one "
-                                     "random move, one position recorded per game (AlphaGo's value data)."),
-    temperature: float = typer.Option(1.0, "--temperature", help="Policy-only mode: sampling temperature."),
-    workers: int = typer.Option(1, "--workers", help="Processes (each plays --chunk-games games at once)."),
-    chunk_games: int = typer.Option(32, "--chunk-games", help="Games played together in a process: the network's "
-                                    "batch."),
-    executor: str = typer.Option("local", "--executor", help="local or dask (as gotk encode)."),
-    scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://HOST:PORT)."),
-    threads: int = typer.Option(None, "--threads", help="torch threads per process [cores / workers]."),
-    device: str = typer.Option("auto", "--device", help="cpu, cuda, cuda:N or auto (CUDA when torch sees a GPU); "
-                               "the network runs with bf16 autocast on CUDA."),
-    seed: int = typer.Option(0, "--seed"),
-    model: str = typer.Option("zero", "--model", help="--init random: the network."),
-    blocks: int = typer.Option(None, "--blocks", help="--init random: residual blocks."),
-    filters: int = typer.Option(None, "--filters", help="--init random: filters."),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help="--init random: the input planes."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Play games of an agent against itself with search; write SGF files and a gotk dataset of the positions
     with the search's targets (policy, root value, ownership, score, weight). Exit code 2 on bad options."""
     from gotk.errors import GotkError
-    from gotk.selfplay.games import SelfPlayConfig
-    from gotk.selfplay.run import INIT_NAME, SelfPlayOptions, new_agent, selfplay
+    from gotk.selfplay.run import INIT_NAME, new_agent, selfplay
 
     if (agent is None) == (init is None):
         fail("give --agent FILE or --init random (one of them)")
     if init is not None and init != "random":
         fail(f"--init takes 'random', not {init!r}")
-    cfg = SelfPlayConfig(size=size, komi=komi, search=search, visits=visits, fast_visits=fast_visits,
-                         full_fraction=full_fraction, considered=considered, sample_moves=sample_moves,
-                         resign_threshold=None if no_resign else resign_threshold, resign_disabled=resign_disabled,
-                         max_moves=max_moves, policy_only=policy_only, temperature=temperature,
-                         early_pass=early_pass)
     try:
-        cfg.validate()
+        cfg = game.config()
         opts = SelfPlayOptions(agent=str(out / INIT_NAME if init is not None else agent), out=str(out), games=games,
-                               config=cfg, chunk_games=chunk_games, workers=workers, executor=executor,
-                               scheduler=scheduler, seed=seed, threads=threads, device=device).validate()
+                               config=cfg, chunk_games=run.chunk_games, workers=run.workers, executor=run.executor,
+                               scheduler=run.scheduler, seed=run.seed, threads=run.threads,
+                               device=run.device).validate()
         if init is not None:
-            new_agent(out / INIT_NAME, size, model, encoder, seed, blocks=blocks, filters=filters)
+            new_agent(out / INIT_NAME, game.size, run.model, run.encoder, run.seed, blocks=run.blocks,
+                      filters=run.filters)
 
         def progress(rec: dict) -> None:
             typer.echo(f"chunk {rec['chunk']:>5}: {rec['count']} games, {rec['rows']} positions, "
@@ -86,6 +124,10 @@ def selfplay_cmd(
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
+    _print_selfplay(report, out)
+
+
+def _print_selfplay(report: dict, out: Path) -> None:
     typer.echo(f"games {report['games']:,}  positions {report['positions']:,}  moves {report['moves']:,}  "
                f"({report['chunks_reused']} of {report['chunks']} chunks were done already)")
     if report["positions_per_s"] is not None:
@@ -102,98 +144,116 @@ def selfplay_cmd(
     typer.echo(f"dataset: {out}  (gotk inspect {out}; gotk train --data {out})")
 
 
+def _zero(name: str):
+    return default_of(ZeroOptions, name)
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    """The loop's own settings (:class:`gotk.zero.options.ZeroOptions`' defaults): its shape, network, training,
+    evaluation and where it runs."""
+
+    loop: str = option(_zero("loop"), "--loop", help="actors: self-play actors and a learner at once, evaluation "
+                       "after the learning; generations: self-play, training and evaluation in turn.")
+    games_per_generation: int = option(_zero("games"), "--games", help="Generations: self-play games per "
+                                       "generation.")
+    model: str = option(_zero("model"), "--model", help="The network (a new random one; see --init-agent).")
+    blocks: int = option(_zero("blocks"), "--blocks", help="Residual blocks of the new network.")
+    filters: int = option(_zero("filters"), "--filters", help="Filters of the new network.")
+    encoder: str = option(_zero("encoder"), "--encoder", help="Input planes.")
+    globals_: bool = option(_zero("globals"), "--globals/--no-globals", help="The new network takes the komi and the "
+                            "side to move as global inputs (resnet and zero models).")
+    init_agent: Path | None = option(None, "--init-agent", help="Start from this agent (policy + value heads) "
+                                     "instead of a random network, e.g. a supervised one.")
+    window: int = option(_zero("window"), "--window", help="Generations: generations of self-play games trained on.")
+    window_rows: int = option(_zero("window_rows"), "--window-rows", help="Actors: the newest self-play rows "
+                              "trained on.")
+    min_rows: int = option(_zero("min_rows"), "--min-rows", help="Actors: rows played before the first training "
+                           "round.")
+    reuse: float = option(_zero("reuse"), "--reuse", help="Actors: samples trained per new position (the learner "
+                          "waits for new rows beyond it).")
+    train_steps: int = option(_zero("train_steps"), "--train-steps", help="Training steps per network (a "
+                              "generation, or a learner round between published networks).")
+    batch_size: int = option(_zero("batch_size"), "--batch-size", help="Training batch.")
+    lr: float | None = option(None, "--lr", help="Learning rate [the model's default].")
+    optimizer: str | None = option(None, "--optimizer", help="Optimizer [the model's default].")
+    carry_optimizer: bool = option(_zero("carry_optimizer"), "--carry-optimizer/--fresh-optimizer",
+                                   help="Each generation's optimizer goes on from the previous one's state (Adam's "
+                                   "moments and step count; default), or starts fresh with a warm-up every "
+                                   "generation.")
+    warmup_steps: int | None = option(None, "--warmup-steps", help="Steps over which a fresh optimizer raises the "
+                                      "learning rate linearly to --lr (the first generation; every generation with "
+                                      "--fresh-optimizer) [min(100, --train-steps)].")
+    gating: bool = option(_zero("gating"), "--gating/--continuous", help="Gating: a new network replaces the best "
+                          "only when it wins --gate of --gating-games; continuous (default): always.")
+    gate: float = option(_zero("gate"), "--gate", help="Gating: the share of games a new network must win.")
+    gating_games: int = option(_zero("gating_games"), "--gating-games", help="Gating: games against the best.")
+    eval_games: int = option(_zero("eval_games"), "--eval-games", help="Games against each anchor per evaluation "
+                             "(0: none).")
+    eval_visits: int | None = option(None, "--eval-visits", help="Search visits of the networks in evaluation "
+                                     "games (with the search they were trained with) [self-play's --visits].")
+    eval_every: int = option(_zero("eval_every"), "--eval-every", help="Play the anchors every this many "
+                             "networks.")
+    no_aux: bool = option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons).")
+    value_mix: float = option(_zero("value_mix"), "--value-mix", help="The value target: (1 - m) x the game's "
+                              "result + m x the search's root value (KataGo's short-term value targets; 0: the "
+                              "result).")
+    threads: int | None = option(None, "--threads", help="torch threads of self-play and training [actors: 1 each "
+                                 "and 1 for the learner; generations: cores].")
+    device: str = option(_zero("device"), "--device", help="Self-play and training: cpu, cuda, cuda:N or auto (CUDA "
+                         "when torch sees a GPU).")
+    gnugo_levels: str = option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma separated ('' "
+                               "for none; skipped when gnugo is not installed).")
+    workers: int | None = option(None, "--workers", help="Self-play processes [actors: one per core; generations: "
+                                 "1].")
+    chunk_games: int = option(_zero("chunk_games"), "--chunk-games", help="Games played together in a process.")
+    executor: str = option(_zero("executor"), "--executor", help="Actors: local processes or dask.")
+    scheduler: str | None = option(None, "--scheduler", help="Actors: a Dask scheduler tcp://HOST:PORT [a "
+                                   "LocalCluster].")
+    calibrate_s: float = option(_zero("calibrate_s"), "--calibrate-s", help="Actors: seconds of host calibration "
+                                "at the start of each session, in the report (0: none).")
+    seed: int = option(_zero("seed"), "--seed", help="The run's random numbers.")
+
+    def levels(self) -> tuple[int, ...]:
+        """``--gnugo-levels`` as integers (a bad list is a one-line error)."""
+        try:
+            levels = tuple(int(x) for x in self.gnugo_levels.split(",") if x.strip())
+        except ValueError:
+            fail(f"--gnugo-levels takes comma-separated integers, not {self.gnugo_levels!r}")
+        if any(not 1 <= lv <= 10 for lv in levels):
+            fail("GNU Go levels are 1..10")
+        return levels
+
+
+@with_options(game=GameOptions, run=LoopOptions)
 def zero_cmd(
+    game: GameOptions,
+    run: LoopOptions,
     out: Path = typer.Option(..., "--out", help="Run folder (a rerun of the same command resumes it)."),
-    size: int = typer.Option(9, "--size", help="Board size."),
     hours: float = typer.Option(None, "--hours", help="Stop after this many hours in all (over resumed sessions)."),
-    generations: int = typer.Option(None, "--generations", help="Stop after this many generations in all."),
-    loop: str = typer.Option("actors", "--loop", help="actors: self-play actors and a learner at once, evaluation "
-                             "after the learning; generations: self-play, training and evaluation in turn."),
-    games: int = typer.Option(96, "--games", help="Generations: self-play games per generation."),
-    visits: int = typer.Option(32, "--visits", help="Self-play: simulations of a full search."),
-    fast_visits: int = typer.Option(8, "--fast-visits", help="Self-play: simulations of a fast search."),
-    full_fraction: float = typer.Option(0.25, "--full-fraction", help="Self-play: share of full searches."),
-    search: str = typer.Option("gumbel", "--search", help="Self-play search: gumbel or puct."),
-    no_resign: bool = typer.Option(False, "--no-resign", help="Self-play games never resign."),
-    model: str = typer.Option("zero", "--model", help="The network (a new random one; see --init-agent)."),
-    blocks: int = typer.Option(6, "--blocks"),
-    filters: int = typer.Option(64, "--filters"),
-    encoder: str = typer.Option(DEFAULT_ENCODER, "--encoder", help="Input planes."),
-    globals_: bool = typer.Option(True, "--globals/--no-globals", help="The new network takes the komi and the side "
-                                  "to move as global inputs (resnet and zero models)."),
-    init_agent: Path = typer.Option(None, "--init-agent", help="Start from this agent (policy + value heads) "
-                                    "instead of a random network, e.g. a supervised one."),
-    window: int = typer.Option(4, "--window", help="Generations: generations of self-play games trained on."),
-    window_rows: int = typer.Option(25_000, "--window-rows", help="Actors: the newest self-play rows trained on."),
-    min_rows: int = typer.Option(2_000, "--min-rows", help="Actors: rows played before the first training round."),
-    reuse: float = typer.Option(4.0, "--reuse", help="Actors: samples trained per new position (the learner "
-                                "waits for new rows beyond it)."),
-    train_steps: int = typer.Option(300, "--train-steps", help="Training steps per network (a generation, or a "
-                                    "learner round between published networks)."),
-    batch_size: int = typer.Option(128, "--batch-size"),
-    lr: float = typer.Option(None, "--lr", help="Learning rate [the model's default]."),
-    optimizer: str = typer.Option(None, "--optimizer", help="Optimizer [the model's default]."),
-    carry_optimizer: bool = typer.Option(True, "--carry-optimizer/--fresh-optimizer", help="Each generation's "
-                                         "optimizer goes on from the previous one's state (Adam's moments and "
-                                         "step count; default), or starts fresh with a warm-up every generation."),
-    warmup_steps: int = typer.Option(None, "--warmup-steps", help="Steps over which a fresh optimizer raises the "
-                                     "learning rate linearly to --lr (the first generation; every generation "
-                                     "with --fresh-optimizer) [min(100, --train-steps)]."),
-    gating: bool = typer.Option(False, "--gating/--continuous", help="Gating: a new network replaces the best "
-                                "only when it wins --gate of --gating-games; continuous (default): always."),
-    gate: float = typer.Option(0.55, "--gate"),
-    gating_games: int = typer.Option(20, "--gating-games"),
-    eval_games: int = typer.Option(20, "--eval-games", help="Games against each anchor per generation (0: none)."),
-    eval_visits: int = typer.Option(None, "--eval-visits", help="Search visits of the networks in evaluation games "
-                                    "(with the search they were trained with) [self-play's --visits]."),
-    eval_every: int = typer.Option(2, "--eval-every", help="Play the anchors every this many generations."),
-    no_aux: bool = typer.Option(False, "--no-aux", help="Train no ownership and score outputs (for comparisons)."),
-    value_mix: float = typer.Option(0.0, "--value-mix", help="The value target: (1 - m) x the game's result + m x "
-                                    "the search's root value (KataGo's short-term value targets; 0: the result)."),
-    threads: int = typer.Option(None, "--threads", help="torch threads of self-play and training [actors: 1 each "
-                                "and 1 for the learner; generations: cores]."),
-    device: str = typer.Option("auto", "--device", help="Self-play and training: cpu, cuda, cuda:N or auto (CUDA "
-                               "when torch sees a GPU)."),
-    gnugo_levels: str = typer.Option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma "
-                                     "separated ('' for none; skipped when gnugo is not installed)."),
-    workers: int = typer.Option(None, "--workers", help="Self-play processes [actors: one per core; "
-                                "generations: 1]."),
-    chunk_games: int = typer.Option(48, "--chunk-games", help="Games played together in a process."),
-    executor: str = typer.Option("local", "--executor", help="Actors: local processes or dask."),
-    scheduler: str = typer.Option(None, "--scheduler", help="Actors: a Dask scheduler tcp://HOST:PORT [a "
-                                  "LocalCluster]."),
-    calibrate_s: float = typer.Option(60.0, "--calibrate-s", help="Actors: seconds of host calibration at the "
-                                      "start of each session, in the report (0: none)."),
-    seed: int = typer.Option(0, "--seed"),
+    generations: int = typer.Option(None, "--generations", help="Stop after this many networks in all."),
 ) -> None:
     """Run the AlphaGo Zero loop: self-play actors and a learner at once (default), or generations of self-play →
     train → evaluate; writes RUN/report.json, RUN/report.png, the games, the networks and the match reports."""
     from gotk.errors import GotkError
-    from gotk.selfplay.games import SelfPlayConfig
-    from gotk.zero.options import ZeroOptions
     from gotk.zero.run import zero
 
     if hours is None and generations is None:
         fail("give --hours H and/or --generations N (the run's budget)")
     try:
-        levels = tuple(int(x) for x in gnugo_levels.split(",") if x.strip())
-    except ValueError:
-        fail(f"--gnugo-levels takes comma-separated integers, not {gnugo_levels!r}")
-    if any(not 1 <= lv <= 10 for lv in levels):
-        fail("GNU Go levels are 1..10")
-    cfg = SelfPlayConfig(size=size, search=search, visits=visits, fast_visits=fast_visits,
-                         full_fraction=full_fraction, resign_threshold=None if no_resign else -0.9)
-    opts = ZeroOptions(out=str(out), size=size, hours=hours, generations=generations, games=games, selfplay=cfg,
-                       model=model, blocks=blocks, filters=filters, encoder=encoder, globals=globals_,
-                       init_agent=str(init_agent) if init_agent else None, window=window, train_steps=train_steps,
-                       batch_size=batch_size, lr=lr, optimizer=optimizer, carry_optimizer=carry_optimizer,
-                       warmup_steps=warmup_steps, gating=gating, gate=gate,
-                       gating_games=gating_games, eval_games=eval_games, eval_visits=eval_visits,
-                       eval_every=eval_every, aux_targets=not no_aux, threads=threads, device=device,
-                       gnugo_levels=levels, workers=workers, chunk_games=chunk_games, seed=seed, loop=loop,
-                       reuse=reuse, window_rows=window_rows, min_rows=min_rows, executor=executor,
-                       scheduler=scheduler, calibrate_s=calibrate_s, value_mix=value_mix)
-    try:
+        opts = ZeroOptions(out=str(out), size=game.size, hours=hours, generations=generations,
+                           games=run.games_per_generation, selfplay=game.config(), model=run.model,
+                           blocks=run.blocks, filters=run.filters, encoder=run.encoder, globals=run.globals_,
+                           init_agent=str(run.init_agent) if run.init_agent else None, window=run.window,
+                           train_steps=run.train_steps, batch_size=run.batch_size, lr=run.lr,
+                           optimizer=run.optimizer, carry_optimizer=run.carry_optimizer,
+                           warmup_steps=run.warmup_steps, gating=run.gating, gate=run.gate,
+                           gating_games=run.gating_games, eval_games=run.eval_games, eval_visits=run.eval_visits,
+                           eval_every=run.eval_every, aux_targets=not run.no_aux, threads=run.threads,
+                           device=run.device, gnugo_levels=run.levels(), workers=run.workers,
+                           chunk_games=run.chunk_games, seed=run.seed, loop=run.loop, reuse=run.reuse,
+                           window_rows=run.window_rows, min_rows=run.min_rows, executor=run.executor,
+                           scheduler=run.scheduler, calibrate_s=run.calibrate_s, value_mix=run.value_mix)
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:
         fail(str(e))

@@ -21,8 +21,6 @@ import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields, replace
 
-import numpy as np
-
 from gotk.errors import GotkError
 
 MAX_VISITS = 10_000_000
@@ -91,7 +89,7 @@ class SearchConfig:
             bad(f"--search must be one of {', '.join(ROOTS)}, not {self.search!r}")
         if self.interior is not None and self.interior not in ROOTS:
             bad(f"the interior rule must be one of {', '.join(ROOTS)}, not {self.interior!r}")
-        if not (self.c_puct > 0 and np.isfinite(self.c_puct)):
+        if not (self.c_puct > 0 and math.isfinite(self.c_puct)):
             bad(f"--c-puct must be > 0, not {self.c_puct}")
         if not (0 <= self.fpu <= 2):
             bad(f"--fpu must be in 0..2, not {self.fpu}")
@@ -99,7 +97,7 @@ class SearchConfig:
             bad(f"--lcb must be in 0..1, not {self.lcb}")
         if not isinstance(self.considered, int) or self.considered < 1:
             bad(f"--considered must be >= 1, not {self.considered}")
-        if not (self.c_visit >= 0 and np.isfinite(self.c_visit) and self.c_scale > 0 and np.isfinite(self.c_scale)):
+        if not (self.c_visit >= 0 and math.isfinite(self.c_visit) and self.c_scale > 0 and math.isfinite(self.c_scale)):
             bad(f"c_visit must be >= 0 and c_scale > 0, not {self.c_visit} and {self.c_scale}")
         if not 0 <= self.gumbel_scale <= 10:
             bad(f"the Gumbel scale must be in 0..10, not {self.gumbel_scale}")

@@ -22,10 +22,10 @@ Per move (see :class:`SelfPlayConfig`):
   in a row (never before ``resign_min_move``), except in a ``resign_disabled`` share of the games, which play on
   and tell how often a resignation would have been wrong;
 * the moves considered are the search's pass rule (:mod:`gotk.search.core`): the legal ones that fill no own eye;
-  pass only when none is left or to answer the opponent's pass (``early_pass``: the ``"always"`` rule, a
-  candidate everywhere). A network whose value says one side wins anyway would otherwise pass from the first moves
-  on, and the games would teach nothing of the board; without it the games are played out until the stones
-  settle, which is also what area scoring with every stone alive needs;
+  pass only when none is left or to answer the opponent's pass (the search's ``pass_rule`` ``"always"``,
+  ``--early-pass``: a candidate everywhere). A network whose value says one side wins anyway would otherwise pass
+  from the first moves on, and the games would teach nothing of the board; without it the games are played out
+  until the stones settle, which is also what area scoring with every stone alive needs;
 * a game ends after two passes (area score, every stone counted alive, komi included) or ``max_moves``.
 
 ``policy_only=True`` is AlphaGo's value-data recipe: no search, moves sampled from the network's policy at
@@ -41,122 +41,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gotk.encoders import global_inputs as GI
-from gotk.errors import GotkError
 from gotk.game.state import GameState
 from gotk.search import choice as C
-from gotk.search.config import ROOTS, SearchConfig
 from gotk.search.core import Search, candidates
 from gotk.search.evaluate import NetEvaluator
+from gotk.selfplay.config import SelfPlayConfig, SelfPlayError
 
 BLACK, WHITE = 1, 2
-SEARCHES = ROOTS
-
-
-class SelfPlayError(GotkError):
-    """Self-play cannot start with these options or this agent (``bad_selfplay``)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("bad_selfplay", message)
-
-
-@dataclass
-class SelfPlayConfig:
-    """How games are played; :meth:`validate` raises :class:`SelfPlayError` on a value out of range."""
-
-    size: int = 9
-    komi: float = 7.5
-    search: str = "gumbel"
-    visits: int = 32  # simulations of a full search (recorded)
-    fast_visits: int = 8  # ... of a fast one (not recorded)
-    full_fraction: float = 0.25  # share of moves searched fully
-    considered: int = 16  # Gumbel: moves sampled at the root (m)
-    c_visit: float = 50.0
-    c_scale: float = 1.0
-    gumbel_scale: float = 1.0  # Gumbel: the root noise that explores (play and evaluation use 0)
-    c_puct: float = 1.5  # PUCT alternative
-    dirichlet_alpha: float | None = None  # None: 0.03 · 361 / size² (AlphaZero's 0.03 on 19x19)
-    noise_fraction: float = 0.25
-    sample_moves: int | None = None  # None: size² / 8
-    resign_threshold: float | None = -0.9
-    resign_moves: int = 2
-    resign_min_move: int | None = None  # None: size² / 2 (no resignation in the opening)
-    resign_disabled: float = 0.2
-    max_moves: int | None = None  # None: 2 · size²
-    policy_only: bool = False
-    temperature: float = 1.0  # policy-only mode
-    symmetries: bool = True
-    early_pass: bool = False  # pass a candidate at every move, not only when no sensible move is left or to answer one
-    pass_prior: float = 0.1  # least prior of a pass that would end the game (the search's pass rule)
-    reuse: bool = True  # fast searches start from the subtree of the moves before
-
-    def validate(self) -> SelfPlayConfig:
-        def bad(msg: str) -> None:
-            raise SelfPlayError(msg)
-
-        if not 2 <= self.size <= 25:
-            bad(f"--size must be 2..25, not {self.size}")
-        if self.search not in SEARCHES:
-            bad(f"--search must be one of {', '.join(SEARCHES)}, not {self.search!r}")
-        if not 1 <= self.visits <= 100_000 or not 1 <= self.fast_visits <= 100_000:
-            bad(f"--visits and --fast-visits must be 1..100000, not {self.visits} and {self.fast_visits}")
-        if not 0 < self.full_fraction <= 1:
-            bad(f"--full-fraction must be in (0, 1], not {self.full_fraction}")
-        if self.considered < 1:
-            bad(f"--considered must be >= 1, not {self.considered}")
-        if not (self.c_visit >= 0 and self.c_scale > 0 and self.c_puct > 0):
-            bad("c_visit must be >= 0, c_scale and c_puct > 0")
-        if not 0 <= self.noise_fraction <= 1:
-            bad(f"noise fraction must be in 0..1, not {self.noise_fraction}")
-        if self.resign_threshold is not None and not -1 <= self.resign_threshold <= 1:
-            bad(f"--resign-threshold must be in -1..1, not {self.resign_threshold}")
-        if not 0 <= self.resign_disabled <= 1 or self.resign_moves < 1:
-            bad("--resign-disabled must be in 0..1 and resign moves >= 1")
-        if self.max_moves is not None and self.max_moves < 1:
-            bad(f"--max-moves must be >= 1, not {self.max_moves}")
-        if not 0 < self.temperature <= 100:
-            bad(f"--temperature must be in (0, 100], not {self.temperature}")
-        if not 0 <= self.pass_prior <= 1:
-            bad(f"pass prior must be in 0..1, not {self.pass_prior}")
-        return self
-
-    def search_config(self) -> SearchConfig:
-        """The search these games are played with (its noise is applied to full searches only)."""
-        return SearchConfig(visits=self.visits, batch=1, search=self.search, c_puct=self.c_puct, fpu=0.0,
-                            considered=self.considered, c_visit=self.c_visit, c_scale=self.c_scale,
-                            gumbel_scale=self.gumbel_scale,
-                            noise_fraction=self.noise_fraction if self.search == "puct" else 0.0,
-                            dirichlet_alpha=self.alpha, pass_rule=self.pass_rule, pass_prior=self.pass_prior,
-                            symmetries=self.symmetries, resign_threshold=None, reuse=self.reuse)
-
-    @property
-    def pass_rule(self) -> str:
-        return "always" if self.early_pass else "answer"
-
-    def agent_search(self) -> dict:
-        """The search settings an agent trained on these games carries (agent.json ``search``), so that it is
-        played, and evaluated, with the search it was trained with."""
-        out: dict = {"search": self.search, "pass_rule": self.pass_rule}
-        if self.search == "gumbel":
-            out.update(considered=self.considered, c_visit=self.c_visit, c_scale=self.c_scale)
-        else:
-            out.update(c_puct=self.c_puct, fpu=0.0)
-        return out
-
-    @property
-    def move_cap(self) -> int:
-        return self.max_moves if self.max_moves is not None else 2 * self.size * self.size
-
-    @property
-    def sampled_moves(self) -> int:
-        return self.sample_moves if self.sample_moves is not None else self.size * self.size // 8
-
-    @property
-    def resign_from(self) -> int:
-        return self.resign_min_move if self.resign_min_move is not None else self.size * self.size // 2
-
-    @property
-    def alpha(self) -> float:
-        return self.dirichlet_alpha if self.dirichlet_alpha is not None else 0.03 * 361 / (self.size * self.size)
 
 
 @dataclass
@@ -230,7 +121,7 @@ class SelfPlayBatch:
         self.encoder = agent.encoder
         self.size = self.cfg.size
         self.nm = self.size * self.size + 1
-        self.evaluator = NetEvaluator(agent, symmetries=self.cfg.symmetries, seed=[seed, 7],
+        self.evaluator = NetEvaluator(agent, symmetries=self.cfg.tree.symmetries, seed=[seed, 7],
                                       need_value=not self.cfg.policy_only)
         search_cfg = self.cfg.search_config()
         self.games = []
@@ -296,15 +187,15 @@ class SelfPlayBatch:
             if not g.searching:  # a new move
                 if self._game_over(g):
                     return False
-                moves = candidates(g.state, cfg.pass_rule)
+                moves = candidates(g.state, cfg.tree.pass_rule)
                 if moves.size == 1:  # only pass: nothing to search
                     self._play(g, int(moves[0]), "forced")
                     continue
                 g.full = bool(g.rng.random() < cfg.full_fraction)
                 search.set_position(g.state)
-                if g.full or not cfg.reuse:
+                if g.full or not cfg.tree.reuse:
                     search.clear_tree()  # a recorded search starts afresh: its target is the search's own
-                new = cfg.visits if g.full else cfg.fast_visits
+                new = cfg.tree.visits if g.full else cfg.fast_visits
                 search.begin(search.root_visits + new + (0 if search.root_visits else 1), noise=g.full)
                 g.searching = True
             if search.finished:
@@ -367,7 +258,7 @@ class SelfPlayBatch:
         while True:
             if self._game_over(g):
                 return False
-            moves = candidates(state, self.cfg.pass_rule)
+            moves = candidates(state, self.cfg.tree.pass_rule)
             if state.move_number == g.random_at:  # AlphaGo's one random move, then record the next position
                 self._play(g, int(moves[g.rng.integers(0, moves.size)]), "random")
                 g.record_next = True
@@ -435,4 +326,4 @@ def check_agent(agent, cfg: SelfPlayConfig) -> None:
                             "trained with --head both)")
 
 
-__all__ = ["FinishedGame", "SEARCHES", "SelfPlayBatch", "SelfPlayConfig", "SelfPlayError", "check_agent"]
+__all__ = ["FinishedGame", "SelfPlayBatch", "check_agent"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -31,45 +31,13 @@ from gotk.atomic import atomic_path
 from gotk.hashing import sha256_file
 from gotk.runfolder import RunFolderError, prepare_run_folder, read_done_record, write_done_record
 from gotk.selfplay import DEFAULT_ENCODER
-from gotk.selfplay.games import FinishedGame, SelfPlayBatch, SelfPlayConfig, SelfPlayError
+from gotk.selfplay.config import SelfPlayConfig, SelfPlayError, SelfPlayOptions
+from gotk.selfplay.games import FinishedGame, SelfPlayBatch
 
 RECORD_NAME = "selfplay.json"
 REPORT_NAME = "report.json"
 GENERATOR = "gotk selfplay"
 INIT_NAME = "agent-init.gotk"  # the random network of ``--init random``, kept in the output folder
-
-
-@dataclass
-class SelfPlayOptions:
-    """A self-play run: ``games`` games by the agent file ``agent`` into ``out``."""
-
-    agent: str
-    out: str
-    games: int
-    config: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    chunk_games: int = 32  # games played together (one batch) in a process
-    workers: int = 1
-    executor: str = "local"
-    scheduler: str | None = None
-    seed: int = 0
-    threads: int | None = None  # torch threads per worker (default: cores / workers)
-    device: str = "auto"  # cpu, cuda, cuda:N or auto (CUDA when torch sees a GPU); bf16 autocast on CUDA
-
-    def validate(self) -> SelfPlayOptions:
-        if not 1 <= self.games <= 10_000_000:
-            raise SelfPlayError(f"--games must be 1..10000000, not {self.games}")
-        if not 1 <= self.chunk_games <= 4096:
-            raise SelfPlayError(f"--chunk-games must be 1..4096, not {self.chunk_games}")
-        if self.workers < 1:
-            raise SelfPlayError(f"--workers must be >= 1, not {self.workers}")
-        self.config.validate()
-        from gotk.devices import resolve_device
-
-        try:
-            self.device = str(resolve_device(self.device))
-        except ValueError as e:
-            raise SelfPlayError(str(e)) from None
-        return self
 
 
 def _chunk_name(chunk: int) -> str:
@@ -101,7 +69,7 @@ def play_chunk(agent_path: str, config: dict, out: str, chunk: int, first: int, 
     if threads:
         torch.set_num_threads(threads)
     agent = _load(agent_path, device)
-    cfg = SelfPlayConfig(**config)
+    cfg = SelfPlayConfig.from_record(config)
     batch = SelfPlayBatch(agent, cfg, [(first + i, seed) for i in range(count)], seed=seed * 1_000_003 + chunk)
     games = batch.run()
     root = Path(out)
@@ -138,7 +106,7 @@ def write_sgfs(folder: Path, games: list[FinishedGame], generator: dict, cfg: Se
 
     folder.mkdir(parents=True, exist_ok=True)
     for g in games:
-        note = json.dumps({**generator, "game": g.index, "search": cfg.search, "visits": cfg.visits,
+        note = json.dumps({**generator, "game": g.index, "search": cfg.tree.search, "visits": cfg.tree.visits,
                            "fast_visits": cfg.fast_visits}, sort_keys=True)
         text = game_sgf(g.size, g.komi, "gotk-selfplay", "gotk-selfplay", g.result, g.moves, comment=note,
                         date="2026-01-01" if generator.get("fixed_date") else None, move_comments=g.comments)
@@ -232,6 +200,11 @@ class SelfPlayRun:
         def comparable(record: dict) -> dict:  # a rerun may ask for more games, or name the agent otherwise
             record = {k: v for k, v in record.items() if k not in ("games", "gotk_version")}
             record.get("agent", {}).pop("file", None)
+            if isinstance(record.get("config"), dict):  # an earlier gotk's flat record reads as today's
+                try:
+                    record["config"] = asdict(SelfPlayConfig.from_record(record["config"]))
+                except (TypeError, SelfPlayError):
+                    pass  # unreadable: it differs, and the folder is refused as another run's
             return record
 
         try:

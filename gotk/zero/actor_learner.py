@@ -251,11 +251,11 @@ def evaluate_run(out: str | os.PathLike, games: int | None = None, log=print) ->
         raise ZeroError(f"{root}: a --loop generations run evaluates its networks itself")
     from dataclasses import fields
 
-    from gotk.selfplay.games import SelfPlayConfig
+    from gotk.selfplay.config import SelfPlayConfig
 
     names = {f.name for f in fields(ZeroOptions)}
     opts = ZeroOptions(**{k: v for k, v in stored.items() if k in names and k != "selfplay"},
-                       selfplay=SelfPlayConfig(**stored["selfplay"]))
+                       selfplay=SelfPlayConfig.from_record(stored["selfplay"]))
     opts.gnugo_levels = tuple(opts.gnugo_levels)
     if games is not None:
         if games < 1:

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gotk import __version__
-from gotk.selfplay.games import SelfPlayBatch, SelfPlayConfig
+from gotk.selfplay.config import SelfPlayConfig
+from gotk.selfplay.games import SelfPlayBatch
 
 GENERATOR = "gotk zero"
 
@@ -76,7 +77,7 @@ def play_games(net: Network, config: dict, chunk: int, first: int, count: int, s
         torch.set_num_threads(threads)
     cpu0 = time.process_time()
     agent = _agent(net, device)
-    cfg = SelfPlayConfig(**config)
+    cfg = SelfPlayConfig.from_record(config)
     batch = SelfPlayBatch(agent, cfg, [(first + i, seed) for i in range(count)], seed=seed * 1_000_003 + chunk)
     games = batch.run()
     return {"chunk": chunk, "first": first, "count": count, "network": net.version, "games": games,

@@ -37,7 +37,15 @@ from pathlib import Path
 from gotk.atomic import atomic_path
 from gotk.zero.evaluation import RANDOM_NAME
 from gotk.zero.learner import LearnerSettings, round_config
-from gotk.zero.options import STATE_NAME, ZeroError, ZeroOptions, defaults, last_step_record, net_name
+from gotk.zero.options import (
+    STATE_NAME,
+    ZeroError,
+    ZeroOptions,
+    defaults,
+    last_step_record,
+    net_name,
+    recorded_selfplay,
+)
 
 OPTIMIZER_NAME = "optimizer.pt"  # gen-g/optimizer.pt: the optimizer state after training network g + 1
 
@@ -66,6 +74,7 @@ class ZeroRun:
             if isinstance(stored, dict):  # a run recorded before an option existed ran with its default
                 old = {"loop": "generations", "workers": 1} if "loop" not in stored else {}
                 stored = {**{k: v for k, v in defaults().items() if k in rec and k not in stored}, **old, **stored}
+                stored["selfplay"] = recorded_selfplay(stored.get("selfplay"))
             if stored != rec:
                 from gotk.runfolder import record_differences
 
@@ -173,7 +182,8 @@ class ZeroRun:
         return rec
 
     def _selfplay(self, g: int, log) -> dict:
-        from gotk.selfplay.run import REPORT_NAME, SelfPlayOptions, selfplay
+        from gotk.selfplay.config import SelfPlayOptions
+        from gotk.selfplay.run import REPORT_NAME, selfplay
 
         out = self.root / _gen(g) / "selfplay"
         done = out / REPORT_NAME
@@ -212,7 +222,7 @@ class ZeroRun:
 
     @property
     def eval_visits(self) -> int:
-        return self.opts.eval_visits or max(2, self.opts.selfplay.visits)
+        return self.opts.eval_visits or max(2, self.opts.selfplay.tree.visits)
 
     def _train(self, g: int, log) -> dict:
         from gotk.nets.agent import convert_agent

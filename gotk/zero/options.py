@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gotk.errors import GotkError
 from gotk.selfplay import DEFAULT_ENCODER
-from gotk.selfplay.games import SelfPlayConfig
+from gotk.selfplay.config import SelfPlayConfig
 
 STATE_NAME = "zero.json"
 DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
@@ -106,6 +106,8 @@ class ZeroOptions:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
+        if self.selfplay.policy_only:
+            raise ZeroError("--policy-only games record no search targets: the loop trains on searched games")
         from gotk.devices import resolve_device
 
         try:
@@ -136,6 +138,18 @@ class ZeroOptions:
         return d
 
 
+def recorded_selfplay(record: object) -> object:
+    """A run's recorded self-play settings as today's record reads them (an earlier gotk recorded the search's
+    settings flat beside the game's: :meth:`SelfPlayConfig.from_record`); a record that cannot be read is returned
+    as it is, to differ."""
+    if not isinstance(record, dict):
+        return record
+    try:
+        return json.loads(json.dumps(asdict(SelfPlayConfig.from_record(record))))
+    except (TypeError, ValueError, GotkError):
+        return record
+
+
 def net_name(k: int) -> str:
     """The name of network ``k`` in the run's match reports and Elo table (0: the first, random or given)."""
     return f"net-{k:03d}"
@@ -163,4 +177,5 @@ def last_step_record(run: Path) -> dict:
     return {k: last[k] for k in keep if k in last}
 
 
-__all__ = ["LOOPS", "NO_AUX", "STATE_NAME", "ZeroError", "ZeroOptions", "defaults", "last_step_record", "net_name"]
+__all__ = ["LOOPS", "NO_AUX", "STATE_NAME", "ZeroError", "ZeroOptions", "defaults", "last_step_record", "net_name",
+           "recorded_selfplay"]
