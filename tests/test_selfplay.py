@@ -190,7 +190,8 @@ def test_same_seed_same_games_and_policy_only_mode():
 
 def test_resignation_and_false_resignation_bookkeeping():
     agent = _agent(5, seed=2)
-    cfg = SelfPlayConfig.make(size=5, visits=4, fast_visits=2, resign_threshold=1.0, resign_moves=1, resign_disabled=0.5)
+    cfg = SelfPlayConfig.make(size=5, visits=4, fast_visits=2, resign_threshold=1.0, resign_moves=1,
+                              resign_disabled=0.5)
     games = SelfPlayBatch(agent, cfg, [(i, 4) for i in range(12)], seed=4).run()
     enabled = [g for g in games if g.resign_enabled]
     disabled = [g for g in games if not g.resign_enabled]
