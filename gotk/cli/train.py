@@ -5,94 +5,129 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import typer
 
 from gotk.cli.common import fail as _fail
 from gotk.cli.common import parse_key_values
+from gotk.cli.options import option, with_options
 from gotk.errors import GotkError
 from gotk.storage import StorageError
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    """The training settings of ``gotk train``, each unset by default: a value not given is the run's own on
+    ``--resume`` (its config.json), else :class:`gotk.train.config.TrainConfig`'s default, written there once."""
+
+    model: str | None = option(None, '--model', help="small | medium | large | alphago | alphago_value | resnet | zero"
+                                                     " (default: resnet).")
+    head: str | None = option(None, '--head', help="policy | value | both (default: the model's default).")
+    epochs: int | None = option(None, '--epochs', help="Passes over the train split (default: 1, or as many as --max-"
+                                                       "steps or --max-minutes allow when one of them is given).")
+    max_steps: int | None = option(None, '--max-steps', help="Stop after this many optimizer steps in total.")
+    max_minutes: float | None = option(None, '--max-minutes', help="Wall-clock budget of the run in minutes, its "
+                                                                   "validations included (each takes at most a tenth "
+                                                                   "of it); the run then ends cleanly with its agent. "
+                                                                   "Without --max-steps the learning-rate schedule "
+                                                                   "spans the budget.")
+    batch_size: int | None = option(None, '--batch-size', help="Positions per step (default: 256).")
+    optimizer: str | None = option(None, '--optimizer', help="sgd | adagrad | adadelta | adam | adamw (default: the "
+                                                             "model's own, see docs/recipes.md; else sgd).")
+    lr: float | None = option(None, '--lr', help="Base learning rate (default: the model's own for its optimizer, else"
+                                                 " sgd 0.05, adagrad 0.01, adadelta 1.0, adam(w) 1e-3).")
+    momentum: float | None = option(None, '--momentum', help="SGD momentum (Nesterov) (default: 0.9).")
+    weight_decay: float | None = option(None, '--weight-decay', help="Weight decay (default: 1e-4).")
+    schedule: str | None = option(None, '--schedule', help="cosine | step | none (default: cosine).")
+    schedule_steps: int | None = option(None, '--schedule-steps', help="Horizon of the schedule (default: --max-steps,"
+                                                                       " else epochs × batches).")
+    warmup_steps: int | None = option(None, '--warmup-steps', help="Linear learning-rate warm-up steps (default: 0).")
+    amp: bool | None = option(None, '--amp/--no-amp', help="Mixed precision (bf16, or fp16 + GradScaler) (default: on "
+                                                           "with CUDA).")
+    device: str | None = option(None, '--device', help="auto | cpu | cuda (default: auto).")
+    channels_last: bool | None = option(None, '--channels-last/--no-channels-last', help="NHWC memory format for "
+                                                                                         "weights and inputs (default:"
+                                                                                         " on with CUDA).")
+    compile: str | None = option(None, '--compile', help="torch.compile the training step with this backend (inductor "
+                                                         "on GPUs; see docs/recipes.md) (default: off).")
+    workers: int | None = option(None, '--workers', help="DataLoader worker processes (default: 0).")
+    threads: int | None = option(None, '--threads', help="torch CPU threads (default: torch's default); 1 is often "
+                                                         "fastest on a busy machine.")
+    seed: int | None = option(None, '--seed', help="Seed of initialisation, shuffling and symmetries (default: 0).")
+    filters: int | None = option(None, '--filters', help="Conv filters (alphago, alphago_value, resnet, zero).")
+    blocks: int | None = option(None, '--blocks', help="Residual blocks (resnet, zero).")
+    symmetries: str | None = option(None, '--symmetries', help="random | none: random board symmetry per position "
+                                                               "(default: random).")
+    positions_per_game: int | None = option(None, '--positions-per-game', help="Positions drawn per game per epoch "
+                                                                               "(default: 8 with a value head, else "
+                                                                               "all).")
+    value_weight: float | None = option(None, '--value-weight', help="Weight of the value loss with --head both "
+                                                                     "(default: 1.0).")
+    ownership_weight: float | None = option(None, '--ownership-weight', help="Weight of the ownership loss (its sum "
+                                                                             "over the points) of a model with "
+                                                                             "ownership outputs (zero) on data with "
+                                                                             "self-play targets (default: 1.5 / "
+                                                                             "size²).")
+    score_weight: float | None = option(None, '--score-weight', help="Weight of the score loss (Huber with delta 12, "
+                                                                     "in points) of a model with a score output (zero)"
+                                                                     " on data with self-play targets (default: "
+                                                                     "0.0015, KataGo's).")
+    globals_: bool | None = option(None, '--globals/--no-globals', help="The model takes the shards' global inputs "
+                                                                        "(komi from the player to move's view, side to"
+                                                                        " move; resnet and zero models). Default: on "
+                                                                        "when every shard has the globals column and "
+                                                                        "the model can take them.")
+    metadata: bool | None = option(None, '--metadata', help="Condition the model on the shards' metadata column "
+                                                            "(KataGo's human-SL inputs: ranks, clock, date, source; "
+                                                            "resnet and zero models; the data encoded with gotk encode"
+                                                            " --metadata). See docs/human.md.")
+    metadata_channels: int | None = option(None, '--metadata-channels', help="Internal units of the metadata encoder "
+                                                                             "(default: 64).")
+    init_agent: str | None = option(None, '--init-agent', help="Start from this agent file's weights (the same "
+                                                               "--model, head, hyper-parameters, encoder and board "
+                                                               "size).")
+    patience: int | None = option(None, '--patience', help="Stop after this many epochs without a better validation "
+                                                           "score.")
+    log_every: int | None = option(None, '--log-every', help="Log training metrics every N steps (default: 50).")
+    checkpoint_every: int | None = option(None, '--checkpoint-every', help="Checkpoint every N steps (default: 1000).")
+    max_val_positions: int | None = option(None, '--max-val-positions', help="Cap on validation positions.")
+    dist_timeout: float | None = option(None, '--dist-timeout', help="Under torchrun: seconds a collective waits for "
+                                                                     "the other ranks before the run fails (default: "
+                                                                     "300).")
+    where: str | None = option(None, '--where', help="Train and validate only on games this expression over "
+                                                     "games.parquet keeps, read-time, no re-encoding "
+                                                     "(docs/metadata.md).")
+    tensorboard: bool | None = option(None, '--tensorboard/--no-tensorboard', help="Write TensorBoard event files "
+                                                                                   "beside metrics.jsonl (tensorboard "
+                                                                                   "--logdir RUN) (default: when the "
+                                                                                   "tensorboard package is installed: "
+                                                                                   "pip install 'gotk[tensorboard]').")
+
+    def given(self) -> tuple[dict, dict]:
+        """The settings given, as :class:`~gotk.train.config.TrainConfig` fields, and the model's hyper-parameters
+        given (``filters``, ``blocks``)."""
+        values = {k: v for k, v in asdict(self).items() if v is not None}
+        hp = {k: values.pop(k) for k in ("filters", "blocks") if k in values}
+        if "globals_" in values:
+            values["globals"] = values.pop("globals_")
+        return values, hp
+
+
+@with_options(settings=TrainOptions)
 def train_cmd(
+    settings: TrainOptions,
     data: str = typer.Option(..., "--data", help="Dataset folder made by `gotk encode` (manifest.json + splits): "
                              "a path or an fsspec URL (s3://bucket/prefix)."),
     out: Path = typer.Option(..., "--out", help="Run folder: config.json, metrics.jsonl, curves.png, "
                              "checkpoint.pt, agent.gotk."),
-    model: str = typer.Option(None, "--model", help="small | medium | large | alphago | alphago_value | resnet "
-                              "| zero (default: resnet)."),
-    head: str = typer.Option(None, "--head", help="policy | value | both (default: the model's default)."),
-    epochs: int = typer.Option(None, help="Passes over the train split (default: 1, or as many as --max-steps "
-                               "or --max-minutes allow when one of them is given)."),
-    max_steps: int = typer.Option(None, "--max-steps", help="Stop after this many optimizer steps in total."),
-    max_minutes: float = typer.Option(None, "--max-minutes", help="Wall-clock budget of the run in minutes, its "
-                                      "validations included (each takes at most a tenth of it); the run then ends "
-                                      "cleanly with its agent. Without --max-steps the learning-rate schedule spans "
-                                      "the budget."),
-    batch_size: int = typer.Option(None, "--batch-size", help="Positions per step (default: 256)."),
-    optimizer: str = typer.Option(None, help="sgd | adagrad | adadelta | adam | adamw (default: the model's own, "
-                                  "see docs/recipes.md; else sgd)."),
-    lr: float = typer.Option(None, help="Base learning rate (default: the model's own for its optimizer, else sgd "
-                             "0.05, adagrad 0.01, adadelta 1.0, adam(w) 1e-3)."),
-    momentum: float = typer.Option(None, help="SGD momentum (Nesterov) (default: 0.9)."),
-    weight_decay: float = typer.Option(None, "--weight-decay", help="Weight decay (default: 1e-4)."),
-    schedule: str = typer.Option(None, help="cosine | step | none (default: cosine)."),
-    schedule_steps: int = typer.Option(None, "--schedule-steps",
-                                       help="Horizon of the schedule (default: --max-steps, else epochs × batches)."),
-    warmup_steps: int = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default: 0)."),
-    amp: bool = typer.Option(None, "--amp/--no-amp", help="Mixed precision (bf16, or fp16 + GradScaler) "
-                             "(default: on with CUDA)."),
-    device: str = typer.Option(None, help="auto | cpu | cuda (default: auto)."),
-    channels_last: bool = typer.Option(None, "--channels-last/--no-channels-last", help="NHWC memory format for "
-                                       "weights and inputs (default: on with CUDA)."),
-    compile: str = typer.Option(None, "--compile", help="torch.compile the training step with this backend "
-                                "(inductor on GPUs; see docs/recipes.md) (default: off)."),
-    workers: int = typer.Option(None, help="DataLoader worker processes (default: 0)."),
-    threads: int = typer.Option(None, help="torch CPU threads (default: torch's default); 1 is often fastest on a busy "
-                                "machine."),
-    seed: int = typer.Option(None, help="Seed of initialisation, shuffling and symmetries (default: 0)."),
-    filters: int = typer.Option(None, help="Conv filters (alphago, alphago_value, resnet, zero)."),
-    blocks: int = typer.Option(None, help="Residual blocks (resnet, zero)."),
-    symmetries: str = typer.Option(None, help="random | none: random board symmetry per position (default: random)."),
-    positions_per_game: int = typer.Option(None, "--positions-per-game",
-                                           help="Positions drawn per game per epoch (default: 8 with a value head, "
-                                           "else all)."),
-    value_weight: float = typer.Option(None, "--value-weight", help="Weight of the value loss with --head both "
-                                       "(default: 1.0)."),
-    ownership_weight: float = typer.Option(None, "--ownership-weight", help="Weight of the ownership loss (its "
-                                           "sum over the points) of a model with ownership outputs (zero) on data "
-                                           "with self-play targets (default: 1.5 / size²)."),
-    score_weight: float = typer.Option(None, "--score-weight", help="Weight of the score loss (Huber with delta "
-                                       "12, in points) of a model with a score output (zero) on data with "
-                                       "self-play targets (default: 0.0015, KataGo's)."),
-    globals_: bool = typer.Option(None, "--globals/--no-globals", help="The model takes the shards' global inputs "
-                                  "(komi from the player to move's view, side to move; resnet and zero models). "
-                                  "Default: on when every shard has the globals column and the model can take them."),
-    metadata: bool = typer.Option(None, "--metadata", help="Condition the model on the shards' metadata column "
-                                  "(KataGo's human-SL inputs: ranks, clock, date, source; resnet and zero models; "
-                                  "the data encoded with gotk encode --metadata). See docs/human.md."),
-    metadata_channels: int = typer.Option(None, "--metadata-channels", help="Internal units of the metadata "
-                                          "encoder (default: 64)."),
-    init_agent: str = typer.Option(None, "--init-agent", help="Start from this agent file's weights (the same "
-                                   "--model, head, hyper-parameters, encoder and board size)."),
-    patience: int = typer.Option(None, help="Stop after this many epochs without a better validation score."),
-    log_every: int = typer.Option(None, "--log-every", help="Log training metrics every N steps (default: 50)."),
-    checkpoint_every: int = typer.Option(None, "--checkpoint-every", help="Checkpoint every N steps (default: 1000)."),
-    max_val_positions: int = typer.Option(None, "--max-val-positions", help="Cap on validation positions."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint "
                                 "(settings from its config.json; options given here override)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bar."),
-    dist_timeout: float = typer.Option(None, "--dist-timeout", help="Under torchrun: seconds a collective waits "
-                                       "for the other ranks before the run fails (default: 300)."),
     storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
                                              "--data (e.g. endpoint_url=http://host:9000); repeatable. Stored in "
                                              "config.json: keep credentials in the environment."),
-    where: str = typer.Option(None, "--where", help="Train and validate only on games this expression over "
-                              "games.parquet keeps, read-time, no re-encoding (docs/metadata.md)."),
-    tensorboard: bool = typer.Option(None, "--tensorboard/--no-tensorboard", help="Write TensorBoard event files "
-                                     "beside metrics.jsonl (tensorboard --logdir RUN) (default: when the tensorboard "
-                                     "package is installed: pip install 'gotk[tensorboard]')."),
 ) -> None:
     """Train a policy and/or value network on encoded shards; writes an agent package (agent.gotk).
 
@@ -101,21 +136,10 @@ def train_cmd(
     from gotk.train.config import TrainConfig
     from gotk.train.trainer import train
 
-    given = {k: v for k, v in dict(
-        model=model, head=head, epochs=epochs, max_steps=max_steps, max_minutes=max_minutes, batch_size=batch_size,
-        optimizer=optimizer,
-        lr=lr, momentum=momentum, weight_decay=weight_decay, schedule=schedule, schedule_steps=schedule_steps,
-        warmup_steps=warmup_steps, amp=amp, channels_last=channels_last, compile=compile, device=device,
-        workers=workers, threads=threads, seed=seed,
-        symmetries=symmetries,
-        positions_per_game=positions_per_game, value_weight=value_weight, ownership_weight=ownership_weight,
-        score_weight=score_weight, init_agent=init_agent, globals=globals_,
-        metadata=metadata, metadata_channels=metadata_channels, patience=patience, log_every=log_every,
-        checkpoint_every=checkpoint_every, max_val_positions=max_val_positions, dist_timeout=dist_timeout,
-        storage_options=parse_key_values(storage_option, "--storage-option") or None, where=where,
-        tensorboard=tensorboard,
-    ).items() if v is not None}
-    hp = {k: v for k, v in dict(filters=filters, blocks=blocks).items() if v is not None}
+    given, hp = settings.given()
+    storage = parse_key_values(storage_option, "--storage-option") or None
+    if storage is not None:
+        given["storage_options"] = storage
     base: dict = {}
     cfg_file = out / "config.json"
     if resume and cfg_file.is_file():
@@ -151,7 +175,7 @@ def train_cmd(
             if val.get(key) is not None:
                 bits.append(f"val {key} {val[key]:.4f}")
         ended = {"epochs": f"ended after --epochs {result['epoch']}", "patience": "ended by --patience",
-                 "max_steps": f"ended by --max-steps {max_steps or result['step']}",
+                 "max_steps": f"ended by --max-steps {settings.max_steps or result['step']}",
                  "max_minutes": "ended by the --max-minutes budget"}.get(result.get("ended_by") or "")
         if ended:
             bits.append(ended)
