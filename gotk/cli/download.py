@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
+from gotk.cli.options import option, with_options
 from gotk.sources.listing import DEFAULT_INDEX_URL, FORMATS
 
 
@@ -32,7 +34,30 @@ def _fail(as_json: bool, reason: str, message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
+@dataclass(frozen=True)
+class FetchOptions:
+    """How each file of ``gotk download`` is fetched: retries, timeouts and the size limit."""
+
+    retries: int = option(5, "--retries", help="Extra attempts per file on transient errors.")
+    backoff: float = option(1.0, "--backoff", help="First retry delay in seconds (doubles).")
+    timeout: float = option(60.0, "--timeout", help="Connect/read timeout in seconds.")
+    deadline: float = option(3600.0, "--deadline",
+                             help="Seconds one file may take in all, retries included (its .part is kept).")
+    max_bytes: int = option(2 << 30, "--max-bytes", help="Largest file accepted, in bytes.")
+
+    def check(self) -> None:
+        """The ranges typer checked before these options were one object (a bad one exits 2 in one line)."""
+        for name, value, low in (("--retries", self.retries, 0), ("--backoff", self.backoff, 0.0),
+                                 ("--timeout", self.timeout, 0.1), ("--deadline", self.deadline, 0.1),
+                                 ("--max-bytes", self.max_bytes, 1)):
+            if value < low:
+                typer.echo(f"error: {name} must be >= {low}, not {value}", err=True)
+                raise typer.Exit(2)
+
+
+@with_options(fetch=FetchOptions)
 def download_cmd(
+    fetch: FetchOptions,
     index_url: str = typer.Option(DEFAULT_INDEX_URL, "--index-url", help="The game-records listing page."),
     dest: Path = typer.Option(Path("data/kgs"), "--dest", help="Folder for the archives and index.json."),
     fmt: str = typer.Option("tar.gz", "--format", help=f"Preferred format: {'|'.join(FORMATS)}; a month without "
@@ -41,12 +66,6 @@ def download_cmd(
     since: str = typer.Option(None, "--since", help="First period, YYYY or YYYY-MM (inclusive)."),
     until: str = typer.Option(None, "--until", help="Last period, YYYY or YYYY-MM (inclusive)."),
     jobs: int = typer.Option(4, "--jobs", "-j", min=1, max=32, help="Parallel downloads."),
-    retries: int = typer.Option(5, "--retries", min=0, help="Extra attempts per file on transient errors."),
-    backoff: float = typer.Option(1.0, "--backoff", min=0.0, help="First retry delay in seconds (doubles)."),
-    timeout: float = typer.Option(60.0, "--timeout", min=0.1, help="Connect/read timeout in seconds."),
-    deadline: float = typer.Option(3600.0, "--deadline", min=0.1,
-                                   help="Seconds one file may take in all, retries included (its .part is kept)."),
-    max_bytes: int = typer.Option(2 << 30, "--max-bytes", min=1, help="Largest file accepted, in bytes."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be fetched; download nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars or per-file lines on stderr."),
@@ -61,9 +80,11 @@ def download_cmd(
     from gotk.sources.download import DownloadOptions, download_all, plan_downloads
     from gotk.sources.listing import ListingError, fetch_listing, select_archives
 
+    fetch.check()
+
     try:
         select_archives([], fmt=fmt, since=since, until=until)  # check the options before any network use
-        links = fetch_listing(index_url, timeout=timeout)
+        links = fetch_listing(index_url, timeout=fetch.timeout)
         chosen = select_archives(links, fmt=fmt, include=include or (), since=since, until=until)
     except ListingError as e:
         _fail(as_json, e.reason, str(e), 2)
@@ -90,8 +111,9 @@ def download_cmd(
             extra = f" [{res.reason}] {res.message}" if res.status == "failed" else ""
             typer.echo(f"{res.status:<10} {res.name}{extra}", err=True)
 
-    opts = DownloadOptions(jobs=jobs, retries=retries, backoff=backoff, timeout=(min(timeout, 30.0), timeout),
-                           deadline=deadline, max_bytes=max_bytes, progress=progress)
+    opts = DownloadOptions(jobs=jobs, retries=fetch.retries, backoff=fetch.backoff,
+                           timeout=(min(fetch.timeout, 30.0), fetch.timeout), deadline=fetch.deadline,
+                           max_bytes=fetch.max_bytes, progress=progress)
     report = download_all(chosen, dest, opts, index_url=index_url, on_done=log)
     d = report.as_dict()
     if as_json:

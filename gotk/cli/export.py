@@ -4,42 +4,62 @@ files."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from gotk.cli.common import fail as _fail
+from gotk.cli.options import option, with_options
 from gotk.data import sample_archives
 
 
+@dataclass(frozen=True)
+class ExportCliOptions:
+    """What ``gotk export`` writes and which games (:class:`gotk.export.run.ExportOptions`)."""
+
+    fmt: str = option(..., "--format", "-f", help="leela-zero (v1 text chunks) or katago (.npz).")
+    seed: int = option(0, "--seed", help="Shuffle seed: the same seed and inputs give the same bytes.")
+    games_per_chunk: int = option(32, "--games-per-chunk", help="leela-zero: games per chunk file (leelaz: 32).")
+    compress_level: int = option(6, "--compress-level", help="leela-zero: gzip level 0-9 (leelaz writes 9: "
+                                       "somewhat smaller files, much slower to write).")
+    keep_time_wins: bool = option(False, "--keep-time-wins", help="leela-zero: also export games won on "
+                                        "time (leelaz's dump_supervised leaves them out).")
+    metadata: bool = option(False, "--metadata", help="katago: also write metadataInputNC, each row's 192 "
+                                  "human-SL metadata inputs (ranks, clock, date, source, from the player to move's "
+                                  "view), which KataGo's trainer reads with include_meta (docs/katago-export.md).")
+    rows_per_file: int = option(10000, "--rows-per-file", help="katago: rows per .npz file (the last is "
+                                      "shorter).")
+    split: str = option(None, "--split", help="Dataset input: export only the games of this split.")
+    min_rank: str = option(None, "--min-rank", help="Keep games where BOTH players are at least this rank.")
+    no_handicap: bool = option(False, "--no-handicap", help="Drop games with handicap ≥ 2 or setup stones.")
+    where: str = option(None, "--where", help="Keep only games where this expression over the games table is "
+                              "true, as gotk encode --where, e.g. \"min(black_rank, white_rank) >= 5d and handicap = "
+                              "0\" (docs/metadata.md).")
+    bots: list[Path] = option(None, "--bots", help="Extra bot-name list file (one regular expression per "
+                                    "line; repeatable; see docs/metadata.md).")
+    board_size: int = option(19, "--board-size", help="Board size; other sizes are skipped as bad_size "
+                                   "(leela-zero: 19 only).")
+
+    def export_options(self):
+        """The :class:`gotk.export.run.ExportOptions` of these options."""
+        from gotk.export.run import ExportOptions
+
+        return ExportOptions(format=self.fmt, seed=self.seed, games_per_chunk=self.games_per_chunk,
+                             compress_level=self.compress_level, keep_time_wins=self.keep_time_wins,
+                             rows_per_file=self.rows_per_file, board_size=self.board_size, min_rank=self.min_rank,
+                             no_handicap=self.no_handicap, where=self.where, bots=[str(b) for b in self.bots or []],
+                             split=self.split, metadata=self.metadata)
+
+
+@with_options(opts=ExportCliOptions)
 def export_cmd(
+    opts: ExportCliOptions,
     sources: list[Path] = typer.Argument(None, help="Archives (zip, tar.gz, tar.bz2), folders, .sgf files, or ONE "
                                          "dataset folder made by gotk encode (its source archives are re-read) or "
                                          "by gotk selfplay (leela-zero: the search policies of its shard rows; "
                                          "default: the built-in sample)."),
-    fmt: str = typer.Option(..., "--format", "-f", help="leela-zero (v1 text chunks) or katago (.npz)."),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (must be empty unless --resume)."),
-    seed: int = typer.Option(0, "--seed", help="Shuffle seed: the same seed and inputs give the same bytes."),
-    games_per_chunk: int = typer.Option(32, "--games-per-chunk", help="leela-zero: games per chunk file (leelaz: 32)."),
-    compress_level: int = typer.Option(6, "--compress-level", help="leela-zero: gzip level 0-9 (leelaz writes 9: "
-                                       "somewhat smaller files, much slower to write)."),
-    keep_time_wins: bool = typer.Option(False, "--keep-time-wins", help="leela-zero: also export games won on "
-                                        "time (leelaz's dump_supervised leaves them out)."),
-    metadata: bool = typer.Option(False, "--metadata", help="katago: also write metadataInputNC, each row's 192 "
-                                  "human-SL metadata inputs (ranks, clock, date, source, from the player to move's "
-                                  "view), which KataGo's trainer reads with include_meta (docs/katago-export.md)."),
-    rows_per_file: int = typer.Option(10000, "--rows-per-file", help="katago: rows per .npz file (the last is "
-                                      "shorter)."),
-    split: str = typer.Option(None, "--split", help="Dataset input: export only the games of this split."),
-    min_rank: str = typer.Option(None, "--min-rank", help="Keep games where BOTH players are at least this rank."),
-    no_handicap: bool = typer.Option(False, "--no-handicap", help="Drop games with handicap ≥ 2 or setup stones."),
-    where: str = typer.Option(None, "--where", help="Keep only games where this expression over the games table is "
-                              "true, as gotk encode --where, e.g. \"min(black_rank, white_rank) >= 5d and handicap = "
-                              "0\" (docs/metadata.md)."),
-    bots: list[Path] = typer.Option(None, "--bots", help="Extra bot-name list file (one regular expression per "
-                                    "line; repeatable; see docs/metadata.md)."),
-    board_size: int = typer.Option(19, "--board-size", help="Board size; other sizes are skipped as bad_size "
-                                   "(leela-zero: 19 only)."),
     workers: int = typer.Option(0, "--workers", "-j", help="Worker processes (0: all cores)."),
     unit_size: int = typer.Option(128, "--unit-size", help="SGF members per scan work unit (does not change the "
                                   "output)."),
@@ -56,15 +76,11 @@ def export_cmd(
     Exit code: 0 on success; 1 when no game was exported; 2 for bad options, inputs or an output
     folder that is not empty (without --resume) or holds a different export.
     """
-    from gotk.export.run import ExportError, ExportOptions, export
+    from gotk.export.run import ExportError, export
 
-    opts = ExportOptions(format=fmt, seed=seed, games_per_chunk=games_per_chunk, compress_level=compress_level,
-                         keep_time_wins=keep_time_wins, rows_per_file=rows_per_file, board_size=board_size,
-                         min_rank=min_rank, no_handicap=no_handicap, where=where, bots=[str(b) for b in bots or []],
-                         split=split, metadata=metadata)
     targets = [str(p) for p in sources] if sources else [str(p) for p in sample_archives()]
     try:
-        m = export(targets, out, opts, workers=workers or None, resume=resume, progress=progress,
+        m = export(targets, out, opts.export_options(), workers=workers or None, resume=resume, progress=progress,
                    unit_size=max(1, unit_size), executor=executor, scheduler=scheduler)
     except ExportError as e:
         _fail(str(e), e.exit_code)
