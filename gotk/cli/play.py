@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from gotk.cli.common import fail as _fail
+from gotk.cli.options import option, with_options
 from gotk.cli.player_options import PlayerOptions, with_player_options
 
 
@@ -33,34 +35,43 @@ def gtp_cmd(
     GtpEngine(engine_player, name=engine_player.name, size=size, komi=komi).serve_stdio()
 
 
-@with_player_options
+@dataclass(frozen=True)
+class MatchOptions:
+    """The games of ``gotk match``: how many, who starts, the board, the limits, the records and the players' names
+    (:class:`gotk.play.match.MatchConfig`)."""
+
+    games: int = option(2, "--games", help="Games to play (colours alternate, the agent is --agent-first in game 1).")
+    agent_first: str = option("black", "--agent-first", help="The agent's colour in game 1: black or white (split "
+                              "runs of one match start on both colours).")
+    size: int | None = option(None, "--size", help="Board size (default: the agent's, else 19).")
+    komi: float = option(7.5, "--komi", help="Komi (area scoring).")
+    max_moves: int | None = option(None, "--max-moves", help="Stop and score a game after this many moves "
+                                   "[2 × size²].")
+    timeout: float = option(60.0, "--timeout", help="Seconds the opponent may take per command.")
+    sgf_out: Path | None = option(None, "--sgf-out", help="Folder for one SGF record per game.")
+    name: str | None = option(None, "--name", help="The agent's name in the report, the table and the SGF records "
+                              "[its own, e.g. gotk-zero-gumbel32v]: networks told apart for gotk elo / zero-compare.")
+    opponent_name: str | None = option(None, "--opponent-name", help="The opponent's name there [its GTP name and "
+                                       "version].")
+
+
+@with_options(player=PlayerOptions, setup=MatchOptions)
 def match_cmd(
+    player: PlayerOptions,
+    setup: MatchOptions,
     opponent: str = typer.Option(..., "--opponent", help='GTP engine command line, e.g. "/usr/games/gnugo --mode '
                                  'gtp --level 10" or "python -m gotk gtp --random".'),
     agent: str = typer.Option(..., "--agent", help="Agent package (agent.gotk), or 'random' (the random player)."),
-    games: int = typer.Option(2, help="Games to play (colours alternate, the agent is --agent-first in game 1)."),
-    agent_first: str = typer.Option("black", "--agent-first", help="The agent's colour in game 1: black or white "
-                                    "(split runs of one match start on both colours)."),
-    size: int = typer.Option(None, help="Board size (default: the agent's, else 19)."),
-    komi: float = typer.Option(7.5),
-    max_moves: int = typer.Option(None, "--max-moves", help="Stop and score a game after this many moves "
-                                  "[2 × size²]."),
-    timeout: float = typer.Option(60.0, help="Seconds the opponent may take per command."),
-    sgf_out: Path = typer.Option(None, "--sgf-out", help="Folder for one SGF record per game."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the live table goes to stderr)."),
     seed: int = typer.Option(None, help="Seed of the random player / temperature sampling."),
-    name: str = typer.Option(None, "--name", help="The agent's name in the report, the table and the SGF records "
-                             "[its own, e.g. gotk-zero-gumbel32v]: networks told apart for gotk elo / zero-compare."),
-    opponent_name: str = typer.Option(None, "--opponent-name", help="The opponent's name there [its GTP name "
-                                      "and version]."),
-    *,
-    player: PlayerOptions,
 ) -> None:
     """Play games between an agent (in process) and a GTP engine (subprocess); report wins and a 95% interval."""
     from gotk.game.state import BLACK, WHITE
     from gotk.play.match import Match, MatchConfig, OpponentUnavailable, match_report
     from gotk.play.results import summarize
 
+    m = setup
+    games, name, opponent_name, max_moves = m.games, m.name, m.opponent_name, m.max_moves
     argv = shlex.split(opponent)
     if not argv:
         _fail("--opponent is empty")
@@ -73,12 +84,12 @@ def match_cmd(
         _fail("--name and --opponent-name are the same: the report could not tell the players apart")
     if max_moves is not None and max_moves < 1:
         _fail("--max-moves must be >= 1")
-    first = {"black": BLACK, "b": BLACK, "white": WHITE, "w": WHITE}.get(agent_first.lower())
+    first = {"black": BLACK, "b": BLACK, "white": WHITE, "w": WHITE}.get(m.agent_first.lower())
     if first is None:
-        _fail(f"--agent-first must be black or white, not {agent_first!r}")
+        _fail(f"--agent-first must be black or white, not {m.agent_first!r}")
     agent_player = player.make_player(agent, seed)
-    _check_size(agent_player, size)
-    size = size or getattr(agent_player, "board_size", None) or 19
+    _check_size(agent_player, m.size)
+    size = m.size or agent_player.board_size or 19
 
     def emit(line: str) -> None:
         typer.echo(line, err=as_json)
@@ -89,7 +100,7 @@ def match_cmd(
         emit(f"{r.game:>4}  {r.agent_colour:<5}  {r.result:<8}  {r.moves:>5}  {r.reason:<22}  {r.seconds:>6.1f}  "
              f"{r.sgf or '-'}")
 
-    cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=timeout, sgf_out=sgf_out,
+    cfg = MatchConfig(size=size, komi=m.komi, games=games, max_moves=max_moves, timeout=m.timeout, sgf_out=m.sgf_out,
                       agent_first=first, agent_name=name, opponent_name=opponent_name)
     match = Match(agent_player, argv, cfg, on_game=on_game)
     try:
@@ -112,7 +123,7 @@ def match_cmd(
 
 def _check_size(player, size: int | None) -> None:
     """``--size`` must be a board the engine handles and, for an agent, the one it was trained on."""
-    fixed = getattr(player, "board_size", None)
+    fixed = player.board_size
     if size is not None and fixed and size != fixed:
         _fail(f"the agent plays {fixed}x{fixed}, not {size}x{size}")
     if size is not None and not 2 <= size <= 25:

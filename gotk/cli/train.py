@@ -194,7 +194,19 @@ def train_cmd(
         os._exit(0)
 
 
+@dataclass(frozen=True)
+class EvalCompute:
+    """Where and how ``gotk eval`` runs the network (none of it changes the figures but ``--amp``'s rounding)."""
+
+    batch_size: int = option(512, "--batch-size", help="Positions per forward pass.")
+    device: str = option("auto", "--device", help="auto | cpu | cuda.")
+    threads: int | None = option(None, "--threads", help="torch CPU threads (default: torch's default).")
+    amp: bool = option(False, "--amp", help="bf16 autocast for the forward passes (faster, not bit-exact).")
+
+
+@with_options(compute=EvalCompute)
 def eval_cmd(
+    compute: EvalCompute,
     agent: Path = typer.Option(..., "--agent", help="Agent package (agent.gotk) written by `gotk train`."),
     data: list[str] = typer.Option(..., "--data", help="A dataset folder (manifest.json; a path or an fsspec URL) "
                                    "or SGF files, folders or archives (encoded on the fly with the agent's encoder); "
@@ -202,10 +214,6 @@ def eval_cmd(
     split: str = typer.Option("test", help="Split of a dataset folder to evaluate."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     max_positions: int = typer.Option(None, "--max-positions", help="Evaluate at most this many positions."),
-    batch_size: int = typer.Option(512, "--batch-size"),
-    device: str = typer.Option("auto", help="auto | cpu | cuda."),
-    threads: int = typer.Option(None, help="torch CPU threads (default: torch's default)."),
-    amp: bool = typer.Option(False, "--amp", help="bf16 autocast for the forward passes (faster, not bit-exact)."),
     storage_option: list[str] = typer.Option(None, "--storage-option", help="fsspec option KEY=VALUE for a URL "
                                              "--data; repeatable."),
     plot: Path = typer.Option(None, "--plot", help="Where to draw the value calibration plot (PNG) of an agent "
@@ -222,18 +230,18 @@ def eval_cmd(
     from gotk.nets.agent import load_agent
     from gotk.train.evaluate import evaluate, format_report, is_shard_dir
 
-    if threads:
+    if compute.threads:
         import torch
 
-        torch.set_num_threads(threads)
+        torch.set_num_threads(compute.threads)
     try:
-        ag = load_agent(agent, device=resolve_device(device))
-        ag.amp = amp
+        ag = load_agent(agent, device=resolve_device(compute.device))
+        ag.amp = compute.amp
         opts = parse_key_values(storage_option, "--storage-option")
         if len(data) > 1 and any(is_shard_dir(p, opts) for p in data):
             raise ValueError("give one dataset folder, or SGF files/folders/archives, not both")
         report = evaluate(ag, data if len(data) > 1 else data[0], split=split, max_positions=max_positions,
-                          batch_size=batch_size, progress=not as_json, storage_options=opts, by=by,
+                          batch_size=compute.batch_size, progress=not as_json, storage_options=opts, by=by,
                           as_rank=as_rank)
     except (GotkError, ValueError, FileNotFoundError, StorageError) as e:
         _fail(str(e))
