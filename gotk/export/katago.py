@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -181,12 +182,9 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
     hash0, hash1 = _game_hash(game_id)
     rng = np.random.default_rng([seed, hash0, hash1])
 
-    rows_bin: list[np.ndarray] = []
-    rows_global: list[np.ndarray] = []
+    rows = _GameRows([], [], [state.board.copy()], [], [])
+    rows_bin, rows_global, boards, next_moves, turn_colors = rows
     ladder_hist: list[np.ndarray] = []  # laddered stones at each position (features 14-16)
-    boards: list[np.ndarray] = [state.board.copy()]  # position before each move, then the end
-    next_moves: list[int] = []
-    turn_colors: list[int] = []
     white_bonus = 0.0
     hcap_bonus = 0
     white_moved = False
@@ -294,13 +292,25 @@ def katago_game_rows(record: GameRecord, *, game_id: str, seed: int = 0, default
         if ended:
             break
 
-    return _assemble(record, rows_bin, rows_global, next_moves, turn_colors, boards, pos19, n, kr,
+    return _assemble(record, rows, pos19, n, kr,
                      white_bonus, (hash0, hash1), rng, future_board, setup_black if not setup_white else 0)
 
 
-def _assemble(record, rows_bin, rows_global, next_moves, turn_colors, boards, pos19, n, kr, final_white_bonus,
-              game_hash, rng, future_board, handicap_stones) -> dict[str, np.ndarray]:
+class _GameRows(NamedTuple):
+    """A game's rows as they are made, one entry per row (``boards``: the position before each move, then the
+    end)."""
+
+    rows_bin: list[np.ndarray]
+    rows_global: list[np.ndarray]
+    boards: list[np.ndarray]
+    next_moves: list[int]
+    turn_colors: list[int]
+
+
+def _assemble(record, game_rows: _GameRows, pos19, n, kr, final_white_bonus, game_hash, rng, future_board,
+              handicap_stones) -> dict[str, np.ndarray]:
     """Stack the rows and fill the targets."""
+    rows_bin, rows_global, boards, next_moves, turn_colors = game_rows
     rows = len(rows_bin)
     binary = np.stack(rows_bin)  # [N, 22, 361] of 0/1
     packed = np.packbits(binary, axis=2)  # big-endian bits, each plane zero-padded to 46 bytes
