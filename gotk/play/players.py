@@ -13,7 +13,10 @@ Pass rule (both players), checked in this order:
    area, komi included, the stones dead inside the opponent's pass-alive area and the passer's own homeless
    stones removed, from the mover's side) → pass, ending the game as a win;
 3. (:class:`PolicyPlayer` only) no sensible move has policy probability ≥ ``pass_threshold``
-   (the network puts its weight on passing) → pass.
+   (the network puts its weight on passing) → pass;
+4. (:class:`PolicyPlayer` only) the game is settled (:func:`gotk.search.choice.settled`): the policy's pass is at
+   least as probable as its most probable sensible move and the final count gives the mover what its value head
+   expects → pass. A sampled policy (a human-SL profile) thus ends its games as the players it learned from do.
 
 Resignation (:class:`PolicyPlayer` only, and only when the agent has a value head): resign when the
 value of the position for the mover has been below ``resign_threshold`` at ``resign_moves``
@@ -152,7 +155,8 @@ class PolicyPlayer:
     def choose(self, state: GameState) -> int:
         if self._should_resign(state):
             return RESIGN
-        return policy_choice(state, self.policy, self.temperature, self.rng, self.pass_threshold)
+        return policy_choice(state, self.policy, self.temperature, self.rng, self.pass_threshold,
+                             self.value if self.has_value else None)
 
 
 def profile_temperature(temperature: float = 0.0, argmax: bool = False) -> float:

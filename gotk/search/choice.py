@@ -106,20 +106,43 @@ def choose(search: Searched, temperature: float, rng: np.random.Generator) -> in
 
 
 def policy_choice(state: GameState, policy: Callable[[GameState], np.ndarray], temperature: float,
-                  rng: np.random.Generator, pass_threshold: float) -> int:
-    """A policy player's move: pass when no sensible move is left, when passing now wins
-    (:func:`gotk.game.rules.passing_wins`) or when no sensible move has probability ``pass_threshold`` in
-    ``policy(state)`` (asked only when a move is to be chosen); else the most probable sensible move at
-    ``temperature`` 0, or one sampled ∝ ``p^(1/T)``."""
+                  rng: np.random.Generator, pass_threshold: float,
+                  value: Callable[[GameState], float] | None = None) -> int:
+    """A policy player's move. It passes when no sensible move is left, when passing now wins
+    (:func:`gotk.game.rules.passing_wins`), when no sensible move has probability ``pass_threshold`` in
+    ``policy(state)`` (asked only when a move is to be chosen), or when the game is settled (:func:`settled`: the
+    policy's own pass is at least as probable as any sensible move, and the final count agrees); else it plays the
+    most probable sensible move at ``temperature`` 0, or one sampled ∝ ``p^(1/T)``. The passes draw no random
+    number: a seed gives the same moves up to the first pass."""
     moves = sensible_moves(state)
     if moves.size == 0 or passing_wins(state):
         return state.pass_point
-    p = np.asarray(policy(state), dtype=np.float64)[moves]
+    probs = np.asarray(policy(state), dtype=np.float64)
+    p = probs[moves]
     if not np.isfinite(p).all() or p.max() < pass_threshold:
+        return state.pass_point
+    if settled(state, float(probs[state.pass_point]), float(p.max()), value):
         return state.pass_point
     if temperature == 0:
         return int(moves[int(np.argmax(p))])
     return int(moves[sample(p, temperature, rng)])
+
+
+def settled(state: GameState, pass_prob: float, best_move_prob: float,
+            value: Callable[[GameState], float] | None = None) -> bool:
+    """A policy player's view that the game is over, as a search decides a pass (its value of the pass against the
+    final count): the policy's pass (``pass_prob``) is at least as probable as its most probable sensible move, and
+    the final count of the position as it stands (the mover passing: :meth:`GameState.score_final`) gives the mover
+    at least what its ``value`` head expects: a win where the value is above 0 (a game the network thinks won is not
+    passed away while the count, with dead stones still on the board, says otherwise), anything where it is not.
+    Without a value head the count must not lose."""
+    if pass_prob < best_move_prob:
+        return False
+    score = state.score_final(passer=state.to_play)  # Black's view
+    mine = score if state.to_play == 1 else -score
+    if value is not None and value(state) <= 0:
+        return True
+    return mine > 0 if value is not None else mine >= 0
 
 
 @dataclass
@@ -143,4 +166,4 @@ class Resignation:
         return self.streak >= self.moves and move_number >= self.min_move
 
 
-__all__ = ["RESIGN", "Resignation", "Searched", "choose", "play_on", "policy_choice", "ranking", "sample"]
+__all__ = ["RESIGN", "Resignation", "Searched", "choose", "play_on", "policy_choice", "ranking", "sample", "settled"]
