@@ -76,9 +76,9 @@ def make_dataset(encoder: str, sources: list[Path], work: Path, workers: int) ->
 def time_loader(path: Path, num_workers: int, batch_size: int, epoch: int, per_game: int | None = None) -> dict:
     from torch.utils.data import DataLoader
 
-    from gotk.datasets import ShardDataset
+    from gotk.datasets import Sampling, ShardDataset
 
-    ds = ShardDataset(path, "train", batch_size=batch_size, symmetries="random", epoch=epoch,
+    ds = ShardDataset(path, "train", sampling=Sampling(batch_size=batch_size, symmetries="random"), epoch=epoch,
                       num_workers=num_workers, max_positions_per_game=per_game)
     loader = DataLoader(ds, batch_size=None, num_workers=num_workers)
     rows = batches = 0

@@ -137,7 +137,7 @@ def test_replay_where():
 
 
 def test_loader_where_selects_rows_without_reencoding(dataset):
-    from gotk.datasets import ShardDataset, iter_numpy_batches
+    from gotk.datasets import Sampling, ShardDataset, iter_numpy_batches
     from gotk.datasets.index import game_index
 
     games = pq.read_table(dataset / "games.parquet").to_pandas()
@@ -146,11 +146,11 @@ def test_loader_where_selects_rows_without_reencoding(dataset):
     want = val[(val.white_rank >= 7) & (val.end != "time")]
     assert 0 < len(want) < len(val)
     seen, rows = set(), 0
-    for b in iter_numpy_batches(dataset, "val", batch_size=256, shuffle=True, where=expr):
+    for b in iter_numpy_batches(dataset, "val", sampling=Sampling(batch_size=256, shuffle=True), where=expr):
         seen |= set(b["game_index"].tolist())
         rows += len(b["label"])
     assert seen == {game_index(g) for g in want.game_id} and rows == want.positions.sum()
-    ds = ShardDataset(dataset, "val", batch_size=256, where=expr, rank=0, world_size=1)
+    ds = ShardDataset(dataset, "val", sampling=Sampling(batch_size=256), where=expr, rank=0, world_size=1)
     assert len(ds) == -(-int(want.positions.sum()) // 256)
     assert sum(len(b["label"]) for b in ds) == want.positions.sum()
     with pytest.raises(WhereError, match="unknown column"):

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from gotk.coords import symmetry_permutation, transform_planes
-from gotk.datasets import ShardDataset, SplitIndex, game_index, iter_numpy_batches, worker_batch_offsets
+from gotk.datasets import Sampling, ShardDataset, SplitIndex, game_index, iter_numpy_batches, worker_batch_offsets
 from gotk.jobs.encode import EncodeOptions, encode_dataset
 from gotk.shards.format import decode_features
 
@@ -100,7 +100,8 @@ def same(a: list[dict], b: list[dict]) -> bool:
 
 def test_numpy_batches_are_the_stored_rows(seven):
     rows = split_rows(seven, "test")
-    batches = list(iter_numpy_batches(seven, "test", batch_size=BS, symmetries="none", shuffle_buffer=3000))
+    batches = list(iter_numpy_batches(seven, "test",
+                                      sampling=Sampling(batch_size=BS, symmetries="none", shuffle_buffer=3000)))
     assert collections.Counter(keys(batches)) == collections.Counter(rows.keys())
     assert [len(b["label"]) for b in batches[:-1]] == [BS] * (len(batches) - 1)
     assert 0 < len(batches[-1]["label"]) <= BS
@@ -120,7 +121,7 @@ def test_numpy_batches_are_the_stored_rows(seven):
 
 @pytest.mark.parametrize("num_workers", [0, 1, 2])
 def test_dataloader_every_row_once(seven, num_workers):
-    ds = ShardDataset(seven, "test", batch_size=BS, num_workers=num_workers)
+    ds = ShardDataset(seven, "test", sampling=Sampling(batch_size=BS), num_workers=num_workers)
     got = collect(ds, num_workers)
     index = SplitIndex(seven, "test")
     expected = collections.Counter()
@@ -141,7 +142,8 @@ def test_dataloader_every_row_once(seven, num_workers):
 def test_ranks_times_workers_every_row_once(seven):
     per_rank = []
     for rank in (0, 1):
-        ds = ShardDataset(seven, "test", batch_size=BS, rank=rank, world_size=2, num_workers=2, seed=3)
+        ds = ShardDataset(seven, "test", sampling=Sampling(batch_size=BS, seed=3), rank=rank, world_size=2,
+                          num_workers=2)
         got = collect(ds, 2)
         assert len(got) == len(ds) == ds.rank_batch_counts(2)[rank]
         per_rank.append(collections.Counter(keys(got)))
@@ -152,7 +154,7 @@ def test_ranks_times_workers_every_row_once(seven):
 
 def test_deterministic_per_seed_and_epoch(seven):
     def run(seed, epoch, workers=0):
-        ds = ShardDataset(seven, "test", batch_size=BS, seed=seed, shuffle_buffer=2000)
+        ds = ShardDataset(seven, "test", sampling=Sampling(batch_size=BS, seed=seed, shuffle_buffer=2000))
         ds.set_epoch(epoch)
         return collect(ds, workers)
 
@@ -168,7 +170,7 @@ def test_deterministic_per_seed_and_epoch(seven):
 
 
 def test_unshuffled_reads_in_file_order(seven):
-    got = list(iter_numpy_batches(seven, "test", batch_size=BS, shuffle=False, symmetries="none"))
+    got = list(iter_numpy_batches(seven, "test", sampling=Sampling(batch_size=BS, shuffle=False, symmetries="none")))
     expected = []
     for f in SplitIndex(seven, "test").files:
         t = pq.read_table(f, columns=["game_id", "move_number"])
@@ -200,24 +202,24 @@ def check_symmetric(rows, batches, size: int) -> collections.Counter:
 
 def test_random_symmetries_transform_features_and_labels(seven):
     rows = split_rows(seven, "test")
-    ds = ShardDataset(seven, "test", batch_size=BS, symmetries="random", seed=1)
+    ds = ShardDataset(seven, "test", sampling=Sampling(batch_size=BS, symmetries="random", seed=1))
     unique = check_symmetric(rows, collect(ds), 19)
     assert set(unique) == set(range(8))
     assert min(unique.values()) > 0.08 * sum(unique.values())
     # symmetries "random" and "none" give the same rows in the same order
-    plain = ShardDataset(seven, "test", batch_size=BS, symmetries="none", seed=1)
+    plain = ShardDataset(seven, "test", sampling=Sampling(batch_size=BS, symmetries="none", seed=1))
     assert keys(collect(plain)) == keys(collect(ds))
 
 
 def test_int8_encoder(oneplane):
     rows = split_rows(oneplane, "train")
-    batches = list(iter_numpy_batches(oneplane, "train", batch_size=100, seed=2))
+    batches = list(iter_numpy_batches(oneplane, "train", sampling=Sampling(batch_size=100, seed=2)))
     assert batches[0]["features"].dtype == np.int8
     assert batches[0]["features"].shape[1:] == (1, 19, 19)
     assert collections.Counter(keys(batches)) == collections.Counter(rows.keys())
     assert set(np.unique(np.concatenate([b["features"].ravel() for b in batches]))) <= {-1, 0, 1}
     assert len(check_symmetric(rows, batches, 19)) == 8
-    ds = ShardDataset(oneplane, "train", batch_size=100, seed=2)
+    ds = ShardDataset(oneplane, "train", sampling=Sampling(batch_size=100, seed=2))
     in_process = collect(ds)
     assert in_process[0]["features"].dtype == np.int8
     assert same(in_process, collect(ds, 1))  # the shared-memory worker path keeps dtypes and values
@@ -239,8 +241,10 @@ def test_globals_are_the_sgf_komi_and_side_to_move_under_every_symmetry(relative
     games = pq.read_table(relative / "games.parquet", columns=["game_id", "archive"]).to_pylist()
     komi_of = {game_index(g["game_id"]): sgf_komi(loose_sgf / Path(g["archive"]).name) for g in games}
     assert len(set(komi_of.values())) > 1  # games of several komi
-    plain = list(iter_numpy_batches(relative, "train", batch_size=100, shuffle=False, symmetries="none"))
-    turned = list(iter_numpy_batches(relative, "train", batch_size=100, shuffle=False, symmetries="random", seed=5))
+    plain = list(iter_numpy_batches(relative, "train",
+                                    sampling=Sampling(batch_size=100, shuffle=False, symmetries="none")))
+    turned = list(iter_numpy_batches(relative, "train",
+                                     sampling=Sampling(batch_size=100, shuffle=False, symmetries="random", seed=5)))
     for a, b in zip(plain, turned, strict=True):
         assert not np.array_equal(a["features"], b["features"])  # the boards did turn
         assert np.array_equal(a["globals"], b["globals"]) and b["globals"].dtype == np.float32
@@ -271,9 +275,10 @@ def test_metadata_is_the_games_katago_row_for_the_side_to_move(with_metadata, lo
     meta_of = {game_index(g["game_id"]): from_normalised(normalise_record(read_sgf_file(
         loose_sgf / Path(g["archive"]).name)[0])) for g in games}
     assert len({(m.black_inverse_rank, m.white_inverse_rank) for m in meta_of.values()}) > 5
-    plain = list(iter_numpy_batches(with_metadata, "train", batch_size=100, shuffle=False, symmetries="none"))
-    turned = list(iter_numpy_batches(with_metadata, "train", batch_size=100, shuffle=False, symmetries="random",
-                                     seed=3))
+    plain = list(iter_numpy_batches(with_metadata, "train",
+                                    sampling=Sampling(batch_size=100, shuffle=False, symmetries="none")))
+    turned = list(iter_numpy_batches(with_metadata, "train",
+                                     sampling=Sampling(batch_size=100, shuffle=False, symmetries="random", seed=3)))
     for a, b in zip(plain, turned, strict=True):
         assert b["metadata"].dtype == np.float32 and b["metadata"].shape == (len(b["label"]), 192)
         assert np.array_equal(a["metadata"], b["metadata"])  # no symmetry changes it
@@ -285,7 +290,7 @@ def test_metadata_is_the_games_katago_row_for_the_side_to_move(with_metadata, lo
 
 
 def plain_batch(path: Path) -> dict:
-    return next(iter(iter_numpy_batches(path, "train", batch_size=10, shuffle=False)))
+    return next(iter(iter_numpy_batches(path, "train", sampling=Sampling(batch_size=10, shuffle=False))))
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
@@ -302,7 +307,7 @@ def test_resume_mid_epoch_gives_exactly_the_rest(seven, num_workers):
         else:  # workers: the trainer says how many batches it consumed
             state = ShardDataset(seven, "test", **kw).state_dict(batches_done=done)
         assert state["batches_done"] == done and state["epoch"] == 1
-        resumed = ShardDataset(seven, "test", batch_size=BS, seed=5, shuffle_buffer=3000)
+        resumed = ShardDataset(seven, "test", sampling=Sampling(batch_size=BS, seed=5, shuffle_buffer=3000))
         resumed.load_state_dict(state)
         resumed.set_epoch(1)  # the trainer's usual call keeps the resume
         rest = collect(resumed, num_workers)
@@ -310,7 +315,7 @@ def test_resume_mid_epoch_gives_exactly_the_rest(seven, num_workers):
         resumed.set_epoch(2)  # a new epoch starts from its beginning
         assert sum(len(b["label"]) for b in collect(resumed, num_workers)) == resumed.num_rows
     with pytest.raises(ValueError, match="seed"):
-        ShardDataset(seven, "test", batch_size=BS, seed=6).load_state_dict(state)
+        ShardDataset(seven, "test", sampling=Sampling(batch_size=BS, seed=6)).load_state_dict(state)
 
 
 def test_worker_batch_offsets_follow_dataloader_round_robin():
@@ -331,15 +336,16 @@ def test_shuffle_buffer_is_bounded(seven):
         read_order += list(zip(map(game_index, t.column("game_id").to_pylist()),
                                t.column("move_number").to_numpy().tolist(), strict=True))
     read_pos = {k: i for i, k in enumerate(read_order)}
-    emitted = keys(iter_numpy_batches(seven, "train", batch_size=BS, seed=4, shuffle_buffer=buffer,
-                                      symmetries="none"))
+    emitted = keys(iter_numpy_batches(seven, "train", sampling=Sampling(batch_size=BS, seed=4, shuffle_buffer=buffer,
+                                                                        symmetries="none")))
     assert sorted(emitted) == sorted(read_order)
     lag = np.array([read_pos[k] for k in emitted]) - np.arange(len(emitted))
     max_rg = max(rg.rows for rg in index.row_groups)
     assert lag.max() <= buffer + max_rg
     assert lag.min() < -buffer // 2  # and rows really are held back and mixed
     # a buffer smaller than a row group still yields every row once
-    small = keys(iter_numpy_batches(seven, "test", batch_size=BS, shuffle_buffer=100, symmetries="none"))
+    small = keys(iter_numpy_batches(seven, "test",
+                                    sampling=Sampling(batch_size=BS, shuffle_buffer=100, symmetries="none")))
     assert collections.Counter(small) == collections.Counter(split_rows(seven, "test").keys())
 
 
@@ -350,8 +356,8 @@ def test_max_positions_per_game(seven):
     def picked(epoch: int, world_size: int = 1, num_workers: int = 0) -> list[tuple[int, int]]:
         out = []
         for rank in range(world_size):
-            ds = ShardDataset(seven, "train", batch_size=BS, max_positions_per_game=k, epoch=epoch, rank=rank,
-                              world_size=world_size, num_workers=num_workers)
+            ds = ShardDataset(seven, "train", sampling=Sampling(batch_size=BS), max_positions_per_game=k, epoch=epoch,
+                              rank=rank, world_size=world_size, num_workers=num_workers)
             got = collect(ds, num_workers)
             assert len(got) == len(ds)
             out += keys(got)
@@ -366,9 +372,9 @@ def test_max_positions_per_game(seven):
 
 
 def test_numpy_iterator_matches_dataset_and_needs_no_torch(seven):
-    ds = ShardDataset(seven, "val", batch_size=100, seed=9, epoch=2, drop_last=True)
+    ds = ShardDataset(seven, "val", sampling=Sampling(batch_size=100, seed=9, drop_last=True), epoch=2)
     a = collect(ds)
-    b = list(iter_numpy_batches(seven, "val", batch_size=100, seed=9, epoch=2, drop_last=True))
+    b = list(iter_numpy_batches(seven, "val", sampling=Sampling(batch_size=100, seed=9, drop_last=True), epoch=2))
     assert same(a, b) and len(a) == len(ds) == ds.num_rows // 100
     code = (
         "import sys; sys.modules['torch'] = None\n"
@@ -383,7 +389,7 @@ def test_numpy_iterator_matches_dataset_and_needs_no_torch(seven):
 
 def test_dataset_pickles(seven):
     """DataLoader with the ``spawn`` start method pickles the dataset."""
-    ds = ShardDataset(seven, "val", batch_size=BS, seed=4, max_positions_per_game=30)
+    ds = ShardDataset(seven, "val", sampling=Sampling(batch_size=BS, seed=4), max_positions_per_game=30)
     assert same(collect(pickle.loads(pickle.dumps(ds))), collect(ds))
 
 
@@ -391,7 +397,7 @@ def test_bad_arguments(seven):
     with pytest.raises(ValueError, match="split 'nope'"):
         ShardDataset(seven, "nope")
     with pytest.raises(ValueError, match="symmetries"):
-        ShardDataset(seven, "val", symmetries="some")
+        ShardDataset(seven, "val", sampling=Sampling(symmetries="some"))
     with pytest.raises(ValueError, match="rank"):
         ShardDataset(seven, "val", rank=2, world_size=2)
 
@@ -402,6 +408,6 @@ def test_sgf_batches_carry_the_globals_the_shards_hold(relative, loose_sgf):
     from gotk.encoders import get_encoder
 
     sgf = np.concatenate([b["globals"] for b in sgf_batches([loose_sgf], get_encoder("relative"), 500)])
-    stored = np.concatenate([b["globals"] for b in iter_numpy_batches(relative, "train", batch_size=500,
-                                                                      shuffle=False, symmetries="none")])
+    in_order = Sampling(batch_size=500, shuffle=False, symmetries="none")
+    stored = np.concatenate([b["globals"] for b in iter_numpy_batches(relative, "train", sampling=in_order)])
     assert sorted(map(tuple, sgf.tolist())) == sorted(map(tuple, stored.tolist()))

@@ -274,9 +274,10 @@ def test_selfplay_cli_writes_a_dataset_sgf_and_resumes(tmp_path):
     rec = read_sgf((out / "sgf" / "game-0000003.sgf").read_bytes())[0]
     assert rec.size == 5 and len(rec.points) > 0
     # the dataset: the loader decodes it with the target columns, gotk show prints a row
-    from gotk.datasets.sampling import iter_numpy_batches
+    from gotk.datasets.sampling import Sampling, iter_numpy_batches
 
-    batches = list(iter_numpy_batches(out, "train", batch_size=1000, shuffle=False, symmetries="none"))
+    batches = list(iter_numpy_batches(out, "train",
+                                      sampling=Sampling(batch_size=1000, shuffle=False, symmetries="none")))
     assert sum(len(b["label"]) for b in batches) == first["positions"]
     b = batches[0]
     assert b["policy"].shape[1] == 26 and np.allclose(b["policy"].sum(1), 1.0, atol=1e-2)

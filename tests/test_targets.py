@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from gotk.coords import transform_planes
-from gotk.datasets import ShardDataset, SplitIndex, game_index, iter_numpy_batches
+from gotk.datasets import Sampling, ShardDataset, SplitIndex, game_index, iter_numpy_batches
 from gotk.datasets.symmetry import label_permutations
 from gotk.encoders import get_encoder
 from gotk.shards import format as S
@@ -221,7 +221,7 @@ def test_assemble_refuses_mixed_or_missing_shards(generations, tmp_path: Path) -
     assert m["targets"] == [] and "generator" not in m
     assert (tmp_path / "plain" / "README.md").is_file()
     assert SplitIndex(tmp_path / "plain", "train").targets == ()
-    batch = next(iter_numpy_batches(tmp_path / "plain", "train", batch_size=8, shuffle=False))
+    batch = next(iter_numpy_batches(tmp_path / "plain", "train", sampling=Sampling(batch_size=8, shuffle=False)))
     assert "policy" not in batch and batch["features"].shape == (3, 7, SIZE, SIZE)
 
 
@@ -263,7 +263,8 @@ def test_shards_written_before_aux_weight_read_as_weight_one(generations, tmp_pa
     assert index.targets == S.TARGETS and index.file_targets == [S.TARGETS, S.TARGETS_V1]
     gid = game_index(g["game_id"])
     seen_old = seen_new = 0
-    for b in iter_numpy_batches(tmp_path / "mixed", "train", batch_size=5, shuffle=False, symmetries="none"):
+    for b in iter_numpy_batches(tmp_path / "mixed", "train",
+                                sampling=Sampling(batch_size=5, shuffle=False, symmetries="none")):
         for i in range(len(b["label"])):
             if int(b["game_index"][i]) == gid:
                 assert b["aux_weight"][i] == 1.0
@@ -295,8 +296,8 @@ def test_loader_yields_targets(generations) -> None:
     index = SplitIndex(window, "train")
     assert index.targets == S.TARGETS
     seen = 0
-    for b in iter_numpy_batches(window, "train", batch_size=7, shuffle=True, seed=3, symmetries="none",
-                                shuffle_buffer=10):
+    for b in iter_numpy_batches(window, "train", sampling=Sampling(batch_size=7, shuffle=True, seed=3,
+                                                                   symmetries="none", shuffle_buffer=10)):
         assert b["policy"].shape == (len(b["label"]), POINTS + 1) and b["policy"].dtype == np.float32
         assert b["ownership"].shape == (len(b["label"]), SIZE, SIZE) and b["ownership"].dtype == np.float32
         for k in ("root_value", "score", "weight", "aux_weight"):
@@ -304,14 +305,16 @@ def test_loader_yields_targets(generations) -> None:
         seen += _check_rows(b, rows)
     assert seen == index.num_rows
     # the game cap and --where select rows, the targets follow them
-    capped = [b for b in iter_numpy_batches(window, "train", batch_size=5, seed=1, symmetries="none",
+    capped = [b for b in iter_numpy_batches(window, "train",
+                                            sampling=Sampling(batch_size=5, seed=1, symmetries="none"),
                                             max_positions_per_game=2)]
     assert sum(_check_rows(b, rows) for b in capped) == 2 * 12
-    where = list(iter_numpy_batches(window, "train", batch_size=5, symmetries="none", where="num_moves >= 9"))
+    where = list(iter_numpy_batches(window, "train", sampling=Sampling(batch_size=5, symmetries="none"),
+                                    where="num_moves >= 9"))
     assert sum(_check_rows(b, rows) for b in where) > 0
     # resume: the batches after a skip are the same batches, targets included
-    full = list(iter_numpy_batches(window, "train", batch_size=6, seed=5))
-    rest = list(iter_numpy_batches(window, "train", batch_size=6, seed=5, skip_batches=3))
+    full = list(iter_numpy_batches(window, "train", sampling=Sampling(batch_size=6, seed=5)))
+    rest = list(iter_numpy_batches(window, "train", sampling=Sampling(batch_size=6, seed=5), skip_batches=3))
     assert len(rest) == len(full) - 3
     for a, b in zip(full[3:], rest, strict=True):
         assert a.keys() == b.keys()
@@ -324,8 +327,8 @@ def test_symmetries_move_the_targets_with_the_board(generations) -> None:
     untransformed ownership transformed like a plane: found by the symmetry that maps its planes."""
     window, _ = generations
     kw = {"batch_size": 64, "shuffle": False}
-    plain = list(iter_numpy_batches(window, "train", symmetries="none", **kw))
-    turned = list(iter_numpy_batches(window, "train", symmetries="random", seed=11, **kw))
+    plain = list(iter_numpy_batches(window, "train", sampling=Sampling(symmetries="none"), **kw))
+    turned = list(iter_numpy_batches(window, "train", sampling=Sampling(symmetries="random", seed=11), **kw))
     table = label_permutations(SIZE)
     used = set()
     for a, b in zip(plain, turned, strict=True):
@@ -356,7 +359,7 @@ def test_shard_dataset_in_workers_carries_targets(generations) -> None:
     from torch.utils.data import DataLoader
 
     window, rows = generations
-    ds = ShardDataset(window, "train", batch_size=8, seed=2, symmetries="none", num_workers=1)
+    ds = ShardDataset(window, "train", sampling=Sampling(batch_size=8, seed=2, symmetries="none"), num_workers=1)
     got = list(DataLoader(ds, batch_size=None, num_workers=1))
     assert sum(_check_rows({k: v.numpy() for k, v in b.items()}, rows) for b in got) == ds.num_rows
     assert all(b["policy"].dtype == torch.float32 and b["ownership"].shape[1:] == (SIZE, SIZE) for b in got)

@@ -6,9 +6,9 @@ import torch.
 """
 
 from gotk.datasets.index import SplitIndex, game_index
-from gotk.datasets.sampling import iter_numpy_batches, worker_batch_offsets
+from gotk.datasets.sampling import Sampling, iter_numpy_batches, worker_batch_offsets
 
-__all__ = ["ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches", "worker_batch_offsets"]  # noqa: F822
+__all__ = ["Sampling", "ShardDataset", "SplitIndex", "game_index", "iter_numpy_batches", "worker_batch_offsets"]  # noqa: F822
 
 
 def __getattr__(name: str):

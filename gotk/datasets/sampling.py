@@ -78,7 +78,7 @@ from gotk.shards.format import unpack_features
 from gotk.shards.globals_column import GLOBALS, decode_globals
 from gotk.shards.metadata_column import METADATA, decode_metadata
 
-__all__ = ["iter_numpy_batches", "worker_batch_offsets"]
+__all__ = ["Sampling", "iter_numpy_batches", "worker_batch_offsets"]
 
 _COLUMNS = ["game_id", "move_number", "to_play", "features", "label", "value"]
 _MASK64 = (1 << 64) - 1
@@ -306,13 +306,27 @@ class _ShuffleBuffer:
 
 
 @dataclass(frozen=True)
-class _Config:
-    batch_size: int
-    shuffle: bool
-    seed: int
-    symmetries: str
-    shuffle_buffer: int
-    drop_last: bool
+class Sampling:
+    """How a split's rows are drawn into batches: ``batch_size`` rows a batch, shuffled (``shuffle``, from ``seed``,
+    through a bounded buffer of ``shuffle_buffer`` rows) or in order, each under a random board symmetry
+    (``symmetries="random"``) or as stored (``"none"``), the last short batch of a slot kept or dropped
+    (``drop_last``). :meth:`check` raises ValueError for a value out of range."""
+
+    batch_size: int = 256
+    shuffle: bool = True
+    seed: int = 0
+    symmetries: str = "random"
+    shuffle_buffer: int = 16384
+    drop_last: bool = False
+
+    def check(self) -> Sampling:
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.symmetries not in _SYMMETRY_MODES:
+            raise ValueError(f"symmetries must be one of {_SYMMETRY_MODES}, got {self.symmetries!r}")
+        if self.shuffle_buffer < 1:
+            raise ValueError(f"shuffle_buffer must be >= 1, got {self.shuffle_buffer}")
+        return self
 
 
 def _slot_batch_count(rows: int, batch_size: int, drop_last: bool) -> int:
@@ -342,7 +356,7 @@ def worker_batch_offsets(batches_done: int, counts: list[int]) -> tuple[list[int
     return done, 0
 
 
-def _slot_rows(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int, rank: int,
+def _slot_rows(index: SplitIndex, cap: _GameCap | None, cfg: Sampling, epoch: int, rank: int,
                world_size: int, worker: int, num_workers: int) -> int:
     rgs = index.slot_row_groups(epoch, cfg.seed, cfg.shuffle, rank, world_size, worker, num_workers)
     if cap is None:
@@ -423,7 +437,7 @@ def _numpy_batch(index: SplitIndex, rows: int) -> dict[str, np.ndarray]:
     return {key: np.empty(shape, dtype) for key, dtype, shape, _ in batch_layout(index, rows)[:-1]}
 
 
-def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int, rank: int, world_size: int,
+def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: Sampling, epoch: int, rank: int, world_size: int,
                worker: int, num_workers: int, skip_batches: int = 0,
                new_batch: Callable[[SplitIndex, int], dict[str, np.ndarray]] = _numpy_batch,
                ) -> Iterator[dict[str, np.ndarray]]:
@@ -483,30 +497,18 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: _Config, epoch: int
         yield from emit(pending, final=True)
 
 
-def _resolve_common(batch_size: int, symmetries: str, shuffle_buffer: int) -> None:
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if symmetries not in _SYMMETRY_MODES:
-        raise ValueError(f"symmetries must be one of {_SYMMETRY_MODES}, got {symmetries!r}")
-    if shuffle_buffer < 1:
-        raise ValueError(f"shuffle_buffer must be >= 1, got {shuffle_buffer}")
-
-
-def iter_numpy_batches(path: str | os.PathLike, split: str = "train", batch_size: int = 256, shuffle: bool = True,
-                       seed: int = 0, symmetries: str = "random", shuffle_buffer: int = 16384,
-                       drop_last: bool = False, rank: int = 0, world_size: int = 1,
-                       max_positions_per_game: int | None = None, epoch: int = 0, worker: int = 0,
-                       num_workers: int = 1, skip_batches: int = 0,
+def iter_numpy_batches(path: str | os.PathLike, split: str = "train", sampling: Sampling | None = None, *,
+                       rank: int = 0, world_size: int = 1, max_positions_per_game: int | None = None, epoch: int = 0,
+                       worker: int = 0, num_workers: int = 1, skip_batches: int = 0,
                        storage_options: dict | None = None, where: str | None = None,
                        ) -> Iterator[dict[str, np.ndarray]]:
     """Numpy batches of one (rank, worker) slot of ``split``, with exactly :class:`ShardDataset`'s order
     and semantics (module docstring); no torch needed. ``worker``/``num_workers`` select a worker's share
     (the default is the whole rank, as with a DataLoader with ``num_workers`` 0 or 1);
     ``skip_batches`` skips the slot's first batches without decoding them."""
-    _resolve_common(batch_size, symmetries, shuffle_buffer)
+    cfg = (sampling or Sampling()).check()
     index = SplitIndex(path, split, storage_options)
     cap = _row_filter(index, max_positions_per_game, where, storage_options)
-    cfg = _Config(batch_size, shuffle, seed, symmetries, shuffle_buffer, drop_last)
     if not (0 <= rank < world_size and 0 <= worker < num_workers):
         raise ValueError(f"need 0 <= rank < world_size and 0 <= worker < num_workers, got {rank}/{world_size} "
                          f"and {worker}/{num_workers}")

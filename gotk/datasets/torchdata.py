@@ -17,9 +17,8 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from gotk.datasets.index import SplitIndex
 from gotk.datasets.sampling import (
-    _Config,
+    Sampling,
     _iter_slot,
-    _resolve_common,
     _row_filter,
     _slot_batch_count,
     _slot_rows,
@@ -51,14 +50,12 @@ class ShardDataset(IterableDataset):
     ``set_epoch(e)`` with another epoch ends the resume.
     """
 
-    def __init__(self, path: str | os.PathLike, split: str = "train", batch_size: int = 256,
-                 shuffle: bool = True, seed: int = 0, symmetries: str = "random", shuffle_buffer: int = 16384,
-                 drop_last: bool = False, rank: int | None = None, world_size: int | None = None,
-                 max_positions_per_game: int | None = None, epoch: int = 0,
-                 num_workers: int | None = None, storage_options: dict | None = None,
+    def __init__(self, path: str | os.PathLike, split: str = "train", sampling: Sampling | None = None, *,
+                 rank: int | None = None, world_size: int | None = None, max_positions_per_game: int | None = None,
+                 epoch: int = 0, num_workers: int | None = None, storage_options: dict | None = None,
                  where: str | None = None) -> None:
         super().__init__()
-        _resolve_common(batch_size, symmetries, shuffle_buffer)
+        cfg = (sampling or Sampling()).check()
         if rank is None or world_size is None:
             r, w = dist_info()
             rank = r if rank is None else rank
@@ -68,7 +65,7 @@ class ShardDataset(IterableDataset):
         self.path = str(path)
         self.split = split
         self.index = SplitIndex(path, split, storage_options)
-        self.cfg = _Config(batch_size, shuffle, seed, symmetries, shuffle_buffer, drop_last)
+        self.cfg = cfg
         self.rank = rank
         self.world_size = world_size
         self.max_positions_per_game = max_positions_per_game

@@ -191,9 +191,9 @@ def is_shard_dir(path: str | os.PathLike, storage_options: dict | None = None) -
 def shard_batches(path: str | os.PathLike, split: str, batch_size: int,
                   storage_options: dict | None = None) -> tuple[dict, Iterator[dict]]:
     """``(encoder description, batches)`` of a shard folder's split, in file order, unaugmented."""
-    from gotk.datasets import ShardDataset
+    from gotk.datasets import Sampling, ShardDataset
 
-    ds = ShardDataset(path, split=split, batch_size=batch_size, shuffle=False, symmetries="none",
+    ds = ShardDataset(path, sampling=Sampling(batch_size=batch_size, shuffle=False, symmetries="none"), split=split,
                       storage_options=storage_options)
 
     def gen() -> Iterator[dict]:

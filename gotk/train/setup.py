@@ -13,7 +13,7 @@ import torch
 
 from gotk import __version__
 from gotk.atomic import write_text_atomic
-from gotk.datasets import ShardDataset
+from gotk.datasets import Sampling, ShardDataset
 from gotk.shards.manifest import read_games
 from gotk.storage import is_url
 from gotk.train.config import TrainConfig
@@ -46,18 +46,17 @@ def make_datasets(cfg: TrainConfig, manifest: dict, rank: int, world: int) -> tu
     """``(train, val)``: the training split, shuffled and drawn from as configured, and the validation split in
     order (None when the data has none, or it is the training split). Under DDP each rank reads its share."""
     dist_kw = {"rank": rank, "world_size": world} if world > 1 else {}
-    train_ds = ShardDataset(
-        cfg.data, split=cfg.train_split, batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed,
-        symmetries=cfg.symmetries, shuffle_buffer=cfg.shuffle_buffer, drop_last=False,
-        max_positions_per_game=cfg.positions_per_game, num_workers=max(1, cfg.workers),
-        storage_options=cfg.storage_options, where=cfg.where, **dist_kw,
-    )
+    sampling = Sampling(batch_size=cfg.batch_size, shuffle=True, seed=cfg.seed, symmetries=cfg.symmetries,
+                        shuffle_buffer=cfg.shuffle_buffer, drop_last=False)
+    train_ds = ShardDataset(cfg.data, cfg.train_split, sampling, max_positions_per_game=cfg.positions_per_game,
+                            num_workers=max(1, cfg.workers), storage_options=cfg.storage_options, where=cfg.where,
+                            **dist_kw)
     splits = manifest.get("splits") or {}
     val_ds = None
     if cfg.val_split and cfg.val_split in splits and cfg.val_split != cfg.train_split:
-        val_ds = ShardDataset(cfg.data, split=cfg.val_split, batch_size=max(cfg.batch_size, 256),
-                              shuffle=False, symmetries="none", storage_options=cfg.storage_options,
-                              where=cfg.where, **dist_kw)
+        val_ds = ShardDataset(cfg.data,
+                              sampling=Sampling(batch_size=max(cfg.batch_size, 256), shuffle=False, symmetries="none"),
+                              split=cfg.val_split, storage_options=cfg.storage_options, where=cfg.where, **dist_kw)
     return train_ds, val_ds
 
 

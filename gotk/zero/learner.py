@@ -122,7 +122,7 @@ def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dic
     search's policy, ``value_mse``, ``positions`` (at most ``settings.fresh_rows``)."""
     import torch
 
-    from gotk.datasets.sampling import iter_numpy_batches
+    from gotk.datasets.sampling import Sampling, iter_numpy_batches
     from gotk.nets.agent import load_agent
     from gotk.shards.globals_column import GLOBALS
     from gotk.train.config import TrainConfig
@@ -137,7 +137,8 @@ def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dic
     weights = LossWeights.of(cfg, agent.board_size)
     sums = None
     with torch.inference_mode():
-        for b in iter_numpy_batches(data, "train", batch_size=256, shuffle=False, symmetries="none"):
+        for b in iter_numpy_batches(data, "train",
+                                    sampling=Sampling(batch_size=256, shuffle=False, symmetries="none")):
             t = {k: torch.from_numpy(v) for k, v in b.items()}
             glob = t[GLOBALS] if agent.num_globals and GLOBALS in t else None
             own = score = None

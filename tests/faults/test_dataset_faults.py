@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gotk.datasets import iter_numpy_batches
+from gotk.datasets import Sampling, iter_numpy_batches
 
 from .test_encode_faults import ENV, data_files, encode
 
@@ -29,7 +29,8 @@ def dataset(tmp_path_factory, good_zip):
 
 
 def _all_rows(folder):
-    return list(iter_numpy_batches(folder, "train", batch_size=512, shuffle=False, symmetries="none"))
+    return list(iter_numpy_batches(folder, "train",
+                                   sampling=Sampling(batch_size=512, shuffle=False, symmetries="none")))
 
 
 def test_every_single_bit_flip_in_a_shard_is_an_error_or_harmless(dataset, tmp_path):
