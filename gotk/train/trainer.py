@@ -29,6 +29,7 @@ and metric sums.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -549,12 +550,20 @@ def train(cfg: TrainConfig, resume: bool = False) -> dict:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     created = init_distributed(cfg.device, cfg.dist_timeout)
+    trainer = None
     try:
-        result = Trainer(cfg, resume=resume).run()
+        trainer = Trainer(cfg, resume=resume)
+        result = trainer.run()
         if created:
             torch.distributed.barrier()  # no rank leaves while another still needs it
         return result
     finally:
         if created:
+            # the DDP wrapper's reducer keeps the work objects of its last collectives, with their tensors: they are
+            # released here, while the interpreter is whole, and then the process group; left to the interpreter's
+            # finalisation, gloo's threads destroy them without the GIL and abort the finished process (SIGABRT;
+            # the mechanism pytorch/pytorch#179291 describes)
+            trainer = None
+            gc.collect()
             torch.distributed.destroy_process_group()
         torch.set_num_threads(threads)
