@@ -1,19 +1,22 @@
-"""Build the player a command line asks for: a searching player, or the policy player when no search is asked."""
+"""Every player is built here: from files as a command line asks (:func:`make_search_player`: a searching player,
+or the policy or random player when no search is asked), or from loaded agents (:func:`search_player`,
+:func:`policy_player`, :func:`random_player`: ``gotk serve`` and the zero loop's evaluations)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection
 
-from gotk.search.config import SearchConfig
-from gotk.search.evaluate import SearchSetupError
+from gotk.errors import GotkError
+from gotk.play.players import PolicyPlayer, RandomPlayer, profile_temperature
+from gotk.search.config import SearchConfig, SearchSetupError
 
 
 def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
                        threads: int | None = 1, warn: Callable[[str], None] | None = None, amp: bool = False,
                        keep: Collection[str] = (), **policy_kwargs):
     """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
-    :func:`gotk.play.players.make_player` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
+    :func:`policy_from_file` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
     (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason.
 
     The search takes the agent's own constants (agent.json ``search``; :meth:`SearchConfig.with_agent`) in place
@@ -22,13 +25,11 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     A search whose value head is no better than its komi/handicap baseline (:attr:`SearchPlayer.warning`) is
     still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free). ``amp``: the
     networks run under bf16 autocast (:attr:`gotk.nets.agent.Agent.amp`)."""
-    from gotk.play.players import make_player
-
     config.validate()
     if not config.searches:
         if value_agent:
             raise SearchSetupError("--value-agent is used by the search only: give --visits N (N >= 2) or --seconds S")
-        return make_player(agent, seed=config.seed, threads=threads, amp=amp, **policy_kwargs)
+        return policy_from_file(agent, seed=config.seed, threads=threads, amp=amp, **policy_kwargs)
     if agent is None or agent == "random":
         raise SearchSetupError("search needs an agent file with a policy (--agent FILE), not the random player")
     import torch
@@ -63,4 +64,46 @@ def _stderr(line: str) -> None:
     print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
-__all__ = ["make_search_player", "search_player"]
+def policy_from_file(agent: str | None, seed: int | None = None, threads: int | None = 1, amp: bool = False,
+                     **options) -> RandomPlayer | PolicyPlayer:
+    """The player of the agent file ``agent`` that plays its policy (:func:`policy_player` with ``options``), or
+    the random player for ``random`` / None; ``amp``: its network under bf16 autocast. Raises
+    :class:`~gotk.nets.agent_file.AgentError` for an unreadable agent or one without a policy head."""
+    if agent is None or agent == "random":
+        if options.get("profile") is not None:
+            raise GotkError("bad_agent", "--profile needs an agent conditioned on metadata, not the random player")
+        return random_player(seed)
+    import torch
+
+    from gotk.nets.agent import load_agent
+
+    if threads:
+        torch.set_num_threads(threads)
+    loaded = load_agent(agent)
+    loaded.amp = amp
+    return policy_player(loaded, seed=seed, path=agent, **options)
+
+
+def policy_player(agent, temperature: float = 0.0, pass_threshold: float = 1e-3, resign: bool = True,
+                  resign_threshold: float | None = -0.95, resign_moves: int = 3, seed: int | None = None,
+                  profile: str | None = None, profile_argmax: bool = False, path: str | None = None) -> PolicyPlayer:
+    """The :class:`PolicyPlayer` of a loaded agent. ``profile``: a conditioned agent plays as that human-SL profile,
+    sampling its policy at temperature 1 as KataGo's human-SL play does (``temperature``, when not 0, is used
+    instead), or its most probable move with ``profile_argmax``. ``path`` names the agent in errors."""
+    from gotk.nets.agent_file import AgentError
+
+    if not agent.has_policy:
+        raise AgentError("the agent has no policy head, it cannot choose moves", path)
+    if profile is not None:
+        temperature = profile_temperature(temperature, profile_argmax)
+    return PolicyPlayer(agent, temperature=temperature, pass_threshold=pass_threshold,
+                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed,
+                        profile=profile)
+
+
+def random_player(seed: int | None = None) -> RandomPlayer:
+    """The random player: uniformly random sensible moves."""
+    return RandomPlayer(seed=seed)
+
+
+__all__ = ["make_search_player", "policy_from_file", "policy_player", "random_player", "search_player"]

@@ -166,39 +166,4 @@ def profile_temperature(temperature: float = 0.0, argmax: bool = False) -> float
     return 0.0 if argmax else temperature or 1.0
 
 
-__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "make_player", "profile_temperature"]
-
-
-def make_player(agent: str | None, seed: int | None = None, temperature: float = 0.0,
-                pass_threshold: float = 1e-3, resign: bool = True, resign_threshold: float = -0.95,
-                resign_moves: int = 3, threads: int | None = 1, amp: bool = False, profile: str | None = None,
-                profile_argmax: bool = False):
-    """A player for ``agent``: an agent file path, or ``random`` / None for :class:`RandomPlayer`; ``amp``: its
-    network under bf16 autocast.
-
-    ``profile``: a conditioned agent plays as that human-SL profile (:class:`PolicyPlayer`), sampling its policy at
-    temperature 1 as KataGo's human-SL play does (``temperature``, when not 0, is used instead), or its most probable
-    move with ``profile_argmax``.
-
-    Raises :class:`gotk.nets.AgentError` for an unreadable agent or one without a policy head.
-    """
-    if agent is None or agent == "random":
-        if profile is not None:
-            raise GotkError("bad_agent", "--profile needs an agent conditioned on metadata, not the random player")
-        return RandomPlayer(seed=seed)
-    import torch
-
-    from gotk.nets.agent import load_agent
-    from gotk.nets.agent_file import AgentError
-
-    if threads:
-        torch.set_num_threads(threads)
-    loaded = load_agent(agent)
-    loaded.amp = amp
-    if not loaded.has_policy:
-        raise AgentError("the agent has no policy head, it cannot choose moves", agent)
-    if profile is not None:
-        temperature = profile_temperature(temperature, profile_argmax)
-    return PolicyPlayer(loaded, temperature=temperature, pass_threshold=pass_threshold,
-                        resign_threshold=resign_threshold if resign else None, resign_moves=resign_moves, seed=seed,
-                        profile=profile)
+__all__ = ["RESIGN", "Player", "PolicyPlayer", "RandomPlayer", "profile_temperature"]

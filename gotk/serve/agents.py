@@ -65,9 +65,9 @@ def load_slots(files: list[str | Path]) -> list[AgentSlot]:
     """The random player (``random``) plus one slot per agent file (ids ``a0``, ``a1``...); raises
     :class:`~gotk.nets.agent_file.AgentError` for a file that cannot be used."""
     from gotk.nets.agent import load_agent
-    from gotk.play.players import PolicyPlayer, RandomPlayer
+    from gotk.play.factory import policy_player, random_player
 
-    slots = [AgentSlot("random", "random (uniform sensible moves)", RandomPlayer(), None)]
+    slots = [AgentSlot("random", "random (uniform sensible moves)", random_player(), None)]
     loaded = []
     for f in files:
         agent = load_agent(f)
@@ -76,7 +76,7 @@ def load_slots(files: list[str | Path]) -> list[AgentSlot]:
         loaded.append(agent)
     for i, (agent, name) in enumerate(zip(loaded, agent_names(files, loaded), strict=True)):
         # requests are stateless: no resignation streak; a conditioned agent's player is made per request
-        player = None if agent.num_metadata else PolicyPlayer(agent, resign_threshold=None)
+        player = None if agent.num_metadata else policy_player(agent, resign=False)
         slots.append(AgentSlot(f"a{i}", name, player, agent.board_size, agent))
     return slots
 

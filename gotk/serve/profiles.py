@@ -20,7 +20,8 @@ from gotk import coords
 from gotk.encoders import metadata_inputs as MI
 from gotk.errors import GotkError
 from gotk.game.state import GameState
-from gotk.play.players import PolicyPlayer, profile_temperature
+from gotk.play.factory import policy_player
+from gotk.play.players import PolicyPlayer
 from gotk.serve import agents as A
 from gotk.serve.data import ServeError
 from gotk.serve.draw import Board, to_svg
@@ -108,8 +109,7 @@ class PlayProfile:
         the seed and the move number, so the same seed and moves give the same move and each move draws anew."""
         seed = None if self.seed is None else int(np.random.SeedSequence([self.seed, state.move_number])
                                                   .generate_state(1)[0])
-        return PolicyPlayer(slot.agent, temperature=profile_temperature(argmax=self.argmax), seed=seed,
-                            resign_threshold=None, profile=self.profile)
+        return policy_player(slot.agent, seed=seed, resign=False, profile=self.profile, profile_argmax=self.argmax)
 
 
 def play_profile(slot: A.AgentSlot, req: dict) -> tuple[PlayProfile | None, dict]:
