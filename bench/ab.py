@@ -12,6 +12,11 @@ checkout (each imports its own ``gotk``; numba caches are per checkout), best of
 * ``search``: PUCT playouts/s of the default 6x64 network (untrained, both heads) at batch 1 and 8, one torch
   thread, 200 visits on each of 4 positions of the built-in sample, ``c_puct`` 1.25, ``fpu`` 0.25 and pass a
   candidate at every move on both sides; the root's visit counts must agree between the sides;
+* ``play``: the moves a random 9x9 ``zero`` network plays for fixed seeds through the commands: ``gotk gtp``
+  (``genmove`` for both colours, searching with PUCT, Gumbel and the LCB choice), ``gotk match`` (a search against
+  another over GTP; the policy sampled at temperature 1 against 0.5, compared up to each game's first pass: a
+  policy player's passes are its own rule) and ``gotk selfplay`` (Gumbel, PUCT and policy-only games: every SGF's
+  moves and every column of every chunk); no timing;
 * ``selfplay``: 8 games of 9x9 self-play with a random 2x16 ``zero`` network, every move a full Gumbel search of 32
   simulations, 70 moves: the moves and policy targets must agree between the sides (the same seeds give the same
   targets); then 16 games with a random 6x64 network, one torch thread, 60 moves, with every move full
@@ -165,6 +170,50 @@ for batch in (1, 8):
 out["_check"] = check.hexdigest()
 print(json.dumps(out))
 """,
+    "play": _LOAD + """
+import hashlib, re, subprocess, tempfile
+from pathlib import Path
+import pyarrow.parquet as pq
+from gotk.selfplay.run import new_agent
+tmp = Path(tempfile.mkdtemp())
+agent = str(new_agent(tmp / "z.gotk", 9, "zero", "relative", 3, blocks=2, filters=16))
+py = [sys.executable, "-m", "gotk"]
+def gotk(*args, stdin=None):
+    p = subprocess.run(py + list(args), input=stdin, capture_output=True, text=True, cwd=tmp)
+    if p.returncode:
+        raise SystemExit(f"gotk {' '.join(args)}: {p.stderr[-1500:]}")
+    return p.stdout
+def moves(folder):
+    return [re.findall(r";([BW])\\[([a-z]{0,2})\\]", f.read_text()) for f in sorted(Path(folder).glob("*.sgf"))]
+def to_first_pass(game):  # a policy player's passes are its own rule: its moves up to a game's first pass
+    cut = [i for i, (_, xy) in enumerate(game) if xy in ("", "tt")]
+    return game[: cut[0]] if cut else game
+check = hashlib.sha256()
+# GTP: genmove for both colours, searching (PUCT, Gumbel, the LCB choice)
+script = "boardsize 9\\nclear_board\\nkomi 7.5\\n" + "genmove b\\ngenmove w\\n" * 15 + "quit\\n"
+for extra in (["--visits", "24"], ["--visits", "24", "--search", "gumbel"], ["--visits", "24", "--lcb", "0.1"]):
+    check.update(gotk("gtp", "--agent", agent, "--seed", "3", "--threads", "1", *extra, stdin=script).encode())
+# matches: a search against another over GTP; the policy sampled at T = 1 against T = 0.5
+opp = " ".join(py + ["gtp", "--agent", agent, "--visits", "24", "--search", "gumbel", "--seed", "4", "--threads", "1"])
+gotk("match", "--agent", agent, "--visits", "24", "--seed", "3", "--threads", "1", "--games", "4", "--size", "9",
+     "--opponent", opp, "--sgf-out", str(tmp / "m1"))
+check.update(repr(moves(tmp / "m1")).encode())
+opp = " ".join(py + ["gtp", "--agent", agent, "--visits", "0", "--temperature", "0.5", "--seed", "4", "--threads", "1"])
+gotk("match", "--agent", agent, "--visits", "0", "--temperature", "1", "--seed", "3", "--threads", "1", "--games", "4",
+     "--size", "9", "--max-moves", "120", "--opponent", opp, "--sgf-out", str(tmp / "m2"))
+check.update(repr([to_first_pass(g) for g in moves(tmp / "m2")]).encode())
+# gotk selfplay: Gumbel, PUCT and policy-only games, every column of every chunk
+for i, extra in enumerate(([], ["--search", "puct"], ["--policy-only"])):
+    out_dir = tmp / f"sp{i}"
+    gotk("selfplay", "--init", "random", "--size", "9", "--games", "8", "--chunk-games", "8", "--visits", "16",
+         "--fast-visits", "4", "--threads", "1", "--seed", "5", "--encoder", "relative", "--out", str(out_dir), *extra)
+    check.update(repr(moves(out_dir / "sgf")).encode())
+    for f in sorted((out_dir / "chunks").glob("*.parquet")):
+        t = pq.read_table(f)
+        for name in sorted(t.column_names):
+            check.update(name.encode() + repr(t.column(name).to_pylist()).encode())
+print(json.dumps({"_check": check.hexdigest()}))
+""",
     "selfplay": _LOAD + """
 import dataclasses, hashlib, tempfile
 from pathlib import Path
@@ -173,23 +222,28 @@ import torch
 torch.set_num_threads(1)
 from gotk.nets import load_agent
 from gotk.selfplay.games import SelfPlayBatch
-from gotk.selfplay.config import SelfPlayConfig
 from gotk.selfplay.run import new_agent
+try:  # the settings' own module, SelfPlayConfig holding the search's settings
+    from gotk.selfplay.config import SelfPlayConfig
+    config = SelfPlayConfig.make
+except ImportError:  # a checkout with flat settings in gotk.selfplay.games
+    from gotk.selfplay.games import SelfPlayConfig
+    config = SelfPlayConfig
 tmp = tempfile.TemporaryDirectory()
 small = load_agent(new_agent(Path(tmp.name) / "s.gotk", 9, "zero", "simple", 0, blocks=2, filters=16))
 agent = load_agent(new_agent(Path(tmp.name) / "z.gotk", 9, "zero", "simple", 0, blocks=6, filters=64))
 fields = {f.name for f in dataclasses.fields(SelfPlayConfig)}
 out = {}
 # the targets: every move a full (fresh, recorded) Gumbel search, no pass floor: the same rules on both sides
-same = {"pass_prior": 0.0} if "pass_prior" in fields else {}
+same = {"pass_prior": 0.0} if "pass_prior" in fields or "tree" in fields else {}
 targets = hashlib.sha256()
-games = SelfPlayBatch(small, SelfPlayConfig.make(size=9, visits=32, full_fraction=1.0, max_moves=70, **same),
+games = SelfPlayBatch(small, config(size=9, visits=32, full_fraction=1.0, max_moves=70, **same),
                       [(i, 0) for i in range(8)], seed=0).run()
 for g in games:
     targets.update(np.asarray(g.moves, dtype=np.int64).tobytes() + g.policy.tobytes())
 out["_check"] = targets.hexdigest()
 def full():
-    games = SelfPlayBatch(agent, SelfPlayConfig.make(size=9, visits=32, full_fraction=1.0, max_moves=60, **same),
+    games = SelfPlayBatch(agent, config(size=9, visits=32, full_fraction=1.0, max_moves=60, **same),
                           [(i, 0) for i in range(16)], seed=0).run()
     return sum(len(g.move_number) for g in games)
 n, t = best(full)
@@ -197,7 +251,7 @@ out["self-play, Gumbel 32 sims, every move full (positions/s)"] = n / t
 # the defaults of each side (a quarter of the moves full, the rest fast; the fast ones reuse the tree where the
 # checkout does): recorded positions a second
 def defaults():
-    games = SelfPlayBatch(agent, SelfPlayConfig.make(size=9, max_moves=60), [(i, 0) for i in range(16)], seed=0).run()
+    games = SelfPlayBatch(agent, config(size=9, max_moves=60), [(i, 0) for i in range(16)], seed=0).run()
     return sum(len(g.move_number) for g in games)
 n, t = best(defaults)
 out["self-play, the defaults (recorded positions/s)"] = n / t
