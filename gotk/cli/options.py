@@ -15,10 +15,10 @@ from dataclasses import field, fields
 import typer
 
 
-def option(default, *flags: str, help: str):  # noqa: A002 - typer's own keyword
+def option(default, *flags: str, help: str, **checks):  # noqa: A002 - typer's own keyword
     """A field whose default is ``default`` and whose command-line option is ``typer.Option(default, *flags,
-    help=help)``."""
-    return field(default=default, metadata={"option": typer.Option(default, *flags, help=help)})
+    help=help, **checks)`` (``checks``: typer's own, such as ``min`` and ``max``)."""
+    return field(default=default, metadata={"option": typer.Option(default, *flags, help=help, **checks)})
 
 
 def default_of(cls: type, name: str):
