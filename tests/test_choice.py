@@ -21,7 +21,7 @@ from gotk.search.roots import GumbelRoot, PuctRoot, root_rule
 from tests import test_search as base
 from tests.test_search import pts
 
-agent = base.agent  # the module-scoped fixture of tests/test_search.py
+agent_path, agent = base.agent_path, base.agent  # the module-scoped fixtures of tests/test_search.py
 
 
 def test_sample_draws_in_proportion_to_weights_to_the_power_one_over_t() -> None:
