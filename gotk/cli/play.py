@@ -55,7 +55,7 @@ class MatchOptions:
                                        "version].")
 
 
-@with_options(player=PlayerOptions, setup=MatchOptions)
+@with_options(setup=MatchOptions, player=PlayerOptions)
 def match_cmd(
     player: PlayerOptions,
     setup: MatchOptions,

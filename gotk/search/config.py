@@ -137,7 +137,7 @@ class SearchConfig:
         or out of range raises :class:`SearchSetupError` that names the agent's settings."""
         bad = agent_settings_error(settings)
         if bad:
-            raise SearchSetupError(f"the agent's search settings {dict(settings)}: {bad}")
+            raise SearchSetupError(f"the agent's search settings (agent.json 'search') {dict(settings)}: {bad}")
         taken = {k: v for k, v in settings.items() if k not in keep}
         if not taken:
             return self
