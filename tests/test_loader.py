@@ -295,7 +295,7 @@ def plain_batch(path: Path) -> dict:
 
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_resume_mid_epoch_gives_exactly_the_rest(seven, num_workers):
-    kw = dict(batch_size=BS, seed=5, shuffle_buffer=3000, epoch=1)
+    kw = dict(sampling=Sampling(batch_size=BS, seed=5, shuffle_buffer=3000), epoch=1)
     full = collect(ShardDataset(seven, "test", **kw), num_workers)
     for done in (1, 7, len(full) - 1):
         if num_workers == 0:  # the dataset counts what it yielded itself
@@ -378,8 +378,8 @@ def test_numpy_iterator_matches_dataset_and_needs_no_torch(seven):
     assert same(a, b) and len(a) == len(ds) == ds.num_rows // 100
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "from gotk.datasets import iter_numpy_batches\n"
-        f"n = sum(len(b['label']) for b in iter_numpy_batches({str(seven)!r}, 'val', batch_size=100))\n"
+        "from gotk.datasets import Sampling, iter_numpy_batches\n"
+        f"n = sum(len(b['label']) for b in iter_numpy_batches({str(seven)!r}, 'val', Sampling(batch_size=100)))\n"
         "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
         "print(n)\n"
     )

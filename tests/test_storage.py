@@ -204,7 +204,7 @@ def test_s3_failed_upload_leaves_no_object(s3):
 def test_s3_dataset_feeds_loader_train_and_eval(s3, tmp_path, expected):
     """A dataset in a bucket: the loader yields the same batches as from a local copy, and ``gotk train`` /
     ``gotk eval`` run on its URL, ``gotk show`` draws the same position."""
-    from gotk.datasets import iter_numpy_batches
+    from gotk.datasets import Sampling, iter_numpy_batches
 
     endpoint, env, client = s3
     local = tmp_path / "local"
@@ -214,7 +214,7 @@ def test_s3_dataset_feeds_loader_train_and_eval(s3, tmp_path, expected):
         (local / key).write_bytes(data)
     url = f"s3://{BUCKET}/read"
     opts = {"endpoint_url": endpoint, "key": "testing", "secret": "testing"}
-    kw = {"batch_size": 64, "seed": 3, "max_positions_per_game": 5, "epoch": 1}
+    kw = {"sampling": Sampling(batch_size=64, seed=3), "max_positions_per_game": 5, "epoch": 1}
     want = list(iter_numpy_batches(local, "train", **kw))
     got = list(iter_numpy_batches(url, "train", storage_options=opts, **kw))
     assert len(got) == len(want) > 3
