@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import gotk
 from gotk import coords
-from gotk.game.rules import own_eye_mask, passing_wins, sensible_moves
+from gotk.game.moves import own_eye_mask, passing_wins, sensible_moves
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.gtp import GtpEngine, preprocess
 from gotk.play.players import RESIGN, PolicyPlayer, RandomPlayer

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from gotk import coords
-from gotk.game.rules import passing_wins
+from gotk.game.moves import passing_wins
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.players import RESIGN
 from gotk.search import Search, SearchConfig, SearchPlayer, SearchSetupError, check_agents

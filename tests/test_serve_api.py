@@ -328,7 +328,7 @@ def test_analyse_searches_with_agents_that_have_a_value_head(client, agents) -> 
     sr = res["a0"]["search"]
     assert "value head" in res["random"]["search"]["error"]
     # the random player has no policy: no heat map, no top moves, a note with its uniform share
-    from gotk.game.rules import sensible_moves
+    from gotk.game.moves import sensible_moves
 
     n = len(sensible_moves(build_state(19, 7.5, 0, moves)))
     rnd = res["random"]

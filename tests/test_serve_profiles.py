@@ -171,7 +171,7 @@ def test_refusals_are_one_line(client) -> None:
 
 
 def test_play_as_a_profile_is_reproducible_with_a_seed(client, agent) -> None:
-    from gotk.game.rules import sensible_moves
+    from gotk.game.moves import sensible_moves
     from gotk.play.players import PolicyPlayer
 
     play = {"agent": "a0", "size": 19, "human": "W", "moves": [], "profile": "rank_20k"}

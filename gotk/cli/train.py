@@ -186,12 +186,6 @@ def train_cmd(
         warning = value_record_warning(read_agent_files(out / "agent.gotk")[0])  # the rule gotk gtp warns by
         if warning:
             typer.echo(f"warning: {warning}")
-    if launched_distributed():
-        # every file is written and the process group destroyed: leave without the interpreter's teardown,
-        # which gloo's C++ threads can still abort (SIGABRT) on a loaded host, turning success into a crash
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The rules' small questions about a position, compiled, one home each: the liberties a move would give its
 string, the liberties a 2-liberty string keeps by extending, own eyes, empty neighbours, the strings next to a
-point (and those a move captures), whether a point touches a string, a string's hash key; and, over a whole
-:class:`~gotk.game.state.GameState`, the moves a player considers (:func:`sensible_moves`: legal, filling no own
-eye) and whether a pass now wins the game (:func:`passing_wins`), which every player and the search ask.
+point (and those a move captures), whether a point touches a string, a string's hash key. The questions over a
+whole :class:`~gotk.game.state.GameState` that players and the search ask (the sensible moves, whether a pass
+wins) are :mod:`gotk.game.moves`, built on these.
 
 Modelled on KataGo's ``cpp/game/board.cpp`` (``getNumLibertiesAfterPlay``, ``getNumImmediateLiberties``,
 ``isSimpleEye``) and read on the engine's arrays (:mod:`gotk.game.kernels`): the alphago encoder's move planes
@@ -16,15 +16,8 @@ Counted liberties are distinct points, deduplicated with the position's ``mark``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-from gotk.game.kernels import EMPTY, next_stamp
+from gotk.game.kernels import next_stamp
 from gotk.jit import inline_kernel, internal_kernel, kernel
-
-if TYPE_CHECKING:
-    from gotk.game.state import GameState
 
 
 @inline_kernel
@@ -260,17 +253,6 @@ def extension_liberties(board, head, nxt, libs, nbr, mark, meta, t, x, y, cap):
     return cnt
 
 
-# --- over a whole position: what the players and the search consider -------------------------------------------
-
-
-def own_eye_mask(state: GameState, color: int) -> np.ndarray:
-    """Boolean mask over the ``size*size`` points: empty points that are ``color``'s own eyes (:func:`is_own_eye`)."""
-    empty = state.board == EMPTY
-    rest = empty.astype(np.int8)
-    clear_own_eyes(state.board, state.nbr, state.diag, color, rest)
-    return empty & (rest == 0)
-
-
 @kernel
 def clear_own_eyes(board, nbr, diag, color, mask):
     """Zero ``mask[p]`` at every empty point ``p`` that is one of ``color``'s own eyes."""
@@ -279,31 +261,6 @@ def clear_own_eyes(board, nbr, diag, color, mask):
             mask[p] = 0
 
 
-def sensible_moves(state: GameState, color: int | None = None) -> np.ndarray:
-    """The *sensible* moves of ``color`` (default: the player to move): legal board moves (no pass) that fill no
-    own eye (:func:`is_own_eye`). Every player and the search choose among these (and pass)."""
-    color = state.to_play if color is None else color
-    if not state.rules.superko:  # the legal mask and the eye rule in two compiled calls (search and self-play)
-        mask = state.legal_mask(color)
-        mask[-1] = 0
-        clear_own_eyes(state.board, state.nbr, state.diag, color, mask)
-        return np.flatnonzero(mask)
-    legal = state.legal_moves(color)
-    legal = legal[legal != state.pass_point]
-    if legal.size == 0:
-        return legal
-    return legal[~own_eye_mask(state, color)[legal]]
-
-
-def passing_wins(state: GameState) -> bool:
-    """True when the opponent has just passed and a pass now ends the game as a win for the mover by the final
-    count (:meth:`GameState.score_final`, komi included, the mover as the answering passer)."""
-    if state.passes < 1:
-        return False
-    score = state.score_final(passer=state.to_play)  # black's view
-    return score > 0 if state.to_play == 1 else score < 0
-
-
 __all__ = ["add_head", "clear_own_eyes", "empty_neighbours", "extension_liberties", "is_own_eye", "liberties_after",
-           "liberties_after_heads", "liberties_after_play", "neighbour_strings", "own_eye_mask", "passing_wins",
-           "sensible_moves", "string_key", "touches_string", "with_liberties"]
+           "liberties_after_heads", "liberties_after_play", "neighbour_strings", "string_key", "touches_string",
+           "with_liberties"]

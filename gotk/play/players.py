@@ -1,7 +1,7 @@
 """Move choice for playing agents: a trained network's policy (:class:`PolicyPlayer`) or uniform random
 sensible moves (:class:`RandomPlayer`), with the same eye, pass and resignation rules.
 
-A *sensible* move (:func:`gotk.game.rules.sensible_moves`) is a legal board move that does not fill one of the
+A *sensible* move (:func:`gotk.game.moves.sensible_moves`) is a legal board move that does not fill one of the
 mover's own eyes. The eye is the rules' own eye (:func:`gotk.game.rules.is_own_eye`, also the alphago encoder's
 sensibleness plane): an empty point whose on-board neighbours are all the mover's stones and whose on-board
 diagonals hold at most one opponent stone in the centre, none on the edge or in a corner.
@@ -32,7 +32,7 @@ import numpy as np
 
 from gotk.encoders import metadata_inputs as MI
 from gotk.errors import GotkError
-from gotk.game.rules import passing_wins, sensible_moves
+from gotk.game.moves import passing_wins, sensible_moves
 from gotk.game.state import GameState
 from gotk.search.choice import RESIGN, Resignation, policy_choice
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gotk.game.rules import passing_wins, sensible_moves
+from gotk.game.moves import passing_wins, sensible_moves
 from gotk.game.state import GameState
 from gotk.search.config import SearchConfig
 from gotk.search.roots import RootRule
@@ -109,7 +109,7 @@ def policy_choice(state: GameState, policy: Callable[[GameState], np.ndarray], t
                   rng: np.random.Generator, pass_threshold: float,
                   value: Callable[[GameState], float] | None = None) -> int:
     """A policy player's move. It passes when no sensible move is left, when passing now wins
-    (:func:`gotk.game.rules.passing_wins`), when no sensible move has probability ``pass_threshold`` in
+    (:func:`gotk.game.moves.passing_wins`), when no sensible move has probability ``pass_threshold`` in
     ``policy(state)`` (asked only when a move is to be chosen), or when the game is settled (:func:`settled`: the
     policy's own pass is at least as probable as any sensible move, and the final count agrees); else it plays the
     most probable sensible move at ``temperature`` 0, or one sampled ∝ ``p^(1/T)``. The passes draw no random

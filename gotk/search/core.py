@@ -12,7 +12,7 @@ Every walk plays its path's moves on the search's one :class:`~gotk.game.state.G
 ``play``), encodes the leaf there, and takes the moves back with ``undo``: no position is copied. Leaves:
 
 * children are the candidates of the pass rule (``pass_rule``): the *sensible* moves (legal, not filling an own
-  eye: :func:`gotk.game.rules.sensible_moves`), plus pass when none is left or the opponent has just passed
+  eye: :func:`gotk.game.moves.sensible_moves`), plus pass when none is left or the opponent has just passed
   (``"answer"``), or always (``"always"``). Priors are the policy restricted to them and renormalised; a pass that
   would end the game gets at least ``pass_prior``;
 * a position after two passes is terminal: its value is exact, from the score a finished game is counted by
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gotk.encoders import global_inputs as GI
-from gotk.game.rules import sensible_moves
+from gotk.game.moves import sensible_moves
 from gotk.game.state import GameState
 from gotk.search import choice as C
 from gotk.search import tree as T

@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,9 @@ import torch
 
 from gotk.encoders import metadata_inputs as MI
 from gotk.sgf.metadata import RANK_BANDS
+
+if TYPE_CHECKING:
+    from gotk.nets.agent import Agent
 
 PHASES: tuple[tuple[str, int, int | None], ...] = (("1-50", 1, 50), ("51-150", 51, 150), ("151+", 151, None))
 
@@ -328,7 +332,7 @@ def encoder_mismatch(data: dict, agent: dict) -> str | None:
     return None
 
 
-def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
+def evaluate(agent: Agent, data: str | os.PathLike | list, split: str = "test", max_positions: int | None = None,
              batch_size: int = 512, progress: bool = False, storage_options: dict | None = None,
              by: str | None = None, as_rank: str | None = None) -> dict:
     """Evaluate ``agent`` on a shard folder's ``split`` (a path or an fsspec URL: ``storage_options``
@@ -342,7 +346,7 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
     "by_rank"}`` beside the true-rank ones."""
     if by not in (None, "rank"):
         raise ValueError(f"--by {by!r}: only 'rank' is supported")
-    conditioned = bool(getattr(agent, "num_metadata", 0))
+    conditioned = bool(agent.num_metadata)
     if as_rank is not None and not conditioned:
         raise ValueError("--as-rank: the agent is not conditioned on metadata (trained without --metadata)")
     as_inverse = MI.rank_label_inverse(as_rank) if as_rank is not None else None
@@ -392,7 +396,7 @@ def evaluate(agent, data: str | os.PathLike | list, split: str = "test", max_pos
                 break
         feats = b["features"][:n]
         glob = b.get("globals")
-        if getattr(agent, "num_globals", 0) and glob is None:
+        if agent.num_globals and glob is None:
             raise AgentError("the agent takes global inputs (komi, side to move) and the data has no globals column: "
                              "re-encode it (gotk encode writes them unless --no-globals) or pass SGF files instead")
         meta = b.get("metadata") if conditioned else None
