@@ -316,6 +316,29 @@ def test_policy_player_argmax_sampling_and_resign(agent_file: Path) -> None:
     assert PolicyPlayer(agent, pass_threshold=1.1).choose(s) == s.pass_point
 
 
+def test_two_sampling_policy_players_end_their_game_by_two_passes() -> None:
+    """Players that sample their policy (``--visits 0 --temperature 1``; a profile plays the same way) end their
+    game as the human games they learned from end: the shipped ``kgs`` network's pass comes on top once the
+    boundaries are closed, and the first pass comes while sensible moves are still left (before it, such players
+    passed only when none was), the second answers it; well under the cap of 2 x 361 moves."""
+    from gotk.nets import load_agent
+    from gotk.nets.agent_file import resolve_agent
+
+    agent = load_agent(resolve_agent("kgs"))
+    players = {BLACK: PolicyPlayer(agent, temperature=1.0, seed=1, resign_threshold=None),
+               WHITE: PolicyPlayer(agent, temperature=1.0, seed=11, resign_threshold=None)}
+    state = GameState(19, komi=7.5)
+    first_pass = None
+    while state.passes < 2 and state.move_number < 2 * 361:
+        move = players[state.to_play].choose(state)
+        if move == state.pass_point and first_pass is None:
+            first_pass = (state.move_number, sensible_moves(state).size)
+        state.play(move)
+    assert state.passes == 2, f"no natural end within {state.move_number} moves"
+    assert first_pass is not None and first_pass[1] > 0, first_pass
+    assert state.move_number < 500
+
+
 def test_agent_engine(agent_file: Path) -> None:
     from gotk.nets import load_agent
 

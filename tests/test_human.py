@@ -147,17 +147,3 @@ def test_gtp_plays_legal_moves_with_a_profile(human_run) -> None:
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "give --profile" in p.stderr
 
-
-def test_two_profiles_end_their_game_by_two_passes(human_run) -> None:
-    """Two sampled profiles end their game as the human games they learned from end: by two passes, once the policy
-    puts its weight on passing and the final count agrees (``gotk.search.choice.settled``), well under the cap at
-    which every profile game used to stop."""
-    _, agent_path, _ = human_run
-    agent = load_agent(agent_path)
-    players = {1: PolicyPlayer(agent, temperature=1.0, seed=1, profile="rank_5d", resign_threshold=None),
-               2: PolicyPlayer(agent, temperature=1.0, seed=2, profile="rank_5d", resign_threshold=None)}
-    state = GameState.new(19)
-    while state.passes < 2 and state.move_number < 400:
-        state.play(players[state.to_play].choose(state))
-    assert state.passes == 2, f"no natural end within {state.move_number} moves"
-    assert state.move_number < 320

@@ -326,9 +326,9 @@ def test_symmetries_move_the_targets_with_the_board(generations) -> None:
     """A transformed row's policy is its untransformed policy permuted like the label, its ownership the
     untransformed ownership transformed like a plane: found by the symmetry that maps its planes."""
     window, _ = generations
-    kw = {"batch_size": 64, "shuffle": False}
-    plain = list(iter_numpy_batches(window, "train", sampling=Sampling(symmetries="none"), **kw))
-    turned = list(iter_numpy_batches(window, "train", sampling=Sampling(symmetries="random", seed=11), **kw))
+    plain = list(iter_numpy_batches(window, "train", Sampling(batch_size=64, shuffle=False, symmetries="none")))
+    turned = list(iter_numpy_batches(window, "train",
+                                     Sampling(batch_size=64, shuffle=False, symmetries="random", seed=11)))
     table = label_permutations(SIZE)
     used = set()
     for a, b in zip(plain, turned, strict=True):

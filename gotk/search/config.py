@@ -151,9 +151,9 @@ _KINDS = {"int": int, "float": float, "str": str, "str | None": str}
 #: the search settings an agent file may carry (agent.json ``search``), with their types: the fields of
 #: :class:`SearchConfig` that describe how a network is best searched (its root rule, batch, constants, pass rule),
 #: not how long (visits, seconds) or how a game is played (resignation, temperature)
-SEARCH_KEYS: dict[str, type] = {f.name: _KINDS[str(f.type)] for f in fields(SearchConfig)
-                                if f.name in ("search", "batch", "c_puct", "fpu", "lcb", "considered", "c_visit",
-                                              "c_scale", "pass_rule")}
+SEARCH_KEYS: dict[str, type] = {name: _KINDS[str({f.name: f.type for f in fields(SearchConfig)}[name])]
+                                for name in ("search", "batch", "c_puct", "fpu", "lcb", "considered", "c_visit",
+                                             "c_scale", "pass_rule")}
 
 
 def agent_settings_error(settings: object) -> str | None:

@@ -64,7 +64,7 @@ class ZeroOptions:
     seed: int = 0
     loop: str = "actors"  # "actors": actors and a learner at once; "generations": self-play, train, evaluate in turn
     reuse: float = 4.0  # actors: samples trained per new position (KataGo caps it at 8)
-    window_rows: int = 25_000  # actors: the newest rows trained on
+    window_rows: int = 10_000  # actors: the newest rows trained on (a few networks' games: fresher wins)
     min_rows: int = 2_000  # actors: rows before the first training round
     executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
     scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
