@@ -14,9 +14,9 @@ checkout (each imports its own ``gotk``; numba caches are per checkout), best of
   candidate at every move on both sides; the root's visit counts must agree between the sides;
 * ``play``: the moves a random 9x9 ``zero`` network plays for fixed seeds through the commands: ``gotk gtp``
   (``genmove`` for both colours, searching with PUCT, Gumbel and the LCB choice), ``gotk match`` (a search against
-  another over GTP; the policy sampled at temperature 1 against 0.5, compared up to each game's first pass: a
-  policy player's passes are its own rule) and ``gotk selfplay`` (Gumbel, PUCT and policy-only games: every SGF's
-  moves and every column of every chunk); no timing;
+  another over GTP; the policy sampled at temperature 1 against 0.5 for the first 40 moves, before a policy
+  player's own pass rule may call the game settled, compared up to each game's first pass) and ``gotk selfplay``
+  (Gumbel, PUCT and policy-only games: every SGF's moves and every column of every chunk); no timing;
 * ``selfplay``: 8 games of 9x9 self-play with a random 2x16 ``zero`` network, every move a full Gumbel search of 32
   simulations, 70 moves: the moves and policy targets must agree between the sides (the same seeds give the same
   targets); then 16 games with a random 6x64 network, one torch thread, 60 moves, with every move full
@@ -200,7 +200,7 @@ gotk("match", "--agent", agent, "--visits", "24", "--seed", "3", "--threads", "1
 check.update(repr(moves(tmp / "m1")).encode())
 opp = " ".join(py + ["gtp", "--agent", agent, "--visits", "0", "--temperature", "0.5", "--seed", "4", "--threads", "1"])
 gotk("match", "--agent", agent, "--visits", "0", "--temperature", "1", "--seed", "3", "--threads", "1", "--games", "4",
-     "--size", "9", "--max-moves", "120", "--opponent", opp, "--sgf-out", str(tmp / "m2"))
+     "--size", "9", "--max-moves", "40", "--opponent", opp, "--sgf-out", str(tmp / "m2"))
 check.update(repr([to_first_pass(g) for g in moves(tmp / "m2")]).encode())
 # gotk selfplay: Gumbel, PUCT and policy-only games, every column of every chunk
 for i, extra in enumerate(([], ["--search", "puct"], ["--policy-only"])):

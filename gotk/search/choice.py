@@ -132,13 +132,14 @@ def settled(state: GameState, pass_prob: float, best_move_prob: float,
             value: Callable[[GameState], float] | None = None) -> bool:
     """A policy player's view that the game is over, as a search decides a pass (its value of the pass against the
     final count). All of: the policy's pass (``pass_prob``) is at least as probable as its most probable sensible
-    move; the boundaries are closed, that is the opponent has just passed or, by the count of the position as it
-    stands (:meth:`GameState.ownership_final`, no one passing), no empty point is left to neither side; and the
-    final count with the mover as the passer (its homeless stones removed: the count least in its favour) gives the
-    mover at least what its ``value`` head expects: a win where the value is above 0 (a game the network thinks
-    won is not passed away while the count, with dead stones still on the board, says otherwise), anything where
-    it is not. Without a value head the count must not lose."""
-    if pass_prob < best_move_prob:
+    move; the game is past its first size²/2 moves (self-play's first resignation move: no opening or middle game
+    is settled, however a weak network's policy looks); the boundaries are closed, that is the opponent has just
+    passed or, by the count of the position as it stands (:meth:`GameState.ownership_final`, no one passing), no
+    empty point is left to neither side; and the final count with the mover as the passer (its homeless stones
+    removed: the count least in its favour) gives the mover at least what its ``value`` head expects: a win where
+    the value is above 0 (a game the network thinks won is not passed away while the count, with dead stones still
+    on the board, says otherwise), anything where it is not. Without a value head the count must not lose."""
+    if pass_prob < best_move_prob or state.move_number < state.size * state.size // 2:
         return False
     if state.passes == 0:  # the boundaries, by the count with no one's homeless stones removed
         owner = state.ownership_final(passer=0)[1]
