@@ -8,8 +8,8 @@ loop's evaluations), as KataGo keeps its final choice in ``searchresults.cpp``.
 * :func:`choose` is a search's move: the first of the ranking at temperature 0, else one sampled ∝ ``N^(1/T)``
   among the visited children; never a losing pass while another visited move is left (:func:`play_on`).
 * :func:`sample` is the one temperature sampler (∝ ``w^(1/T)``), for visits, search targets and policies alike.
-* :func:`policy_choice` is a policy player's move among the sensible moves, with the pass rules of
-  :mod:`gotk.play.players`.
+* :func:`policy_choice` is a policy player's move among the sensible moves, with its pass rules; :func:`settled`
+  is the one that ends a game between policy players as a search's pass would.
 * :class:`Resignation` is the one resignation rule: resign when a value stays below a threshold at a number of
   consecutive own moves, from a move number on. A player that resigns answers :data:`RESIGN`.
 """
