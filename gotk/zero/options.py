@@ -35,8 +35,8 @@ class ZeroOptions:
     games: int = 96  # self-play games per generation
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     model: str = "zero"
-    blocks: int = 6
-    filters: int = 64
+    blocks: int = 4  # small: it learns faster in a CPU budget (BENCHMARKS.md, "Zero loop")
+    filters: int = 48
     encoder: str = DEFAULT_ENCODER  # gotk.selfplay.run's: own / opponent planes
     globals: bool = True  # the network takes the komi and the side to move as global inputs
     init_agent: str | None = None
