@@ -8,11 +8,15 @@ STAMP := $(VENV)/.gotk-installed
 
 .PHONY: setup demo test test-slow test-all lint bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "torch==2.13.0"
 	$(BIN)/python -m pip install -q -e ".[test]"
+	# KaTrain's own engine client for the real-client test of gotk analysis (tests/test_katrain.py): --no-deps,
+	# since its other dependencies (a media player, screen and websocket helpers) serve only its window
+	$(BIN)/python -m pip install -q --no-deps "katrain==1.20.0"
+	$(BIN)/python -m pip install -q "kivy>=2.3,<2.4" "pysgf>=1.0,<2" "chardet>=5.2,<6"
 	touch $@
 
 setup: $(STAMP)

@@ -147,3 +147,47 @@ def test_gtp_plays_legal_moves_with_a_profile(human_run) -> None:
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "give --profile" in p.stderr
 
+
+
+def test_conditioned_run_starts_from_an_unconditioned_agent_and_records_what_it_learnt(human_run, tmp_path) -> None:
+    """--metadata --init-agent PLAIN: the plain agent's weights, a fresh metadata encoder (zero output), so the
+    conditioned network predicts as the plain one for every profile; agent.json ``trained_on`` counts the training
+    positions by the mover's rank and by source, which the analysis engine's nearest profile reads."""
+    import pyarrow.compute as pc
+
+    from gotk.shards.manifest import read_games
+
+    data, _, _ = human_run
+    plain = tmp_path / "plain"
+    res = invoke(["train", "--data", str(data), "--out", str(plain), *TINY, "--head", "both", "--max-steps", "2",
+                  "--max-val-positions", "100"])
+    assert res.exit_code == 0, res.output
+    cond = tmp_path / "cond"
+    res = invoke(["train", "--data", str(data), "--out", str(cond), *TINY, "--head", "both", "--max-steps", "1",
+                  "--metadata", "--init-agent", str(plain / "agent.gotk"), "--max-val-positions", "100"])
+    assert res.exit_code == 0, res.output
+    from types import SimpleNamespace
+
+    from gotk.nets.agent import Agent
+    from gotk.train.setup import load_init_agent
+
+    a = load_agent(plain / "agent.gotk")
+    model = build_model("resnet", a.model.num_planes, 19, head="both", blocks=2, filters=16,
+                        num_globals=a.num_globals, num_metadata=192, metadata_channels=64)
+    cfg = SimpleNamespace(model="resnet", head="both", hparams=a.meta["model"]["hparams"])
+    load_init_agent(model, str(plain / "agent.gotk"), cfg, a.meta["encoder"])
+    fresh = Agent(model, a.encoder, a.meta)
+    state = GameState.new(19)
+    state.play(60)
+    for name in ("rank_20k", "rank_9d", "proyear_1990"):
+        assert np.allclose(fresh.policy(state, name), a.policy(state), atol=1e-6)
+    trained = load_agent(cond / "agent.gotk").meta["trained_on"]
+    games = read_games(data, None, ["positions", "split"])
+    train_positions = pc.sum(games.filter(pc.equal(games["split"], "train"))["positions"]).as_py()
+    assert trained["positions"] == train_positions and trained["sources"] == {"kgs": train_positions}
+    assert abs(sum(trained["mover_inverse_rank"].values()) - train_positions) <= len(trained["mover_inverse_rank"])
+    assert max(trained["mover_inverse_rank"], key=trained["mover_inverse_rank"].get) in {str(i) for i in range(1, 5)}
+    # the other way round is refused: a conditioned agent cannot start a plain run
+    res = invoke(["train", "--data", str(data), "--out", str(tmp_path / "x"), *TINY, "--head", "both",
+                  "--max-steps", "1", "--init-agent", str(cond / "agent.gotk")])
+    assert res.exit_code == 2 and "metadata" in res.output

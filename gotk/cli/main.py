@@ -66,6 +66,9 @@ app.command("zero-eval", cls=HelpCommand)(_selfplay.zero_eval_cmd)
 app.command("zero-compare", cls=HelpCommand)(_selfplay.zero_compare_cmd)
 
 from gotk.cli import agent as _agent  # noqa: E402
+from gotk.cli import analysis as _analysis  # noqa: E402
+
+app.command("analysis", cls=HelpCommand)(_analysis.analysis_cmd)
 
 app.add_typer(_agent.app, name="agent")
 

@@ -252,6 +252,54 @@ def profile(name: str) -> Metadata:
                     "preaz_<rank>[_<rank>] or proyear_<1800..2023>")
 
 
+#: the least share of a conditioned agent's training positions that makes a rank (or a source) one it learnt
+PROFILE_MIN_SHARE = 0.005
+
+
+def _inverse_label(inverse: int) -> str:
+    return f"{10 - inverse}d" if inverse <= 9 else f"{inverse - 9}k"
+
+
+def nearest_profile(name: str, trained_on: Mapping | None,
+                    min_share: float = PROFILE_MIN_SHARE) -> tuple[str, str | None]:
+    """``(profile, warning)``: the human-SL profile ``name`` (:func:`profile`; a one-line :class:`GotkError` when
+    it is none) as a conditioned agent that learnt from ``trained_on`` (agent.json ``trained_on``: positions by the
+    mover's inverse rank and by source; :func:`gotk.train.setup.metadata_coverage`) can play it. A rank with
+    less than ``min_share`` of those positions is replaced by the nearest rank that has more; a ``proyear_``
+    profile of an agent that learnt from no professional source (GoGoD, Go4Go) becomes ``rank_`` of its strongest
+    rank. ``warning`` says what was replaced, in one line; it is None when ``name`` is played as it is (also when
+    the agent records no ``trained_on``)."""
+    profile(name)
+    if not trained_on:
+        return name, None
+    total = max(1, int(trained_on.get("positions") or 0))
+    ranks = trained_on.get("mover_inverse_rank") or {}
+    covered = sorted(int(k) for k, v in ranks.items() if int(k) > 0 and v >= min_share * total)
+    sources = {k for k, v in (trained_on.get("sources") or {}).items() if v >= min_share * total}
+    if not covered:
+        return name, None
+
+    def near(inverse: int) -> int:
+        return min(covered, key=lambda c: (abs(c - inverse), c))
+
+    if name.startswith("proyear_"):
+        if sources & {"gogod", "go4go"}:
+            return name, None
+        new = f"rank_{_inverse_label(covered[0])}"
+        return new, (f"humanSLProfile {name}: this agent learnt from no professional games "
+                     f"({', '.join(sorted(sources)) or 'no source'}); playing as {new}, its strongest rank")
+    prefix = "preaz_" if name.startswith("preaz_") else "rank_"
+    rest = name[len(prefix):]
+    pieces = [rest] if rest in _PROFILE_RANKS else rest.split("_")
+    mapped = [_inverse_label(near(_PROFILE_RANKS[p])) for p in pieces]
+    new = prefix + "_".join(mapped)
+    if new == name:
+        return name, None
+    learnt = f"{_inverse_label(covered[-1])}-{_inverse_label(covered[0])}"
+    return new, (f"humanSLProfile {name}: this agent learnt from games of {learnt} players only; playing as {new}, "
+                 "the nearest profile it learnt")
+
+
 # --- counterfactual ranks -------------------------------------------------------------------------
 
 def rank_label_inverse(label: str) -> int:

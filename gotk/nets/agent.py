@@ -117,6 +117,27 @@ class Agent:
         val = v.float().cpu().numpy() if v is not None else None
         return logp, val
 
+    @property
+    def has_aux(self) -> bool:
+        """The network predicts the final ownership and score too (``zero`` models: :meth:`predict_aux`)."""
+        return bool(getattr(self.model, "has_aux", False)) and self.has_value
+
+    @torch.no_grad()
+    def predict_aux(self, features: np.ndarray, glob: np.ndarray | None = None,
+                    meta: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`predict` plus the auxiliary heads of a model that has them (:attr:`has_aux`): policy
+        log-probabilities ``(B, size²+1)``, values ``(B,)``, ownership ``(B, size, size)`` in [-1, 1] and score
+        ``(B,)`` in points, all from the view of the player to move. ValueError for a model without them."""
+        if not self.has_aux:
+            raise ValueError("this agent has no ownership and score heads (a zero model trained on self-play has)")
+        x = torch.as_tensor(np.asarray(features))
+        g = self._tensor(glob, self.device) if self.num_globals and glob is not None else None
+        m = self._tensor(meta, self.device) if meta is not None else None
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp):
+            p, v, own, score = self.model.forward_aux(x.to(self.device), glob=g, meta=m)
+        return (torch.log_softmax(p.float(), dim=1).cpu().numpy(), v.float().cpu().numpy().reshape(-1),
+                own.float().cpu().numpy(), score.float().cpu().numpy().reshape(-1))
+
     def _check_state(self, state) -> None:
         if state.size != self.board_size:
             raise ValueError(f"agent plays {self.board_size}x{self.board_size}, the position is "

@@ -214,7 +214,7 @@ class AnalyzingGtpEngine(GtpEngine):
 
         search.run(visits=search.root_visits + search.cfg.batch)  # one batch at least, even when stopped at once
         search.run(visits=None, stop=stop, on_batch=tick)
-        while not stop():  # max_nodes too small for even one batch (see Search._room): wait for the next command
+        while not stop():  # max_nodes too small for even one batch (see Search.room): wait for the next command
             time.sleep(0.01)
             tick()
         emit(self._line(search, opts, style))

@@ -96,7 +96,12 @@ class Search:
         self.reused = 0  # root visits kept by the last set_position()
         self.seconds = 0.0  # wall time of the last run()
         self.net_seconds = 0.0  # ... of it inside the network
-        self.folds = 0  # times the tree was full and its least visited expansions were folded (see _room)
+        self.folds = 0  # times the tree was full and its least visited expansions were folded (see room)
+        # KataGo's avoidMoves / allowMoves (the analysis protocol): (colour, points, until depth, allow) — at a node
+        # fewer than ``until`` moves below the root, that colour's candidates leave out ``points`` (or, with
+        # ``allow``, keep only them); pass stays a candidate when nothing else is left
+        self.avoid: list[tuple[int, np.ndarray, int, bool]] = []
+        self.root_temperature = 1.0  # the root's priors are p^(1/T) renormalised (KataGo's rootPolicyTemperature)
 
     # --- the root ---------------------------------------------------------------------------------------
 
@@ -228,7 +233,10 @@ class Search:
                     feats[row + len(pending)] = self.encoder.encode(state)
                     if glob is not None:
                         glob[row + len(pending)] = GI.for_state(state)
-                    pending.append((node, path, candidates(state, cfg.pass_rule), state.passes == 1))
+                    cands = candidates(state, cfg.pass_rule)
+                    if self.avoid:
+                        cands = self._allowed(state, len(moves), cands)
+                    pending.append((node, path, cands, state.passes == 1))
                 finally:
                     for _ in moves:
                         state.undo()
@@ -236,6 +244,20 @@ class Search:
             for _ in moves:
                 state.undo()
         return len(pending)
+
+    def _allowed(self, state: GameState, depth: int, moves: np.ndarray) -> np.ndarray:
+        """``moves`` less those :attr:`avoid` forbids the player to move ``depth`` moves below the root."""
+        keep = np.ones(moves.size, dtype=bool)
+        for color, points, until, allow in self.avoid:
+            if color == state.to_play and depth < until:
+                hit = np.isin(moves, points)
+                keep &= hit | (moves == state.pass_point) if allow else ~hit
+        if keep.all():
+            return moves
+        left = moves[keep]
+        if left.size == 0 or (left.size == 1 and left[0] == state.pass_point):
+            return np.array([state.pass_point], dtype=np.int32)
+        return left
 
     def absorb(self, probs: np.ndarray, values: np.ndarray) -> None:
         """The network's move probabilities ``(B, size²+1)`` and values ``(B,)`` (the mover's view) for the leaves
@@ -245,6 +267,8 @@ class Search:
             pri = p[moves]
             if answers and cfg.pass_prior > 0 and moves[-1] == self.root_state.pass_point:
                 pri[-1] = max(pri[-1], cfg.pass_prior * max(pri.sum(), 1e-12))
+            if node == 0 and self.root_temperature != 1.0:
+                pri = pri ** (1.0 / self.root_temperature)
             total = float(pri.sum())
             pri = pri / total if total > 0 and math.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
             v = float(v)
@@ -271,7 +295,7 @@ class Search:
         done = 0
         while True:
             if tree.status[0] == T.EXPANDED:
-                if self.finished or not self._room(self.cfg.batch):
+                if self.finished or not self.room(self.cfg.batch):
                     break
                 if seconds is not None and time.perf_counter() - t0 >= seconds:
                     break
@@ -299,7 +323,7 @@ class Search:
         self.net_seconds = self.evaluator.seconds - net0
         return done
 
-    def _room(self, leaves: int) -> bool:
+    def room(self, leaves: int) -> bool:
         """Room in the tree for ``leaves`` more expansions, folding the least visited ones when the tree would
         pass ``max_nodes`` rows (down to half of it, so that folds are rare). False only when even that cannot
         make room (``max_nodes`` smaller than a few expansions): the search has reached its limit."""
@@ -321,18 +345,22 @@ class Search:
         n = self.tree.N[0]
         return float(-self.tree.W[0] / n) if n > 0 else 0.0
 
-    def pv(self, node: int, limit: int = 30) -> list[int]:
-        """Moves from ``node`` on, following the most visited child."""
+    def pv_nodes(self, node: int, limit: int = 30) -> list[int]:
+        """The tree rows from ``node`` on, following the most visited child (at most ``limit``)."""
         tree = self.tree
-        out = [int(tree.move[node])]
+        out = [node]
         while len(out) < limit and tree.status[node] == T.EXPANDED:
             kids = tree.children(node)
             best = kids[np.argmax(tree.N[kids])]
             if tree.N[best] <= 0:
                 break
             node = int(best)
-            out.append(int(tree.move[node]))
+            out.append(node)
         return out
+
+    def pv(self, node: int, limit: int = 30) -> list[int]:
+        """Moves from ``node`` on, following the most visited child."""
+        return [int(self.tree.move[n]) for n in self.pv_nodes(node, limit)]
 
     def losing_passes(self, kids: np.ndarray) -> np.ndarray:
         """Bool per root child in ``kids``: a pass that ends the game as a loss for the root's player by the final

@@ -98,6 +98,34 @@ def train_metadata(cfg: TrainConfig, train_index, val_index=None) -> int:
     return int(have[0]["width"])
 
 
+def metadata_coverage(cfg: TrainConfig) -> dict:
+    """What a conditioned run learns from, for agent.json ``trained_on``: the training games' positions by the
+    rank of the player to move (KataGo's inverse rank as text, ``"1"`` for 9d and professionals; ``"0"``
+    unranked or unknown) and by source (the games table's ``source``, ``"other"`` when empty). Each game's
+    positions are shared half to each player. Used to answer a human-SL profile the network never saw with the
+    nearest one it did (:func:`gotk.encoders.metadata_inputs.nearest_profile`)."""
+    from collections import Counter
+
+    import pyarrow.compute as pc
+
+    from gotk.encoders.metadata_inputs import inverse_rank
+    from gotk.shards.manifest import read_games
+
+    games = read_games(cfg.data, cfg.storage_options, ["black_rank", "white_rank", "source", "positions", "split"])
+    games = games.filter(pc.equal(games.column("split"), cfg.train_split))
+    ranks: Counter = Counter()
+    sources: Counter = Counter()
+    cols = [games.column(c).to_pylist() for c in ("black_rank", "white_rank", "source", "positions")]
+    for black, white, source, positions in zip(*cols, strict=True):
+        n = int(positions or 0)
+        ranks[str(inverse_rank(black))] += n / 2
+        ranks[str(inverse_rank(white))] += n / 2
+        sources[(source or "other").lower()] += n
+    return {"positions": int(sum(sources.values())),
+            "mover_inverse_rank": {k: int(round(v)) for k, v in sorted(ranks.items(), key=lambda kv: int(kv[0]))},
+            "sources": dict(sorted(sources.items()))}
+
+
 def fit_value_baseline(cfg: TrainConfig):
     """The komi/handicap value baseline fit on the training games (those ``--where`` keeps), indexing every
     game: validation reports it beside the value head's MSE, and the agent file records it."""
@@ -112,7 +140,10 @@ def fit_value_baseline(cfg: TrainConfig):
 
 def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder: dict) -> None:
     """Load the weights of agent file ``path`` into the freshly built ``model``: the agent must be of the same
-    model, head, hyper-parameters, planes, board size and encoder (ValueError saying which differs)."""
+    model, head, hyper-parameters, planes, board size and encoder (ValueError saying which differs). A model
+    conditioned on metadata (``--metadata``) may start from the same agent trained without it: its metadata
+    encoder keeps its fresh weights, whose output layer is zero, so it predicts exactly as the agent did and learns
+    from there what the metadata changes."""
     from gotk.nets.agent_file import AgentError, read_agent_files
 
     try:
@@ -128,9 +159,12 @@ def load_init_agent(model: torch.nn.Module, path: str, cfg: TrainConfig, encoder
               "board_size": meta["board_size"], "global inputs": len((meta.get("globals") or {}).get("names", [])),
               "metadata": (meta["metadata"]["size"], meta["metadata"]["channels"]) if meta.get("metadata") else None,
               "encoder": {k: meta["encoder"].get(k) for k in ("name", "version", "options")}}
+    fresh_metadata = mine["metadata"] is not None and theirs["metadata"] is None
     for key in mine:
-        if mine[key] != theirs[key]:
+        if mine[key] != theirs[key] and not (key == "metadata" and fresh_metadata):
             raise ValueError(f"--init-agent {path}: its {key} is {theirs[key]!r}, this run's {mine[key]!r}")
+    if fresh_metadata:
+        tensors = {**{k: v for k, v in model.state_dict().items() if k.startswith("meta_in.")}, **tensors}
     try:
         model.load_state_dict(tensors, strict=True)
     except RuntimeError as e:

@@ -65,6 +65,7 @@ from gotk.train.setup import (
     load_init_agent,
     load_init_optimizer,
     make_datasets,
+    metadata_coverage,
     train_globals,
     train_metadata,
     write_run_config,
@@ -145,6 +146,7 @@ class Trainer:
         self.targets = bool(self.train_ds.index.targets)  # the data has the self-play target columns
         self.loss_weights = LossWeights.of(cfg, h)
         self.baseline = fit_value_baseline(cfg) if self.model.has_value else None
+        self._coverage: dict | None = None  # agent.json trained_on of a conditioned model, read once
         self.channels_last = cfg.channels_last if cfg.channels_last is not None else self.device.type == "cuda"
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
@@ -406,6 +408,10 @@ class Trainer:
             extra["value_baseline"] = {**self.baseline.to_dict(), "fit_on": self.cfg.train_split,
                                        "val_value_mse": metrics.get("val_value_mse"),
                                        "val_komi_handicap_mse": metrics.get("val_komi_handicap_mse")}
+        if self.num_metadata:
+            if self._coverage is None:
+                self._coverage = metadata_coverage(self.cfg)
+            extra["trained_on"] = self._coverage
         save_agent(self.out / AGENT, self.model, self.cfg.model, self.cfg.hparams, self.encoder,
                    self.manifest_sha256, metrics, extra=extra)
 
