@@ -262,7 +262,8 @@ def install_keras_stub() -> bool:
 
     dlgo (installed with ``--no-deps`` for the benchmarks) imports keras at module level in some
     modules; the benchmarks only use its pure-Python board (``dlgo.goboard_fast``, ``dlgo.gotypes``),
-    which never touches keras. Returns True when a stub was installed."""
+    which never touches keras, and its MCTS agent, which imports ``h5py`` through ``dlgo.kerasutil``: both are
+    stubbed. Returns True when a stub was installed."""
     try:
         import keras  # noqa: F401
 
@@ -289,7 +290,7 @@ def install_keras_stub() -> bool:
 
     class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, fullname, path, target=None):
-            if fullname == "keras" or fullname.startswith("keras."):
+            if fullname.split(".")[0] in ("keras", "h5py"):
                 return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
             return None
 

@@ -13,6 +13,9 @@ engine's peak RSS (VmHWM) is reported for each.
 
     python bench/analysis.py                          # 200 positions x 100 visits, 2 rounds, the shipped kgs
     python bench/analysis.py --positions 50 --visits 50 --rounds 1 --json out.json
+
+``--flood N``: then N queries of the whole game (one turn each, as above, 1 visit) written at once with the queue at
+its default limit; the engine's peak RSS while they wait and are served, and the seconds to serve them.
 """
 
 from __future__ import annotations
@@ -115,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--visits", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--max-active", type=int, default=None, help="gotk analysis --max-active (its default)")
+    ap.add_argument("--flood", type=int, default=0, help="then N one-visit queries of the whole game at once")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     info = machine_info()
@@ -135,6 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(rows, [("mode", "mode"), ("positions_per_s", "positions/s (median)")]))
     print(f"one batch / one at a time: {ratio:.2f}x (goal >= 1.5x)")
     out = {"machine": info, "args": vars(args), "runs": runs, "median_positions_per_s": med, "ratio": ratio}
+    if args.flood:
+        moves = game_moves(args.positions)
+        flood = [{**queries(moves, 1, 1)[0], "id": f"f{i}", "moves": moves, "analyzeTurns": [len(moves)]}
+                 for i in range(args.flood)]
+        res = run_mode(args.agent, flood, True, extra)
+        out["flood"] = res
+        print(f"flood: {args.flood} queries of {len(moves)} moves served in {res['seconds']:.1f} s, peak RSS "
+              f"{res['peak_rss_mb']} MB")
     write_json(out, args.json)
     return 0
 

@@ -30,19 +30,18 @@ from __future__ import annotations
 import numpy as np
 
 from gotk.game.rules import neighbour_strings, touches_string
-from gotk.jit import compiled
+from gotk.jit import compiled, kernel
 
 
-@compiled
-def _area(board, nbr, owner):
-    """Black's area minus White's; ``owner[p]`` gets +1 (Black's area), -1 (White's) or 0 (neither)."""
+@kernel
+def area_into(board, nbr, owner, seen, stack, region):
+    """Black's area minus White's, every stone alive; ``owner[p]`` gets +1 (Black's area), -1 (White's) or 0
+    (neither). ``seen``, ``stack``, ``region``: scratch of the board's size (uint8, int32, int32)."""
     n = board.shape[0]
-    seen = np.zeros(n, dtype=np.uint8)
-    stack = np.empty(n, dtype=np.int32)
-    region = np.empty(n, dtype=np.int32)
     black = 0
     white = 0
     for p in range(n):
+        seen[p] = 0
         owner[p] = 0
         if board[p] == 1:
             black += 1
@@ -86,6 +85,14 @@ def _area(board, nbr, owner):
             for i in range(count):
                 owner[region[i]] = -1
     return black - white
+
+
+@compiled
+def _area(board, nbr, owner):
+    """:func:`area_into` with its scratch allocated."""
+    n = board.shape[0]
+    return area_into(board, nbr, owner, np.zeros(n, dtype=np.uint8), np.empty(n, dtype=np.int32),
+                     np.empty(n, dtype=np.int32))
 
 
 def area_score(board: np.ndarray, nbr: np.ndarray) -> int:
