@@ -384,3 +384,37 @@ def test_a_reports_game_reads_back_with_its_derived_keys_recomputed() -> None:
     assert d["scores_agree"] is False
     back = GameResult.from_dict(d)
     assert back == g and back.scores_agree is False
+
+
+@pytest.mark.parametrize("opponent", ["gnugo", "gotk"])
+def test_cli_handicap_match(tmp_path: Path, opponent: str) -> None:
+    """--handicap 3 on 9x9: Black's stones on GTP's fixed points on both boards (GNU Go places them by
+    fixed_handicap; gotk's own engine too), White first, komi 0.5 by default, the SGF's HA/AB; every move legal on
+    the opponent's board (a rejected or illegal move would void or forfeit the game)."""
+    if opponent == "gnugo" and not GNUGO.exists():
+        pytest.skip("GNU Go is not installed at /usr/games/gnugo")
+    engine = f"{GNUGO} --mode gtp --level 1 --chinese-rules" if opponent == "gnugo" else shlex.join(RANDOM_ENGINE)
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", "random", "--opponent", engine, "--games", "2",
+           "--size", "9", "--handicap", "3", "--seed", "3", "--max-moves", "60", "--sgf-out", str(tmp_path),
+           "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["komi"] == 0.5 and report["handicap"] == 3
+    assert {g["reason"] for g in report["per_game"]} <= {"two_passes", "max_moves", "agent_resigned",
+                                                        "opponent_resigned"}
+    for g in report["per_game"]:
+        game = sgf.Sgf_game.from_bytes(Path(g["sgf"]).read_bytes())
+        root = game.get_root()
+        assert root.get("HA") == 3 and game.get_komi() == 0.5
+        black, white, _ = root.get_setup_stones()
+        assert sorted(coords.from_sgfmill(p, 9) for p in black) == sorted(
+            coords.from_gtp(v, 9) for v in ("C3", "G7", "C7")) and not white
+        seq = game.get_main_sequence()[1:]
+        assert seq[0].get_move()[0] == "w"
+        state = GameState(9, komi=0.5).setup([coords.from_sgfmill(p, 9) for p in black], to_play=WHITE)
+        for node in seq:
+            colour, move = node.get_move()
+            state.play(coords.from_sgfmill(move, 9), BLACK if colour == "b" else WHITE)
+    bad = subprocess.run([*cmd[:-1], "--handicap", "12"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert bad.returncode == 2 and "--handicap must be from 2 to 9" in bad.stderr

@@ -44,7 +44,10 @@ class MatchOptions:
     agent_first: str = option("black", "--agent-first", help="The agent's colour in game 1: black or white (split "
                               "runs of one match start on both colours).")
     size: int | None = option(None, "--size", help="Board size (default: the agent's, else 19).")
-    komi: float = option(7.5, "--komi", help="Komi (area scoring).")
+    komi: float | None = option(None, "--komi", help="Komi (area scoring) [7.5; 0.5 with --handicap, as the "
+                                "book's handicap games].")
+    handicap: int = option(0, "--handicap", help="Black's handicap stones, 2-9 on the fixed points (GTP's "
+                           "fixed_handicap; SGF HA/AB); White moves first.")
     max_moves: int | None = option(None, "--max-moves", help="Stop and score a game after this many moves "
                                    "[2 × size²].")
     timeout: float = option(60.0, "--timeout", help="Seconds the opponent may take per command.")
@@ -87,9 +90,17 @@ def match_cmd(
     first = {"black": BLACK, "b": BLACK, "white": WHITE, "w": WHITE}.get(m.agent_first.lower())
     if first is None:
         _fail(f"--agent-first must be black or white, not {m.agent_first!r}")
+    if m.handicap:
+        from gotk.game.handicap import max_fixed_handicap
+
+        top = max_fixed_handicap(m.size or 19)
+        if not 2 <= m.handicap <= top:
+            _fail(f"--handicap must be from 2 to {top} on {m.size or 19}x{m.size or 19}, not {m.handicap}")
     agent_player = player.make_player(agent, seed)
     _check_size(agent_player, m.size)
     size = m.size or agent_player.board_size or 19
+    if m.handicap and m.handicap > max_fixed_handicap(size):
+        _fail(f"--handicap must be from 2 to {max_fixed_handicap(size)} on {size}x{size}, not {m.handicap}")
 
     def emit(line: str) -> None:
         typer.echo(line, err=as_json)
@@ -100,8 +111,9 @@ def match_cmd(
         emit(f"{r.game:>4}  {r.agent_colour:<5}  {r.result:<8}  {r.moves:>5}  {r.reason:<22}  {r.seconds:>6.1f}  "
              f"{r.sgf or '-'}")
 
-    cfg = MatchConfig(size=size, komi=m.komi, games=games, max_moves=max_moves, timeout=m.timeout, sgf_out=m.sgf_out,
-                      agent_first=first, agent_name=name, opponent_name=opponent_name)
+    komi = m.komi if m.komi is not None else (0.5 if m.handicap else 7.5)
+    cfg = MatchConfig(size=size, komi=komi, games=games, max_moves=max_moves, timeout=m.timeout, sgf_out=m.sgf_out,
+                      agent_first=first, agent_name=name, opponent_name=opponent_name, handicap=m.handicap)
     match = Match(agent_player, argv, cfg, on_game=on_game)
     try:
         results = match.run()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gotk import coords
 from gotk.errors import GotkError
+from gotk.game.handicap import fixed_handicap_points
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.gtp_client import GtpClient, GtpFailure, OpponentFault
 from gotk.play.players import RESIGN
@@ -53,6 +54,9 @@ class MatchConfig:
     agent_first: int = BLACK  # the agent's colour in game 1; colours alternate from there
     agent_name: str | None = None  # the players' names in the SGF records and the report [the player's own,
     opponent_name: str | None = None  # the engine's GTP name and version]: two networks of one model told apart
+    handicap: int = 0  # 0, or 2..9 Black stones on GTP's fixed points (game.handicap); White moves first
+
+
 
 
 class Match:
@@ -117,6 +121,9 @@ class Match:
         max_moves = cfg.max_moves if cfg.max_moves is not None else 2 * size * size
         t0 = time.monotonic()
         state = GameState(size, komi=cfg.komi)
+        stones = fixed_handicap_points(size, cfg.handicap) if cfg.handicap else []
+        if stones:
+            state.setup(black=stones, to_play=WHITE)
         self.player.reset()
         winner: str | None = None
         result = ""
@@ -132,6 +139,8 @@ class Match:
                     client.send(cmd)
                 except GtpFailure as e:
                     raise OpponentFault(f"{cmd!r} refused: {e}") from None
+            if stones:
+                self._place_handicap(client, stones)
             while True:
                 if state.passes >= 2:
                     reason = "two_passes"
@@ -187,10 +196,27 @@ class Match:
             out.mkdir(parents=True, exist_ok=True)
             path = out / f"game-{number:04d}.sgf"
             comment = f"gotk match game {number}: {reason}" + (f" ({detail})" if detail else "")
-            path.write_text(game_sgf(size, cfg.komi, names[BLACK], names[WHITE], result, res.move_list, comment),
-                            encoding="utf-8")
+            path.write_text(game_sgf(size, cfg.komi, names[BLACK], names[WHITE], result, res.move_list, comment,
+                                     handicap=stones), encoding="utf-8")
             res.sgf = str(path)
         return res
+
+    def _place_handicap(self, client: GtpClient, stones: list[int]) -> None:
+        """The handicap stones on the opponent's board: GTP ``fixed_handicap`` (its answer must name the same
+        points), else ``set_free_handicap`` with them (an engine that refuses both cannot play the match)."""
+        size = self.cfg.size
+        want = {coords.to_gtp(p, size).upper() for p in stones}
+        try:
+            got = {v.upper() for v in client.send(f"fixed_handicap {len(stones)}").split()}
+            if got == want:
+                return
+            client.send("clear_board")
+        except GtpFailure:
+            pass
+        try:
+            client.send("set_free_handicap " + " ".join(coords.to_gtp(p, size) for p in stones))
+        except GtpFailure as e:
+            raise OpponentFault(f"the handicap stones refused: {e}") from None
 
     def _score(self, client: GtpClient, state: GameState) -> tuple[str | None, str, str, str]:
         """``(winner, result, score_source, detail)``: the opponent's ``final_score``, else gotk's area
@@ -222,6 +248,8 @@ def match_report(match: Match, results: list[GameResult], agent: str | None = No
     out = summarize(results).as_dict()
     out.update(agent=agent or match.agent_name, opponent=opponent or match.opponent_name,
                size=match.cfg.size, komi=match.cfg.komi, per_game=[r.as_dict() for r in results])
+    if match.cfg.handicap:
+        out["handicap"] = match.cfg.handicap
     return out
 
 
