@@ -101,7 +101,7 @@ def test_root_rules_are_parts_with_their_own_state(agent) -> None:
         s.run(visits=2)
         priors = s.tree.P[s.tree.children(0)].copy()
         s.begin(6, noise=noise)
-        s.gather(np.zeros((1, *s.encoder.shape), dtype=s.encoder.np_dtype), 0, 1)
+        s.gather(s.evaluator.leaves(1), 0, 1)
         changed = not np.allclose(priors, s.tree.P[s.tree.children(0)])
         assert changed == noise and not s.root.chooses and s.final_row() == -1
     g = Search(NetEvaluator(agent, seed=0), SearchConfig(visits=24, batch=1, search="gumbel", considered=4, seed=2))

@@ -38,6 +38,9 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "pass_rule": (["--pass-rule"], None, "answer: pass only when no sensible move is left or to answer a pass; "
                   "always: pass is a candidate at every move [the agent's own, else answer]."),
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
+    "leaf_lambda": (["--lambda"], None, "The leaf value: 0 the value head, 1 rollouts alone, between them AlphaGo's "
+                    "mix (1 - lambda) v + lambda z [0; 1 with --agent mcts] (docs/gtp.md, rollouts)."),
+    "rollouts": (["--rollouts"], None, "Uniform playouts per leaf where rollouts take part [1]."),
     "profile": (["--profile"], None, "Play as this human-SL profile (rank_<20k..9d>, preaz_<rank>, "
                 "proyear_<1800..2023>) an agent trained with --metadata; its policy is sampled at temperature 1 (or "
                 "--temperature), policy only (docs/human.md)."),

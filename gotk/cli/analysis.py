@@ -21,6 +21,10 @@ def analysis_cmd(
     c_puct: float | None = typer.Option(None, "--c-puct", help="PUCT exploration constant [the agent's own, "
                                         "else 5.0]."),
     fpu: float | None = typer.Option(None, "--fpu", help="First-play-urgency reduction [the agent's own, else 0]."),
+    leaf_lambda: float | None = typer.Option(None, "--lambda", help="The leaf value: 0 the value head, 1 rollouts "
+                                             "alone, between them AlphaGo's mix (docs/gtp.md, rollouts) [0]."),
+    rollouts: int | None = typer.Option(None, "--rollouts", help="Uniform playouts per leaf where rollouts take "
+                                        "part [1]."),
     max_active: int = typer.Option(16, "--max-active", help="Positions searched at once (their leaves batched "
                                    "into one network call)."),
     max_queued: int = typer.Option(10_000, "--max-queued", help="Positions that may wait; a query past it is "
@@ -47,7 +51,8 @@ def analysis_cmd(
     for flag, value in (("--visits", visits), ("--max-active", max_active), ("--max-queued", max_queued)):
         if value < 1:
             fail(f"{flag} must be >= 1, not {value}")
-    given = {k: v for k, v in (("batch", batch), ("c_puct", c_puct), ("fpu", fpu)) if v is not None}
+    given = {k: v for k, v in (("batch", batch), ("c_puct", c_puct), ("fpu", fpu), ("leaf_lambda", leaf_lambda),
+                               ("rollouts", rollouts)) if v is not None}
     try:
         config = SearchConfig(visits=max(visits, 2), seed=seed, resign_threshold=None, **given).validate()
         config.visits = visits

@@ -52,6 +52,11 @@ class PlayerOptions:
                                     "else answer].")
     resign_min_move: int = option(30, "--resign-min-move",
                                    help="A searching agent never resigns before this move number.")
+    leaf_lambda: float | None = option(None, "--lambda", help="The leaf value: 0 the value head, 1 rollouts "
+                                        "alone, between them AlphaGo's mix (1 - lambda) v + lambda z [0; 1 with "
+                                        "--agent mcts] (docs/gtp.md, rollouts).")
+    rollouts: int | None = option(None, "--rollouts", help="Uniform playouts per leaf where rollouts take part "
+                                  "[1].")
     profile: str | None = option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
                                   "preaz_<rank>, proyear_<1800..2023>) an agent trained with --metadata; its policy "
                                   "is sampled at temperature 1 (or --temperature), policy only (docs/human.md).")
@@ -63,8 +68,8 @@ class PlayerOptions:
     @property
     def given_search_constants(self) -> dict:
         """The search constants given on the command line (the others come from the agent or the defaults)."""
-        return {k: v for k in ("search", "batch", "c_puct", "fpu", "lcb", "gumbel_scale", "pass_rule")
-                if (v := getattr(self, k)) is not None}
+        return {k: v for k in ("search", "batch", "c_puct", "fpu", "lcb", "gumbel_scale", "pass_rule", "leaf_lambda",
+                               "rollouts") if (v := getattr(self, k)) is not None}
 
     def search_config(self, seed: int | None):
         """The :class:`gotk.search.config.SearchConfig` of these options (no resignation under ``--no-resign``);

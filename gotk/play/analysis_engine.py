@@ -68,7 +68,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gotk import __version__, coords
-from gotk.datasets.symmetry import NUM_SYMMETRIES, apply_symmetries_
+from gotk.datasets.symmetry import NUM_SYMMETRIES
 from gotk.encoders import global_inputs as GI
 from gotk.game.state import BLACK, GameState
 from gotk.play.analysis_query import Query, QueryError, parse_query
@@ -196,8 +196,8 @@ class AnalysisEngine:
         self.seq = itertools.count()
         self.positions_done = 0
         self.enc = evaluator.encoder
-        self.feats = np.zeros((0, *self.enc.shape), dtype=self.enc.np_dtype)
-        self.glob: np.ndarray | None = None
+        self.leaves = evaluator.leaves(0)
+        self.rows = 0  # rows of self.leaves
 
     # --- input ------------------------------------------------------------------------------------------
 
@@ -300,8 +300,7 @@ class AnalysisEngine:
         cfg = self.cfg if s.c_puct is None else replace(self.cfg, c_puct=s.c_puct)
         cfg = replace(cfg, visits=s.visits)
         seed = cfg.seed
-        search = Search(self.evaluator, cfg, encoder=self.enc,
-                        rng=np.random.default_rng(None if seed is None else seed + 1))
+        search = Search(self.evaluator, cfg, rng=np.random.default_rng(None if seed is None else seed + 1))
         search.avoid = s.avoid
         search.root_temperature = s.root_temperature
         search.set_position(p.query.state(p.turn))
@@ -340,10 +339,8 @@ class AnalysisEngine:
         now = time.monotonic()
         batch = self.cfg.batch
         need = batch * len(self.active)
-        if self.feats.shape[0] < need:
-            self.feats = np.zeros((need, *self.enc.shape), dtype=self.enc.np_dtype)
-            if self.evaluator.num_globals:
-                self.glob = np.zeros((need, GI.size()), dtype=np.float32)
+        if self.rows < need:
+            self.leaves, self.rows = self.evaluator.leaves(need), need
         finished: list[_Position] = []
         parts: list[tuple[_Position, int, int, int]] = []  # position, first row, leaves, root visits before
         rows = 0
@@ -353,7 +350,7 @@ class AnalysisEngine:
                 continue
             before = int(p.search.tree.N[0])
             try:
-                n = p.search.gather(self.feats, rows, batch, self.glob)
+                n = p.search.gather(self.leaves, rows, batch)
             except Exception as e:  # noqa: BLE001 - a broken position is answered, the rest go on
                 p.search.clear_tree()
                 self._error(f"search failed: {type(e).__name__}: {e}", None, p.query.id)
@@ -362,12 +359,9 @@ class AnalysisEngine:
             parts.append((p, rows, n, before))
             rows += n
         if rows:
-            x = self.feats[:rows].copy()
             syms = np.concatenate([p.sym_rng.integers(0, NUM_SYMMETRIES, size=n) if self.evaluator.symmetries
                                    else np.zeros(n, dtype=np.int64) for p, _, n, _ in parts])
-            if self.evaluator.symmetries:
-                apply_symmetries_(x, syms)
-            probs, values = self.evaluator.run(x, syms, None if self.glob is None else self.glob[:rows])
+            probs, values = self.evaluator.evaluate_leaves(self.leaves, rows, syms)
         for p, first, n, before in parts:
             if n:
                 p.search.absorb(probs[first:first + n], values[first:first + n])

@@ -16,7 +16,8 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
                        threads: int | None = 1, warn: Callable[[str], None] | None = None, amp: bool = False,
                        keep: Collection[str] = (), **policy_kwargs):
     """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
-    :func:`policy_from_file` with ``policy_kwargs``. Raises :class:`gotk.errors.GotkError`
+    :func:`policy_from_file` with ``policy_kwargs``; ``agent`` ``"mcts"``: the search without a network, its leaves
+    valued by rollouts (:mod:`gotk.search.rollouts`). Raises :class:`gotk.errors.GotkError`
     (:class:`SearchSetupError`, :class:`~gotk.nets.AgentError`) with a one-line reason.
 
     The search takes the agent's own constants (agent.json ``search``; :meth:`SearchConfig.with_agent`) in place
@@ -26,9 +27,23 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free). ``amp``: the
     networks run under bf16 autocast (:attr:`gotk.nets.agent.Agent.amp`)."""
     config.validate()
+    if agent == "mcts":  # Monte Carlo tree search without a network (gotk.search.rollouts)
+        if not config.searches:
+            raise SearchSetupError("--agent mcts searches with rollouts: give --visits N (playouts, N >= 2) or "
+                                   "--seconds S")
+        if value_agent:
+            raise SearchSetupError("--agent mcts has no network: --value-agent does not apply")
+        if policy_kwargs.get("profile") is not None:
+            raise SearchSetupError("--profile needs an agent conditioned on metadata, not mcts")
+        from gotk.search.player import SearchPlayer
+
+        return SearchPlayer(None, None, config)
     if not config.searches:
         if value_agent:
             raise SearchSetupError("--value-agent is used by the search only: give --visits N (N >= 2) or --seconds S")
+        if config.leaf_lambda > 0 or "rollouts" in keep:
+            raise SearchSetupError("--lambda and --rollouts are the search's leaf evaluation: give --visits N "
+                                   "(N >= 2) or --seconds S")
         return policy_from_file(agent, seed=config.seed, threads=threads, amp=amp, **policy_kwargs)
     if agent is None or agent == "random":
         raise SearchSetupError("search needs an agent file with a policy (--agent FILE), not the random player")

@@ -12,7 +12,9 @@ The parts a search is composed of (as mctx composes its searches) are settings h
   answer the opponent's pass; a pass that would end the game gets at least ``pass_prior``) or ``"always"``
   (a candidate at every move);
 * **batching**: ``batch`` leaves of one tree under virtual loss per network call (a player), or one leaf each of
-  many games (self-play drives the same search that way).
+  many games (self-play drives the same search that way);
+* the **leaf evaluation**, ``leaf_lambda``: the value head (0), rollouts (1; a search with no network), or
+  AlphaGo's mix of the two (``rollouts`` playouts a leaf; :mod:`gotk.search.rollouts`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class SearchConfig:
     reuse: bool = True  # keep the subtree between moves
     seed: int | None = None
     max_nodes: int = 4_000_000  # tree rows; when full, the least visited expansions are folded (memory bound)
+    # the leaf evaluation (gotk.search.rollouts): the value head (0), AlphaGo's mix (1 − λ)·v + λ·z with
+    # rollouts' result z (0 < λ < 1), or the rollouts alone (1; a search without a network always)
+    leaf_lambda: float = 0.0
+    rollouts: int = 1  # uniform playouts per leaf when rollouts take part
 
     def validate(self) -> SearchConfig:
         def bad(msg: str) -> None:
@@ -115,6 +121,10 @@ class SearchConfig:
             bad(f"--resign-threshold must be in -1..1, not {self.resign_threshold}")
         if not isinstance(self.max_nodes, int) or self.max_nodes < 1000:
             bad(f"max nodes must be >= 1000, not {self.max_nodes}")
+        if not (isinstance(self.leaf_lambda, (int, float)) and 0 <= self.leaf_lambda <= 1):
+            bad(f"--lambda must be from 0 to 1, not {self.leaf_lambda}")
+        if not isinstance(self.rollouts, int) or not 1 <= self.rollouts <= 10_000:
+            bad(f"--rollouts must be 1..10000, not {self.rollouts}")
         if self.resign_moves < 1 or self.resign_min_move < 0:
             bad("--resign-moves must be >= 1 and --resign-min-move >= 0")
         return self

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gotk.encoders import global_inputs as GI
 from gotk.game.moves import sensible_moves
 from gotk.game.state import GameState
 from gotk.search import choice as C
@@ -68,17 +67,16 @@ def terminal_value(state: GameState) -> float:
 
 
 class Search:
-    """A search tree over positions of one game. ``evaluator`` (``evaluate(planes) → (probs, values)``, e.g.
-    :class:`gotk.search.evaluate.NetEvaluator`; ``evaluate(planes, glob)`` with the leaves' global inputs when its
-    ``num_globals`` says it takes them) is needed by :meth:`run` only; ``encoder`` writes the leaves' planes
-    (default: the evaluator's); ``rng`` draws the root's noise and sampled moves (default: seeded from
-    ``config.seed``)."""
+    """A search tree over positions of one game. ``evaluator`` (the seam of :mod:`gotk.search.evaluate`:
+    ``leaves(rows)``, ``write(leaves, row, state)`` at each leaf, ``evaluate_leaves(leaves, rows)`` → priors and
+    values; :class:`~gotk.search.evaluate.NetEvaluator`, or the rollouts and AlphaGo's mix of
+    :mod:`gotk.search.rollouts`) is needed to gather leaves (None: a tree alone); ``rng`` draws the root's noise
+    and sampled moves (default: seeded from ``config.seed``)."""
 
-    def __init__(self, evaluator, config: SearchConfig | None = None, encoder=None,
-                 rng: np.random.Generator | None = None, capacity: int = 4096) -> None:
+    def __init__(self, evaluator, config: SearchConfig | None = None, rng: np.random.Generator | None = None,
+                 capacity: int = 4096) -> None:
         self.evaluator = evaluator
         self.cfg = (config or SearchConfig()).validate()
-        self.encoder = encoder if encoder is not None or evaluator is None else evaluator.encoder
         seed = self.cfg.seed
         self.rng = rng if rng is not None else np.random.default_rng(None if seed is None else seed + 1)
         self.tree = T.Tree(capacity)
@@ -86,8 +84,8 @@ class Search:
         self.root_state: GameState | None = None
         self.path = np.zeros(256, dtype=np.int64)
         self.scratch = np.zeros(64, dtype=np.float64)
-        self.feats: np.ndarray | None = None
-        self.glob: np.ndarray | None = None  # the leaves' global inputs, where the evaluator takes them
+        self.leaves = None  # run()'s room for a batch of leaves (the evaluator's Leaves)
+        self.leaves_rows = 0
         self.pending: list[tuple[int, np.ndarray, np.ndarray, bool]] = []  # (node, path, candidates, answers a pass)
         self.target: int | None = None  # root visits this move's search reaches
         self.started = False  # the root rule has its per-search draws (noise, Gumbel, schedule)
@@ -184,11 +182,11 @@ class Search:
 
     # --- walks and leaves ------------------------------------------------------------------------------
 
-    def gather(self, feats: np.ndarray, row: int = 0, limit: int = 1, glob: np.ndarray | None = None) -> int:
-        """Up to ``limit`` walks from the root, each to a new leaf whose planes go to ``feats[row + i]`` (and, when
-        ``glob`` is given, its global inputs to ``glob[row + i]``: :mod:`gotk.encoders.global_inputs`) (a finished
-        game on the way is backed up at once, with its exact value); stops early at a collision with a leaf in
-        flight or at the target. Returns the leaves written, for :meth:`absorb`."""
+    def gather(self, leaves, row: int = 0, limit: int = 1) -> int:
+        """Up to ``limit`` walks from the root, each to a new leaf that the evaluator writes into row ``row + i`` of
+        ``leaves`` (its :class:`~gotk.search.evaluate.Leaves`; a finished game on the way is backed up at once, with
+        its exact value); stops early at a collision with a leaf in flight or at the target. Returns the leaves
+        written, for :meth:`absorb`."""
         tree, cfg, state, pending = self.tree, self.cfg, self.root_state, self.pending
         status, N, VL = tree.status, tree.N, tree.VL  # a walk changes no array's identity (an expansion may)
         if not pending and status[0] == T.EXPANDED and not self.started:
@@ -230,9 +228,7 @@ class Search:
                 tree.backup(path, v)
             else:
                 try:
-                    feats[row + len(pending)] = self.encoder.encode(state)
-                    if glob is not None:
-                        glob[row + len(pending)] = GI.for_state(state)
+                    self.evaluator.write(leaves, row + len(pending), state)
                     cands = candidates(state, cfg.pass_rule)
                     if self.avoid:
                         cands = self._allowed(state, len(moves), cands)
@@ -286,12 +282,9 @@ class Search:
         t0 = time.perf_counter()
         net0 = self.evaluator.seconds
         tree = self.tree
-        if self.feats is None or self.feats.shape[0] < self.cfg.batch:
-            self.feats = np.zeros((self.cfg.batch, *self.encoder.shape), dtype=self.encoder.np_dtype)
-        takes_globals = self.evaluator.num_globals > 0
-        if takes_globals and (self.glob is None or self.glob.shape[0] < self.cfg.batch):
-            self.glob = np.zeros((self.cfg.batch, GI.size()), dtype=np.float32)
-        glob = self.glob if takes_globals else None
+        if self.leaves is None or self.leaves_rows < self.cfg.batch:
+            self.leaves = self.evaluator.leaves(self.cfg.batch)
+            self.leaves_rows = self.cfg.batch
         done = 0
         while True:
             if tree.status[0] == T.EXPANDED:
@@ -303,10 +296,9 @@ class Search:
                     break
             before = tree.N[0]
             try:
-                n = self.gather(self.feats, 0, self.cfg.batch, glob)
+                n = self.gather(self.leaves, 0, self.cfg.batch)
                 if n:
-                    self.absorb(*(self.evaluator.evaluate(self.feats[:n]) if glob is None
-                                  else self.evaluator.evaluate(self.feats[:n], glob[:n])))
+                    self.absorb(*self.evaluator.evaluate_leaves(self.leaves, n))
             except BaseException:
                 self.clear_tree()  # leaves left pending would block every later walk
                 raise

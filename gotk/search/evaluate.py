@@ -1,4 +1,11 @@
-"""Leaf evaluation for the search: one batched network call gives priors and values for many positions.
+"""Leaf evaluation for the search: one batched call gives priors and values for many positions.
+
+The search's seam (as mctx's ``recurrent_fn``): an **evaluator** gives room for a batch of leaves
+(:meth:`leaves`, a :class:`Leaves`), is handed each leaf position while the search stands on it (:meth:`write`:
+the position is the search's own, played to the leaf and taken back after), and evaluates the batch
+(:meth:`evaluate_leaves` → priors ``(rows, size²+1)`` and values ``(rows,)``, the mover's view). What a leaf is
+made into — planes and global inputs for a network, playouts for rollouts (:mod:`gotk.search.rollouts`), both for
+AlphaGo's mix — is the evaluator's business, not the tree's.
 
 :class:`NetEvaluator` wraps a policy agent and the agent giving values (the same file with ``head=both``,
 or a separate value agent with the same encoder and board size). Each position is evaluated under a
@@ -13,6 +20,7 @@ and no symmetry changes them. :attr:`NetEvaluator.num_globals` says whether a ca
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,6 +58,15 @@ def check_agents(agent, value_agent=None, need_value: bool = True) -> None:
         a, b = _encoder_key(agent), _encoder_key(value_agent)
         raise SearchSetupError(f"the value agent's encoder ({b[0]} v{b[1]}, {b[2]} planes, options {b[3]}) differs "
                                f"from the policy agent's ({a[0]} v{a[1]}, {a[2]} planes, options {a[3]})")
+
+
+@dataclass
+class Leaves:
+    """Room for one batch of leaves, one row each: what their evaluator makes of them."""
+
+    feats: np.ndarray | None = None  # (rows, C, H, W): a network's planes
+    glob: np.ndarray | None = None  # (rows, G): its global inputs, when it takes them
+    values: np.ndarray | None = None  # (rows,): values found at write time (rollouts), the mover's view
 
 
 class NetEvaluator:
@@ -109,20 +126,42 @@ class NetEvaluator:
         values = np.zeros(feats.shape[0]) if val is None else np.asarray(val, dtype=np.float64).reshape(-1)
         return probs, values
 
-    def evaluate(self, feats: np.ndarray, glob: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    # --- the search's seam ---------------------------------------------------------------------------------
+
+    def leaves(self, rows: int) -> Leaves:
+        """Room for ``rows`` leaves: their planes, and global inputs where an agent takes them."""
+        enc = self.encoder
+        return Leaves(np.zeros((rows, *enc.shape), dtype=enc.np_dtype),
+                      np.zeros((rows, GI.size()), dtype=np.float32) if self.num_globals else None)
+
+    def write(self, leaves: Leaves, row: int, state) -> None:
+        """The leaf ``state``'s planes (and global inputs) into row ``row``."""
+        leaves.feats[row] = self.encoder.encode(state)
+        if leaves.glob is not None:
+            leaves.glob[row] = GI.for_state(state)
+
+    def evaluate_leaves(self, leaves: Leaves, rows: int,
+                        syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``rows`` leaves, each under a random symmetry (drawn here, or ``syms`` given)."""
+        return self.evaluate(leaves.feats[:rows], None if leaves.glob is None else leaves.glob[:rows], syms)
+
+    def evaluate(self, feats: np.ndarray, glob: np.ndarray | None = None,
+                 syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Network outputs for planes ``(B, C, H, W)`` in board orientation (and their global inputs ``glob``
-        ``(B, G)``, needed when :attr:`num_globals`), each evaluated under a random symmetry (``feats`` is left as
-        it is; the global inputs are the same under every symmetry)."""
+        ``(B, G)``, needed when :attr:`num_globals`), each evaluated under a random symmetry (drawn from this
+        evaluator's generator unless ``syms`` gives them; ``feats`` is left as it is; the global inputs are the
+        same under every symmetry)."""
         x = feats.copy()
-        if self.symmetries:
-            syms = self.rng.integers(0, NUM_SYMMETRIES, size=x.shape[0])
-            apply_symmetries_(x, syms)
-        else:
+        if not self.symmetries:
             syms = np.zeros(x.shape[0], dtype=np.int64)
+        else:
+            if syms is None:
+                syms = self.rng.integers(0, NUM_SYMMETRIES, size=x.shape[0])
+            apply_symmetries_(x, syms)
         return self.run(x, syms, glob)
 
     def __call__(self, states) -> tuple[np.ndarray, np.ndarray]:
         return self.run(*self.encode(states), self.global_rows(states))
 
 
-__all__ = ["NetEvaluator", "SearchSetupError", "check_agents"]
+__all__ = ["Leaves", "NetEvaluator", "SearchSetupError", "check_agents"]

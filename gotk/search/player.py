@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
+from gotk.game.moves import sensible_moves
 from gotk.game.state import GameState
 from gotk.nets.agent import value_head_warning
 from gotk.search import choice as C
@@ -24,7 +26,7 @@ from gotk.search.choice import RESIGN
 from gotk.search.clock import Clock
 from gotk.search.config import SearchConfig
 from gotk.search.core import Search
-from gotk.search.evaluate import NetEvaluator
+from gotk.search.rollouts import make_evaluator
 
 
 class SearchPlayer:
@@ -34,24 +36,28 @@ class SearchPlayer:
     def __init__(self, agent, value_agent=None, config: SearchConfig | None = None, name: str | None = None,
                  evaluator=None) -> None:
         self.cfg = (config or SearchConfig()).validate()
+        if agent is None:  # Monte Carlo tree search without a network: rollouts value every leaf
+            self.cfg = replace(self.cfg, leaf_lambda=1.0)
         self.agent = agent
         self.value_agent = value_agent
-        self.evaluator = evaluator or NetEvaluator(agent, value_agent, symmetries=self.cfg.symmetries,
-                                                   seed=self.cfg.seed)
+        self.evaluator = evaluator or make_evaluator(agent, value_agent, self.cfg)
         self.rng = np.random.default_rng(None if self.cfg.seed is None else self.cfg.seed + 1)
         self.search = Search(self.evaluator, self.cfg, rng=self.rng)
         self.clock = Clock()
         self.has_value = True
         limit = f"{self.cfg.visits}v" if self.cfg.seconds is None else f"{self.cfg.seconds:g}s"
-        self.name = name or f"gotk-{agent.name}-{self.cfg.search}{limit}"
+        mix = f"-lambda{self.cfg.leaf_lambda:g}" if agent is not None and self.cfg.leaf_lambda > 0 else ""
+        self.name = name or (f"gotk-{agent.name}-{self.cfg.search}{limit}{mix}" if agent is not None
+                             else f"gotk-mcts-{limit}")
         self.resignation = C.Resignation(self.cfg.resign_threshold, self.cfg.resign_moves, self.cfg.resign_min_move)
         self.last_value: float | None = None
         # one line when the leaf values come from a head no better than the komi/handicap baseline, else None
-        self.warning = value_head_warning(value_agent or agent)
+        self.warning = value_head_warning(value_agent or agent) if agent is not None and self.cfg.leaf_lambda < 1 \
+            else None
 
     @property
     def board_size(self) -> int | None:
-        return self.agent.board_size
+        return self.agent.board_size if self.agent is not None else None
 
     def reset(self) -> None:
         """A new game: fresh tree, resignation streak and clock (random streams continue)."""
@@ -61,9 +67,18 @@ class SearchPlayer:
         self.clock.reset()
 
     def policy(self, state: GameState) -> np.ndarray:
+        """The network's policy; without one, uniform over the sensible moves (pass when none is left)."""
+        if self.agent is None:
+            probs = np.zeros(state.size * state.size + 1)
+            moves = sensible_moves(state)
+            probs[moves if moves.size else state.pass_point] = 1.0 / max(1, moves.size)
+            return probs
         return self.agent.policy(state)
 
     def value(self, state: GameState) -> float:
+        if self.agent is None or self.cfg.leaf_lambda >= 1:
+            return float(self.search.evaluator.rollouts.value(state) if self.agent is not None
+                         else self.evaluator.value(state))
         return float((self.value_agent or self.agent).value(state))
 
     def budget(self, state: GameState) -> float | None:

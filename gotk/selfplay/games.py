@@ -44,7 +44,7 @@ from gotk.encoders import global_inputs as GI
 from gotk.game.state import GameState
 from gotk.search import choice as C
 from gotk.search.core import Search, candidates
-from gotk.search.evaluate import NetEvaluator
+from gotk.search.evaluate import Leaves, NetEvaluator
 from gotk.selfplay.config import SelfPlayConfig, SelfPlayError
 
 BLACK, WHITE = 1, 2
@@ -129,15 +129,13 @@ class SelfPlayBatch:
             rng = np.random.default_rng([game_seed, index])
             g = _Game(index, GameState(self.size, komi=self.cfg.komi), rng,
                       resign_enabled=bool(rng.random() >= self.cfg.resign_disabled),
-                      search=Search(None, search_cfg, encoder=self.encoder, rng=rng, capacity=1024),
+                      search=Search(self.evaluator, search_cfg, rng=rng, capacity=1024),
                       resignation={c: C.Resignation(self.cfg.resign_threshold, self.cfg.resign_moves,
                                                     self.cfg.resign_from) for c in (BLACK, WHITE)})
             if self.cfg.policy_only:
                 g.random_at = int(rng.integers(0, self.size * self.size))
             self.games.append(g)
         self.seconds = 0.0
-        #: the evaluations' global inputs (one row per batch slot), where the agent takes them
-        self.glob: np.ndarray | None = None
 
     @property
     def net_seconds(self) -> float:
@@ -155,21 +153,18 @@ class SelfPlayBatch:
 
     def run(self) -> list[FinishedGame]:
         t0 = time.perf_counter()
-        feats = np.zeros((len(self.games), *self.encoder.shape), dtype=self.encoder.np_dtype)
-        if self.evaluator.num_globals:
-            self.glob = np.zeros((len(self.games), GI.size()), dtype=np.float32)
+        leaves = self.evaluator.leaves(len(self.games))  # one row per game: its leaf (or position) of a step
         active = list(self.games)
         finished: list[FinishedGame] = []
         while active:
             batch: list[_Game] = []
             for g in active:
-                if self._prepare(g, feats, len(batch)):
+                if self._prepare(g, leaves, len(batch)):
                     batch.append(g)
                 elif g.done:
                     finished.append(self._finish(g))
             if batch:
-                glob = None if self.glob is None else self.glob[: len(batch)]
-                probs, values = self.evaluator.evaluate(feats[: len(batch)], glob)
+                probs, values = self.evaluator.evaluate_leaves(leaves, len(batch))
                 for i, g in enumerate(batch):
                     self._absorb(g, probs[i: i + 1], values[i: i + 1])
             active = [g for g in active if not g.done]
@@ -178,10 +173,11 @@ class SelfPlayBatch:
 
     # --- one game ------------------------------------------------------------------------------
 
-    def _prepare(self, g: _Game, feats: np.ndarray, row: int) -> bool:
-        """Advance ``g`` until it needs an evaluation (written into ``feats[row]``: True) or ends (False)."""
+    def _prepare(self, g: _Game, leaves: Leaves, row: int) -> bool:
+        """Advance ``g`` until it needs an evaluation (written into row ``row`` of ``leaves``: True) or ends
+        (False)."""
         if self.cfg.policy_only:
-            return self._prepare_policy(g, feats, row)
+            return self._prepare_policy(g, leaves, row)
         search, cfg = g.search, self.cfg
         while True:
             if not g.searching:  # a new move
@@ -201,7 +197,7 @@ class SelfPlayBatch:
             if search.finished:
                 self._decide(g)
                 continue
-            if search.gather(feats, row, 1, self.glob):
+            if search.gather(leaves, row, 1):
                 g.pending = True
                 return True
 
@@ -253,7 +249,7 @@ class SelfPlayBatch:
 
     # --- policy-only games ------------------------------------------------------------------------
 
-    def _prepare_policy(self, g: _Game, feats: np.ndarray, row: int) -> bool:
+    def _prepare_policy(self, g: _Game, leaves: Leaves, row: int) -> bool:
         state = g.state
         while True:
             if self._game_over(g):
@@ -267,10 +263,8 @@ class SelfPlayBatch:
                 self._play(g, int(moves[0]), "forced")
                 g.record_next = False
                 continue
-            feats[row] = self.encoder.encode(state)
-            if self.glob is not None:
-                self.glob[row] = GI.for_state(state)
-            g.root_planes = feats[row].copy() if g.record_next else None
+            self.evaluator.write(leaves, row, state)
+            g.root_planes = leaves.feats[row].copy() if g.record_next else None
             g.moves = moves
             return True
 

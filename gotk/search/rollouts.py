@@ -1,0 +1,148 @@
+"""Rollouts as the search's leaf evaluation: a leaf valued by playouts to the end (:mod:`gotk.game.playouts`), and
+AlphaGo's mix of a value network with them. Both are evaluators of the search's seam (:mod:`gotk.search.evaluate`),
+so the one search plays, analyses and self-plays with them as with a network.
+
+* :class:`RolloutEvaluator`: ``playouts`` uniform playouts from each leaf, written when the search stands on it;
+  the leaf's value is the playouts' mean result for the player to move (+1 a win, −1 a loss, 0 a draw, by the area
+  count of the finished playout, komi included); priors uniform over the moves (the search keeps its candidates, the
+  sensible moves, and renormalises). With no network at all this is Monte Carlo tree search as the engines before
+  AlphaGo played (MoGo, Fuego, Pachi; the book's chapter 4).
+* :class:`MixedEvaluator`: a network's priors, and the leaf value ``(1 − λ)·v(s) + λ·z`` of the value head ``v``
+  and the rollouts' ``z`` (AlphaGo's leaf evaluation, λ = 0.5 in its paper).
+
+:func:`make_evaluator` builds the one a search's settings name (``SearchConfig.leaf_lambda``, ``rollouts``), for
+every player the factory builds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gotk.game.playouts import Playouts
+from gotk.game.state import BLACK
+from gotk.search.config import SearchConfig, SearchSetupError
+from gotk.search.evaluate import Leaves, NetEvaluator
+
+
+class RolloutEvaluator:
+    """Leaves valued by ``playouts`` uniform playouts each (module docstring); ``seed`` makes them reproducible."""
+
+    symmetries = False
+    num_globals = 0
+    encoder = None
+
+    def __init__(self, board_size: int | None = None, playouts: int = 1, seed: int | None = None) -> None:
+        if playouts < 1:
+            raise SearchSetupError(f"--rollouts must be >= 1, not {playouts}")
+        self.board_size = board_size  # None: any size (a playout engine per size met)
+        self.playouts = playouts
+        self.seed = seed
+        self.engines: dict[int, Playouts] = {}
+        self.seconds = 0.0  # time inside the playouts
+        self.calls = 0
+        self.positions = 0
+        self.rollouts = 0
+
+    def leaves(self, rows: int) -> Leaves:
+        return Leaves(values=np.zeros(rows, dtype=np.float64))
+
+    def value(self, state) -> float:
+        """The playouts' mean result from ``state`` for its player to move (−1..1)."""
+        if self.board_size is not None and state.size != self.board_size:
+            raise ValueError(f"rollouts of {self.board_size}x{self.board_size} positions, not "
+                             f"{state.size}x{state.size}")
+        engine = self.engines.get(state.size)
+        if engine is None:
+            engine = self.engines[state.size] = Playouts(
+                state.size, seed=None if self.seed is None else self.seed + state.size)
+        t = time.perf_counter()
+        scores = engine.run(state, self.playouts)
+        self.seconds += time.perf_counter() - t
+        self.rollouts += self.playouts
+        black = float(np.mean(np.sign(scores)))
+        return black if state.to_play == BLACK else -black
+
+    def write(self, leaves: Leaves, row: int, state) -> None:
+        leaves.values[row] = self.value(state)
+
+    def evaluate_leaves(self, leaves: Leaves, rows: int,
+                        syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        self.calls += 1
+        self.positions += rows
+        n = self.size_seen ** 2 + 1
+        return np.full((rows, n), 1.0 / n), leaves.values[:rows].copy()
+
+    @property
+    def size_seen(self) -> int:
+        """The board size of the leaves written (the evaluator's own, else the last size met)."""
+        return self.board_size or (next(reversed(self.engines)) if self.engines else 19)
+
+
+class MixedEvaluator:
+    """A network's priors and AlphaGo's mixed leaf value ``(1 − λ)·v + λ·z`` (module docstring)."""
+
+    def __init__(self, net: NetEvaluator, rollouts: RolloutEvaluator, lam: float) -> None:
+        if not 0.0 <= lam <= 1.0:
+            raise SearchSetupError(f"--lambda must be from 0 to 1, not {lam:g}")
+        if rollouts.board_size not in (None, net.board_size):
+            raise SearchSetupError(f"rollouts of {rollouts.board_size}x{rollouts.board_size} for a network of "
+                                   f"{net.board_size}x{net.board_size}")
+        self.net = net
+        self.rollouts = rollouts
+        self.lam = float(lam)
+        # what callers read of a network evaluator
+        self.agent, self.value_agent, self.encoder = net.agent, net.value_agent, net.encoder
+        self.board_size, self.num_globals, self.symmetries = net.board_size, net.num_globals, net.symmetries
+
+    @property
+    def seconds(self) -> float:
+        return self.net.seconds + self.rollouts.seconds
+
+    @property
+    def calls(self) -> int:
+        return self.net.calls
+
+    @property
+    def positions(self) -> int:
+        return self.net.positions
+
+    def reseed(self, seed: int | None) -> None:
+        self.net.reseed(seed)
+
+    def run(self, *args, **kwargs):
+        return self.net.run(*args, **kwargs)
+
+    def leaves(self, rows: int) -> Leaves:
+        out = self.net.leaves(rows)
+        out.values = np.zeros(rows, dtype=np.float64)
+        return out
+
+    def write(self, leaves: Leaves, row: int, state) -> None:
+        self.net.write(leaves, row, state)
+        self.rollouts.write(leaves, row, state)
+
+    def evaluate_leaves(self, leaves: Leaves, rows: int,
+                        syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        probs, v = self.net.evaluate_leaves(leaves, rows, syms)
+        return probs, (1.0 - self.lam) * v + self.lam * leaves.values[:rows]
+
+
+def make_evaluator(agent, value_agent, config: SearchConfig, board_size: int | None = None):
+    """The evaluator a search's settings name: ``agent`` None → rollouts alone (on ``board_size``, None: any);
+    ``config.leaf_lambda`` 0 → the network (:class:`NetEvaluator`); above 0 → AlphaGo's mix. Raises
+    :class:`SearchSetupError` with a one-line reason."""
+    cfg = config
+    seed = cfg.seed
+    if agent is None:
+        return RolloutEvaluator(board_size, cfg.rollouts, None if seed is None else seed + 2)
+    need_value = cfg.leaf_lambda < 1.0
+    net = NetEvaluator(agent, value_agent, symmetries=cfg.symmetries, seed=seed, need_value=need_value)
+    if cfg.leaf_lambda <= 0.0:
+        return net
+    return MixedEvaluator(net, RolloutEvaluator(agent.board_size, cfg.rollouts, None if seed is None else seed + 2),
+                          cfg.leaf_lambda)
+
+
+__all__ = ["MixedEvaluator", "RolloutEvaluator", "make_evaluator"]
