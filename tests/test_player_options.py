@@ -41,6 +41,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "leaf_lambda": (["--lambda"], None, "The leaf value: 0 the value head, 1 rollouts alone, between them AlphaGo's "
                     "mix (1 - lambda) v + lambda z [0; 1 with --agent mcts] (docs/gtp.md, rollouts)."),
     "rollouts": (["--rollouts"], None, "Uniform playouts per leaf where rollouts take part [1]."),
+    "depth": (["--depth"], None, "--agent alphabeta: the plies its minimax searches, alpha-beta pruned, valued by the "
+              "capture difference (the book's chapter 4) [3]."),
     "profile": (["--profile"], None, "Play as this human-SL profile (rank_<20k..9d>, preaz_<rank>, "
                 "proyear_<1800..2023>) an agent trained with --metadata; its policy is sampled at temperature 1 (or "
                 "--temperature), policy only (docs/human.md)."),

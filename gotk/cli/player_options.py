@@ -57,6 +57,8 @@ class PlayerOptions:
                                         "--agent mcts] (docs/gtp.md, rollouts).")
     rollouts: int | None = option(None, "--rollouts", help="Uniform playouts per leaf where rollouts take part "
                                   "[1].")
+    depth: int | None = option(None, "--depth", help="--agent alphabeta: the plies its minimax searches, alpha-beta "
+                               "pruned, valued by the capture difference (the book's chapter 4) [3].")
     profile: str | None = option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
                                   "preaz_<rank>, proyear_<1800..2023>) an agent trained with --metadata; its policy "
                                   "is sampled at temperature 1 (or --temperature), policy only (docs/human.md).")
@@ -85,8 +87,17 @@ class PlayerOptions:
         """The player of ``agent`` (an agent file; None or ``"random"``: the random player) under these options
         (:func:`gotk.play.factory.make_search_player`); its refusals are a one-line error (exit 2)."""
         from gotk.errors import GotkError
-        from gotk.play.factory import make_search_player
+        from gotk.play.factory import alphabeta_player, make_search_player
 
+        if agent == "alphabeta" or self.depth is not None:
+            if agent != "alphabeta":
+                fail("--depth goes with --agent alphabeta")
+            if self.search_config(seed).searches or self.value_agent or self.profile:
+                fail("--agent alphabeta searches by --depth: leave out --visits, --seconds, --value-agent, --profile")
+            try:
+                return alphabeta_player(3 if self.depth is None else self.depth, seed=seed)
+            except GotkError as e:
+                fail(str(e))
         human = {"profile": self.profile, "profile_argmax": self.profile_argmax} if self.profile else {}
         if self.profile_argmax and self.profile is None:
             fail("--profile-argmax goes with --profile")

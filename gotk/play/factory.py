@@ -1,6 +1,7 @@
 """Every player is built here: from files as a command line asks (:func:`make_search_player`: a searching player,
 or the policy or random player when no search is asked), or from loaded agents (:func:`search_player`,
-:func:`policy_player`, :func:`random_player`: ``gotk serve`` and the zero loop's evaluations)."""
+:func:`policy_player`, :func:`random_player`: ``gotk serve`` and the zero loop's evaluations), and the alpha-beta
+player (:func:`alphabeta_player`)."""
 
 from __future__ import annotations
 
@@ -116,9 +117,22 @@ def policy_player(agent, temperature: float = 0.0, pass_threshold: float = 1e-3,
                         profile=profile)
 
 
+def alphabeta_player(depth: int, agent=None, seed: int | None = None):
+    """The alpha-beta player (:class:`gotk.search.alphabeta.AlphaBetaPlayer`) searching ``depth`` plies, its moves
+    ordered by ``agent``'s policy when given (else its ties drawn with ``seed``). A depth out of 1..12 is a
+    one-line :class:`GotkError`."""
+    from gotk.search.alphabeta import AlphaBetaPlayer
+
+    try:
+        return AlphaBetaPlayer(depth, agent, seed=seed)
+    except ValueError as e:
+        raise GotkError("bad_search", str(e)) from None
+
+
 def random_player(seed: int | None = None) -> RandomPlayer:
     """The random player: uniformly random sensible moves."""
     return RandomPlayer(seed=seed)
 
 
-__all__ = ["make_search_player", "policy_from_file", "policy_player", "random_player", "search_player"]
+__all__ = ["alphabeta_player", "make_search_player", "policy_from_file", "policy_player", "random_player",
+           "search_player"]
