@@ -418,3 +418,23 @@ def test_cli_handicap_match(tmp_path: Path, opponent: str) -> None:
             state.play(coords.from_sgfmill(move, 9), BLACK if colour == "b" else WHITE)
     bad = subprocess.run([*cmd[:-1], "--handicap", "12"], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert bad.returncode == 2 and "--handicap must be from 2 to 9" in bad.stderr
+
+
+@pytest.mark.skipif(not GNUGO.exists(), reason="GNU Go is not installed at /usr/games/gnugo")
+def test_gnugo_monte_carlo_is_an_opponent_and_mcts_plays_it(tmp_path: Path) -> None:
+    """GNU Go's Monte Carlo mode (9x9) as the peer of the network-free search: a short match of gotk's Monte Carlo
+    tree search against it, every move legal on both boards, and its report read by gotk elo."""
+    out = tmp_path / "mc.json"
+    cmd = [sys.executable, "-m", "gotk", "match", "--agent", "mcts", "--visits", "200", "--opponent",
+           f"{GNUGO} --mode gtp --monte-carlo --level 1 --mc-games-per-level 500 --chinese-rules", "--games", "2",
+           "--size", "9", "--seed", "1", "--max-moves", "40", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    out.write_text(proc.stdout)
+    report = json.loads(proc.stdout)
+    assert report["agent"] == "gotk-mcts-200v" and "GNU Go" in report["opponent"]
+    assert {g["reason"] for g in report["per_game"]} <= {"max_moves", "two_passes", "agent_resigned",
+                                                        "opponent_resigned"}
+    elo = subprocess.run([sys.executable, "-m", "gotk", "elo", str(out), "--anchor", report["opponent"]],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert elo.returncode == 0 and "gotk-mcts-200v" in elo.stdout, elo.stderr
