@@ -147,6 +147,12 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return njit(cache=True, _nrt=False)(fn)
 
 
+def nogil_kernel(fn: Callable[..., Any]) -> Any:
+    """A :func:`kernel` that releases the GIL while it runs (``nogil=True``): Python threads run such calls on
+    several cores at once (the rollouts of a batch of leaves). It must touch no Python object."""
+    return njit(cache=True, _nrt=False, nogil=True)(fn)
+
+
 def is_kernel(fn: Any) -> bool:
     """True for a function compiled by :func:`kernel` (or another decorator here without reference counting)."""
     return getattr(fn, "targetoptions", {}).get("_nrt", True) is False
@@ -168,4 +174,4 @@ def internal_kernel(fn: Callable[..., Any] | None = None, *, always_inline: bool
 
 
 __all__ = ["CACHE_LOCK", "GOTK_LOCATORS", "PACKAGE", "compiled", "in_cache", "inline_kernel", "internal_kernel",
-           "is_kernel", "kernel", "kernel_sources_digest"]
+           "is_kernel", "kernel", "kernel_sources_digest", "nogil_kernel"]

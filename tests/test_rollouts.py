@@ -28,12 +28,32 @@ def test_rollout_value_of_a_settled_position(to_play, value) -> None:
     """White's area is larger by 5: every playout says so, from the mover's view."""
     ev = RolloutEvaluator(5, playouts=16, seed=1)
     assert ev.value(board(SETTLED, to_play, komi=0.5)) == value
-    leaves = ev.leaves(2)
-    ev.write(leaves, 1, board(SETTLED, to_play, komi=0.5))
-    probs, values = ev.evaluate_leaves(leaves, 2)
-    assert values[1] == value and probs.shape == (2, 26) and np.allclose(probs.sum(axis=1), 1)
+    leaves = ev.leaves(3)
+    for row in range(3):
+        ev.write(leaves, row, board(SETTLED, to_play, komi=0.5))
+    probs, values = ev.evaluate_leaves(leaves, 3)  # two threads share the three leaves
+    assert (values == value).all() and probs.shape == (3, 26) and np.allclose(probs.sum(axis=1), 1)
     with pytest.raises(ValueError, match="5x5"):
         ev.value(GameState(9))
+    with pytest.raises(ValueError, match="5x5"):
+        ev.write(leaves, 0, GameState(9))
+
+
+def test_threads_do_not_change_the_values() -> None:
+    """The batch's leaves shared among threads (the playouts release the GIL): the same values for a seed, run after
+    run, and every thread's share played."""
+    states = [GameState(9).play(p) for p in (10, 20, 30, 40, 50)]
+
+    def values(threads: int) -> np.ndarray:
+        ev = RolloutEvaluator(9, playouts=6, seed=4, threads=threads)
+        leaves = ev.leaves(5)
+        for i, st in enumerate(states):
+            ev.write(leaves, i, st)
+        return ev.evaluate_leaves(leaves, 5)[1]
+
+    a, b = values(2), values(2)
+    assert np.array_equal(a, b) and np.all(np.abs(a) <= 1) and len(set(a.tolist())) > 1
+    assert np.all(np.abs(values(1)) <= 1)
 
 
 def test_mixed_leaf_value_is_alphagos_mix(tmp_path: Path) -> None:

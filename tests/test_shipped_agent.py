@@ -193,3 +193,26 @@ def test_kgs_lz_exports_to_weights_the_real_leelaz_plays_the_same(leelaz, tmp_pa
     assert report.positions == 12 and not report.failures
     assert report.top_agree == report.positions and report.points_outside == 0
     assert report.max_winrate_diff < 0.5
+
+
+def test_kgs_human_is_kgs_conditioned_on_who_plays():
+    """kgs-human: the kgs network with KataGo's metadata encoder, fine-tuned on the KGS archives with their
+    metadata; it records what it learnt from, and the profiles it did not learn are answered with the nearest."""
+    from gotk.encoders import metadata_inputs as MI
+    from gotk.game.state import GameState
+
+    human, kgs = load_agent("kgs-human"), load_agent("kgs")
+    assert human.num_metadata == 192 and human.meta["metadata"]["layout"] == "katago-sgfmetadata-v1"
+    assert {k: human.meta["encoder"][k] for k in ("name", "version", "options")} == \
+        {k: kgs.meta["encoder"][k] for k in ("name", "version", "options")}
+    assert human.meta["model"] == kgs.meta["model"]
+    trained = human.meta["trained_on"]
+    assert set(trained["sources"]) == {"kgs"} and trained["positions"] > 1_000_000
+    assert MI.nearest_profile("rank_5d", trained) == ("rank_5d", None)
+    assert MI.nearest_profile("proyear_1990", trained)[0] == "rank_9d"  # no professional games in the archives
+    state = GameState(19)
+    for p in (72, 288, 60):
+        state.play(p)
+    weak, strong = human.policy(state, "rank_1d"), human.policy(state, "rank_9d")
+    assert not np.allclose(weak, strong)
+    assert abs(weak.sum() - 1) < 1e-6 and human.meta["metrics"]["val_top1"] > 0.40

@@ -12,8 +12,8 @@ filling an eye, so the stones on the board are alive and every empty point is an
 minus White's minus komi.
 
 The empty points are kept in a list; a pick swaps rejected points to its end, so a move costs a few checks, and the
-list is rebuilt only after a capture. Randomness is numba's generator, seeded at each call: a seed gives the same
-playouts.
+list is rebuilt only after a capture. Randomness is numba's generator (one per thread), seeded at each call: a seed
+gives the same playouts. A call releases the GIL, so threads with a :class:`Playouts` each run on several cores.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gotk.game import kernels as K
 from gotk.game.rules import is_own_eye
 from gotk.game.scoring import area_into
 from gotk.game.state import GameState, new_engine, position_arrays
-from gotk.jit import internal_kernel, kernel
+from gotk.jit import internal_kernel, kernel, nogil_kernel
 
 
 @internal_kernel(always_inline=True)
@@ -95,7 +95,7 @@ def playout(root, w, allow_suicide, max_moves, empt, owner, seen, stack, region)
     return moves
 
 
-@kernel
+@nogil_kernel
 def _playouts(root_t, work_t, count, allow_suicide, max_moves, seed, komi, scores, owned, empt, owner, seen,
               stack, region):
     np.random.seed(seed)

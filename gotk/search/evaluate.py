@@ -66,7 +66,8 @@ class Leaves:
 
     feats: np.ndarray | None = None  # (rows, C, H, W): a network's planes
     glob: np.ndarray | None = None  # (rows, G): its global inputs, when it takes them
-    values: np.ndarray | None = None  # (rows,): values found at write time (rollouts), the mover's view
+    values: np.ndarray | None = None  # (rows,): the rollouts' values, the mover's view
+    states: list | None = None  # the leaf positions (copies), for evaluators that play from them (rollouts)
 
 
 class NetEvaluator:

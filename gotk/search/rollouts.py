@@ -2,11 +2,12 @@
 AlphaGo's mix of a value network with them. Both are evaluators of the search's seam (:mod:`gotk.search.evaluate`),
 so the one search plays, analyses and self-plays with them as with a network.
 
-* :class:`RolloutEvaluator`: ``playouts`` uniform playouts from each leaf, written when the search stands on it;
-  the leaf's value is the playouts' mean result for the player to move (+1 a win, −1 a loss, 0 a draw, by the area
-  count of the finished playout, komi included); priors uniform over the moves (the search keeps its candidates, the
-  sensible moves, and renormalises). With no network at all this is Monte Carlo tree search as the engines before
-  AlphaGo played (MoGo, Fuego, Pachi; the book's chapter 4).
+* :class:`RolloutEvaluator`: ``playouts`` uniform playouts from each leaf (a copy of the leaf kept when the search
+  stands on it; the batch's playouts run together, on every core); the leaf's value is the playouts' mean result for
+  the player to move (+1 a win, −1 a loss, 0 a draw, by the area count of the finished playout, komi included);
+  priors uniform over the moves (the search keeps its candidates, the sensible moves, and renormalises). With no
+  network at all this is Monte Carlo tree search as the engines before AlphaGo played (MoGo, Fuego, Pachi; the
+  book's chapter 4).
 * :class:`MixedEvaluator`: a network's priors, and the leaf value ``(1 − λ)·v(s) + λ·z`` of the value head ``v``
   and the rollouts' ``z`` (AlphaGo's leaf evaluation, λ = 0.5 in its paper).
 
@@ -16,7 +17,9 @@ every player the factory builds.
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -27,57 +30,93 @@ from gotk.search.evaluate import Leaves, NetEvaluator
 
 
 class RolloutEvaluator:
-    """Leaves valued by ``playouts`` uniform playouts each (module docstring); ``seed`` makes them reproducible."""
+    """Leaves valued by ``playouts`` uniform playouts each (module docstring), the leaves of a batch shared among
+    ``threads`` threads (the playouts release the GIL: one core each); ``seed`` makes them reproducible whatever
+    the threads' timing (each thread plays a fixed share of the batch from its own seeded generator)."""
 
     symmetries = False
     num_globals = 0
     encoder = None
 
-    def __init__(self, board_size: int | None = None, playouts: int = 1, seed: int | None = None) -> None:
+    def __init__(self, board_size: int | None = None, playouts: int = 1, seed: int | None = None,
+                 threads: int | None = None) -> None:
         if playouts < 1:
             raise SearchSetupError(f"--rollouts must be >= 1, not {playouts}")
-        self.board_size = board_size  # None: any size (a playout engine per size met)
+        self.board_size = board_size  # None: any size (playout engines per size met)
         self.playouts = playouts
         self.seed = seed
-        self.engines: dict[int, Playouts] = {}
+        self.threads = max(1, threads if threads is not None else min(2, os.cpu_count() or 1))
+        self.engines: dict[tuple[int, int], Playouts] = {}
+        self.pool: ThreadPoolExecutor | None = None
         self.seconds = 0.0  # time inside the playouts
         self.calls = 0
         self.positions = 0
         self.rollouts = 0
 
-    def leaves(self, rows: int) -> Leaves:
-        return Leaves(values=np.zeros(rows, dtype=np.float64))
+    def _engine(self, size: int, thread: int) -> Playouts:
+        engine = self.engines.get((size, thread))
+        if engine is None:
+            seed = None if self.seed is None else self.seed + 1000 * thread + size
+            engine = self.engines[(size, thread)] = Playouts(size, seed=seed)
+        return engine
 
-    def value(self, state) -> float:
-        """The playouts' mean result from ``state`` for its player to move (−1..1)."""
+    def _check(self, state) -> None:
         if self.board_size is not None and state.size != self.board_size:
             raise ValueError(f"rollouts of {self.board_size}x{self.board_size} positions, not "
                              f"{state.size}x{state.size}")
-        engine = self.engines.get(state.size)
-        if engine is None:
-            engine = self.engines[state.size] = Playouts(
-                state.size, seed=None if self.seed is None else self.seed + state.size)
+
+    def _values(self, states: list, thread: int) -> list[float]:
+        out = []
+        for st in states:
+            scores = self._engine(st.size, thread).run(st, self.playouts)
+            black = float(np.mean(np.sign(scores)))
+            out.append(black if st.to_play == BLACK else -black)
+        return out
+
+    def value(self, state) -> float:
+        """The playouts' mean result from ``state`` for its player to move (−1..1)."""
+        self._check(state)
         t = time.perf_counter()
-        scores = engine.run(state, self.playouts)
+        (v,) = self._values([state], 0)
         self.seconds += time.perf_counter() - t
         self.rollouts += self.playouts
-        black = float(np.mean(np.sign(scores)))
-        return black if state.to_play == BLACK else -black
+        return v
+
+    def leaves(self, rows: int) -> Leaves:
+        return Leaves(values=np.zeros(rows, dtype=np.float64), states=[None] * rows)
 
     def write(self, leaves: Leaves, row: int, state) -> None:
-        leaves.values[row] = self.value(state)
+        """Keep a copy of the leaf: its playouts run with the batch's (:meth:`evaluate_leaves`)."""
+        self._check(state)
+        leaves.states[row] = state.copy()
+
+    def run_playouts(self, leaves: Leaves, rows: int) -> None:
+        """The playouts of the first ``rows`` leaves into ``leaves.values``, on :attr:`threads` threads."""
+        t = time.perf_counter()
+        states = leaves.states[:rows]
+        k = min(self.threads, rows)
+        if k <= 1:
+            values = self._values(states, 0)
+        else:
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="gotk-rollouts")
+            shares = [states[i::k] for i in range(k)]
+            done = list(self.pool.map(self._values, shares, range(k)))
+            values = [0.0] * rows
+            for i, share in enumerate(done):
+                values[i::k] = share
+        leaves.values[:rows] = values
+        self.seconds += time.perf_counter() - t
+        self.rollouts += rows * self.playouts
 
     def evaluate_leaves(self, leaves: Leaves, rows: int,
                         syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        self.run_playouts(leaves, rows)
         self.calls += 1
         self.positions += rows
-        n = self.size_seen ** 2 + 1
+        size = leaves.states[0].size if rows else (self.board_size or 19)
+        n = size * size + 1
         return np.full((rows, n), 1.0 / n), leaves.values[:rows].copy()
-
-    @property
-    def size_seen(self) -> int:
-        """The board size of the leaves written (the evaluator's own, else the last size met)."""
-        return self.board_size or (next(reversed(self.engines)) if self.engines else 19)
 
 
 class MixedEvaluator:
@@ -116,7 +155,7 @@ class MixedEvaluator:
 
     def leaves(self, rows: int) -> Leaves:
         out = self.net.leaves(rows)
-        out.values = np.zeros(rows, dtype=np.float64)
+        out.values, out.states = np.zeros(rows, dtype=np.float64), [None] * rows
         return out
 
     def write(self, leaves: Leaves, row: int, state) -> None:
@@ -125,6 +164,7 @@ class MixedEvaluator:
 
     def evaluate_leaves(self, leaves: Leaves, rows: int,
                         syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        self.rollouts.run_playouts(leaves, rows)
         probs, v = self.net.evaluate_leaves(leaves, rows, syms)
         return probs, (1.0 - self.lam) * v + self.lam * leaves.values[:rows]
 
