@@ -1,6 +1,7 @@
 """The real client: KaTrain's own engine and AI code (the ``katrain`` package from PyPI: ``KataGoEngine``, ``Game``,
 ``generate_ai_move``, run without its window, as KaTrain's tests run them) drives ``gotk analysis`` as its custom
-engine command: the analysis of a position, the default AI, a policy AI, a human-like move as ``rank_5d``, an
+engine command: the analysis of a position, the default AI, a policy AI, a human-like move as ``rank_5d`` from the
+shipped ``kgs-human``, an
 ownership-based AI with an agent that has an ownership head, and a ponder query terminated, with no error in
 KaTrain's log."""
 
@@ -31,7 +32,6 @@ from katrain.core.constants import (  # noqa: E402
 )
 from katrain.core.engine import KataGoEngine  # noqa: E402
 from katrain.core.game import Game  # noqa: E402
-from serve_helpers import make_conditioned_agent  # noqa: E402
 from test_analysis_engine import zero_agent  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -72,15 +72,13 @@ def wait(cond, timeout: float = 240) -> None:
 
 
 @pytest.fixture(scope="module")
-def agents(tmp_path_factory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("katrain")
-    return zero_agent(base / "zero9.gotk"), make_conditioned_agent(base / "human19.gotk", size=19)
+def zero9(tmp_path_factory) -> Path:
+    return zero_agent(tmp_path_factory.mktemp("katrain") / "zero9.gotk")
 
 
-def test_katrain_analyses_and_plays_on_gotk(agents) -> None:
-    _, human = agents
+def test_katrain_analyses_and_plays_on_gotk() -> None:
     katrain = Katrain()
-    engine = start(katrain, "--agent", "kgs", "--human-agent", str(human), "--seed", "1")
+    engine = start(katrain, "--agent", "kgs", "--human-agent", "kgs-human", "--seed", "1")
     try:
         game = Game(katrain, engine, game_properties={"SZ": 19, "KM": 6.5, "RU": "japanese"})
         root = game.current_node
@@ -111,8 +109,7 @@ def test_katrain_analyses_and_plays_on_gotk(agents) -> None:
     assert engine.katago_process is None or engine.katago_process.poll() is not None
 
 
-def test_katrain_ownership_ais_on_a_network_with_an_ownership_head(agents) -> None:
-    zero9, _ = agents
+def test_katrain_ownership_ais_on_a_network_with_an_ownership_head(zero9) -> None:
     katrain = Katrain()
     engine = start(katrain, "--agent", str(zero9), "--seed", "2", visits=16)
     try:

@@ -95,11 +95,11 @@ def test_a_file_named_kgs_wins_over_the_builtin_and_unknown_names_list_the_built
         assert meta["model"]["hparams"] == {"blocks": 1, "filters": 8} and mine.is_file()
     finally:
         os.chdir(cwd)
-    with pytest.raises(AgentError, match="built-in agents: kgs, kgs-lz"):
+    with pytest.raises(AgentError, match="built-in agents: kgs, kgs-human, kgs-lz"):
         load_agent(tmp_path / "kgz")
     res = _gotk("gtp", "--agent", "kgz", cwd=tmp_path, stdin="quit\n", timeout=120)
     assert res.returncode != 0 and "Traceback" not in res.stderr
-    assert "kgz" in res.stderr and "built-in agents: kgs, kgs-lz" in res.stderr
+    assert "kgz" in res.stderr and "built-in agents: kgs, kgs-human, kgs-lz" in res.stderr
 
 
 def test_serve_names_the_builtin_agent():
@@ -173,9 +173,10 @@ SHIPPED_SEARCH = {"kgs": {"batch": 1, "c_puct": 1.6, "fpu": 0.5},  # measured ag
                   "kgs-lz": {"batch": 1, "c_puct": 1.6, "fpu": 0.5, "lcb": 0.1}}  # measured against leelaz
 
 
-@pytest.mark.parametrize("name", sorted(BUILTIN_AGENTS))
+@pytest.mark.parametrize("name", sorted(SHIPPED_SEARCH))
 def test_the_builtin_agents_search_with_their_own_constants(name):
-    """The shipped agents carry the search constants they were measured with (docs/recipes.md, (c))."""
+    """The shipped agents that search carry the search constants they were measured with (docs/recipes.md, (c));
+    kgs-human, conditioned on metadata, plays as a profile and does not search."""
     from gotk.cli.player_options import PlayerOptions
 
     expected = {"lcb": 0.0, **SHIPPED_SEARCH[name]}

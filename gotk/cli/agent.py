@@ -50,7 +50,8 @@ def export_cmd(
 
 @app.command("convert", cls=HelpCommand)
 def convert_cmd(
-    agent: Path = typer.Argument(..., help="Agent file (agent.gotk) or a built-in agent (kgs, kgs-lz)."),
+    agent: Path = typer.Argument(..., help="Agent file (agent.gotk) or a built-in agent (kgs, kgs-lz, "
+                                 "kgs-human)."),
     out: Path = typer.Option(..., "--out", "-o", help="Agent file to write; written atomically."),
     fp16: bool = typer.Option(True, "--fp16/--fp32", help="Store the weights as float16 (half the file; what the "
                               "shipped agents use) or float32."),

@@ -59,7 +59,8 @@ MAX_PARAMETERS = 100_000_000  # ~400 MB of float32; gotk's largest stock models 
 MAX_TENSORS = 4096
 MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
-BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs-lz.gotk"}  # name -> file in BUILTIN_DIR (docs/recipes.md)
+# name -> file in BUILTIN_DIR (docs/recipes.md): kgs-human is kgs conditioned on who plays (docs/analysis.md)
+BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs-lz.gotk", "kgs-human": "kgs-human.gotk"}
 
 
 class AgentError(GotkError):
@@ -175,7 +176,8 @@ def search_settings_ok(search: object) -> bool:
 
 def resolve_agent(path: str | os.PathLike) -> Path:
     """The file an agent argument names: the path as given when it exists, else the packaged file of a
-    built-in agent (:data:`BUILTIN_AGENTS`: ``kgs``, and ``kgs-lz``, Leela Zero's network on its own planes),
+    built-in agent (:data:`BUILTIN_AGENTS`: ``kgs``, ``kgs-lz``, Leela Zero's network on its own planes, and
+    ``kgs-human``, ``kgs`` conditioned on who plays),
     else the path as given (reading it then says there is no such file). A file of that name in the working
     folder wins over a built-in agent."""
     p = Path(path)
