@@ -18,7 +18,8 @@ from serve_helpers import make_conditioned_agent
 from gotk import coords
 from gotk.encoders import metadata_inputs as MI
 from gotk.game.state import BLACK, WHITE, GameState
-from gotk.play.analysis_engine import AnalysisEngine, build_engine, ownership_estimate, position_hashes
+from gotk.play.analysis_answer import ownership_estimate, position_hashes
+from gotk.play.analysis_engine import AnalysisEngine, build_engine
 from gotk.search.config import SearchConfig
 
 GOTK = [sys.executable, "-m", "gotk"]

@@ -35,8 +35,8 @@ example configuration, which KaTrain's own follows):
 moves' leads and the heads' ownership at the root. For a network without them the answers are estimates, never
 missing keys: ``scoreLead`` = ``size²/40 · atanh(v)`` for the searched value ``v`` (clipped to ±0.995; about
 9 points a unit of atanh on 19×19), ``scoreStdev`` = ``size²/12`` (a fixed spread, not a measurement), and the
-ownership is :func:`ownership_estimate`: every stone its own colour's, an empty point by the influence of the
-stones near it.
+ownership is :func:`gotk.play.analysis_answer.ownership_estimate`: every stone its own colour's, an empty point by
+the influence of the stones near it.
 
 **Limits.** At most ``max_queued`` positions wait (default 10,000); a query that would pass that is answered with
 an error and nothing of it is queued. ``maxVisits`` ≤ :data:`~gotk.play.analysis_query.MAX_QUERY_VISITS`, and each
@@ -52,11 +52,9 @@ finished first (``--quit-without-waiting``: terminated instead), as KataGo does.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
 import json
-import math
 import os
 import queue
 import sys
@@ -70,7 +68,8 @@ import numpy as np
 from gotk import __version__, coords
 from gotk.datasets.symmetry import NUM_SYMMETRIES
 from gotk.encoders import global_inputs as GI
-from gotk.game.state import BLACK, GameState
+from gotk.game.state import BLACK
+from gotk.play.analysis_answer import ownership_list, policy_list, position_hashes, score_estimate, score_stdev
 from gotk.play.analysis_query import Query, QueryError, parse_query
 from gotk.search import choice as C
 from gotk.search import tree as T
@@ -84,68 +83,6 @@ DEFAULT_MAX_QUEUED = 10_000
 #: tree rows per position searched at once (each tree folds its least visited branches past it)
 DEFAULT_MAX_NODES = 1_000_000
 PV_LIMIT = 30
-
-
-def score_scale(size: int) -> float:
-    """Points per unit of ``atanh(value)`` in the score estimate of a network without a score head."""
-    return size * size / 40.0
-
-
-def score_stdev(size: int) -> float:
-    """The ``scoreStdev`` given for every move: a fixed spread (``size²/12`` points), not a measurement."""
-    return size * size / 12.0
-
-
-def score_estimate(value: float, size: int) -> float:
-    """The score lead implied by a value (−1..1, the same side's view) for a network without a score head."""
-    v = min(0.995, max(-0.995, value))
-    return score_scale(size) * math.atanh(v)
-
-
-#: the influence estimate's reach (Manhattan distance) and its decay per step
-_REACH, _DECAY = 4, 0.5
-
-
-def ownership_estimate(state: GameState) -> np.ndarray:
-    """Ownership ``(size²,)`` in −1..1 (Black +1) for a network without an ownership head: every stone its own
-    colour's; an empty point ``tanh`` of the stones' influence around it (each stone ``0.5^d`` at Manhattan distance
-    ``d`` ≤ 4, Black positive). No stone is judged dead. Cheap, and what ownership-based choices need: a move that
-    claims an area changes it."""
-    size = state.size
-    grid = np.asarray(state.grid())
-    stones = np.where(grid == BLACK, 1.0, np.where(grid == 0, 0.0, -1.0))
-    pad = np.pad(stones, _REACH)
-    infl = np.zeros_like(stones)
-    for dr in range(-_REACH, _REACH + 1):
-        for dc in range(-_REACH, _REACH + 1):
-            d = abs(dr) + abs(dc)
-            if 0 < d <= _REACH:
-                infl += _DECAY ** d * pad[_REACH + dr:_REACH + dr + size, _REACH + dc:_REACH + dc + size]
-    own = np.where(grid == 0, np.tanh(infl), stones).reshape(-1)
-    return own
-
-
-def position_hashes(state: GameState) -> tuple[str, str]:
-    """``(thisHash, symHash)``: 32 hex digits of the stones, the player to move and the ko point; the second the
-    least over the board's 8 symmetries, so symmetric positions share it."""
-    size = state.size
-    board = np.asarray(state.grid(), dtype=np.int8).reshape(-1)
-    ko = state.ko_point
-    tail = bytes([state.to_play])
-
-    def digest(b: np.ndarray, k: int | None) -> str:
-        h = hashlib.blake2b(b.tobytes() + tail + (k if k is not None else -1).to_bytes(4, "little", signed=True),
-                            digest_size=16)
-        return h.hexdigest().upper()
-
-    this = digest(board, ko)
-    syms = []
-    for s in range(NUM_SYMMETRIES):
-        perm = coords.symmetry_permutation(size, s)
-        moved = np.empty_like(board)
-        moved[perm[: size * size]] = board
-        syms.append(digest(moved, None if ko is None else int(perm[ko])))
-    return this, min(syms)
 
 
 @dataclass(eq=False)
@@ -452,7 +389,7 @@ class AnalysisEngine:
                     states.append(child)
                     owners.append((i, "move", r[1]))
             if s.policy and self.human is not None and s.human_profile is not None:
-                extras[i]["humanPolicy"] = self._policy_list(
+                extras[i]["humanPolicy"] = policy_list(
                     root, self.human.policy(root, s.human_profile))
         if not states:
             return extras
@@ -481,15 +418,6 @@ class AnalysisEngine:
                 extras[i].setdefault("moves", {})[move] = (-float(score[k]), sign * own[k].reshape(-1))
         return extras
 
-    @staticmethod
-    def _policy_list(state: GameState, probs: np.ndarray) -> list[float]:
-        legal = np.zeros(probs.shape[0], dtype=bool)
-        legal[state.legal_moves()] = True
-        p = np.where(legal, probs, 0.0)
-        total = p.sum()
-        p = p / total if total > 0 else legal / max(1, legal.sum())
-        return [round(float(v), 7) if ok else -1 for v, ok in zip(p, legal, strict=True)]
-
     def _format(self, p: _Position, rows: list[tuple], extra: dict, during: bool) -> dict:
         search, q, s = p.search, p.query, p.query.settings
         root = search.root_state
@@ -516,7 +444,7 @@ class AnalysisEngine:
             if s.pv_visits:
                 info["pvVisits"] = pv_visits
             if s.moves_ownership:
-                info["ownership"] = self._ownership(root, extra["moves"][move][1] if aux else None, move, own_sign)
+                info["ownership"] = ownership_list(root, extra["moves"][move][1] if aux else None, move, own_sign)
             infos.append(info)
             leads.append(lead)
             weights.append(visits)
@@ -536,20 +464,12 @@ class AnalysisEngine:
                      "thisHash": this_hash, "symHash": sym_hash}
         out = {"id": q.id, "isDuringSearch": during, "turnNumber": p.turn, "moveInfos": infos, "rootInfo": root_info}
         if s.ownership:
-            out["ownership"] = self._ownership(root, extra.get("ownership_black"), None, own_sign)
+            out["ownership"] = ownership_list(root, extra.get("ownership_black"), None, own_sign)
         if s.policy and "policy" in extra:
-            out["policy"] = self._policy_list(root, extra["policy"])
+            out["policy"] = policy_list(root, extra["policy"])
         if "humanPolicy" in extra:
             out["humanPolicy"] = extra["humanPolicy"]
         return out
-
-    @staticmethod
-    def _ownership(root: GameState, black: np.ndarray | None, move: int | None, sign: float) -> list[float]:
-        """Ownership (Black's view from the head, else the area count of the position, after ``move`` when given)
-        as the answer's side sees it, row-major from the top left."""
-        if black is None:
-            black = ownership_estimate(root if move is None else root.copy().play(move))
-        return [round(float(sign * v), 6) for v in black]
 
     # --- serving ------------------------------------------------------------------------------------------
 
@@ -648,5 +568,4 @@ def build_engine(agent: str, config: SearchConfig, value_agent: str | None = Non
     return AnalysisEngine(player.evaluator, replace(player.cfg, visits=visits), human, **options)
 
 
-__all__ = ["DEFAULT_MAX_ACTIVE", "DEFAULT_MAX_QUEUED", "PROTOCOL_VERSION", "AnalysisEngine", "build_engine",
-           "ownership_estimate", "position_hashes", "score_estimate", "score_scale", "score_stdev"]
+__all__ = ["DEFAULT_MAX_ACTIVE", "DEFAULT_MAX_QUEUED", "PROTOCOL_VERSION", "AnalysisEngine", "build_engine"]
