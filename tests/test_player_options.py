@@ -40,7 +40,9 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "resign_min_move": (["--resign-min-move"], 30, "A searching agent never resigns before this move number."),
     "leaf_lambda": (["--lambda"], None, "The leaf value: 0 the value head, 1 rollouts alone, between them AlphaGo's "
                     "mix (1 - lambda) v + lambda z [0; 1 with --agent mcts] (docs/gtp.md, rollouts)."),
-    "rollouts": (["--rollouts"], None, "Uniform playouts per leaf where rollouts take part [1]."),
+    "rollouts": (["--rollouts"], None, "Playouts per leaf where rollouts take part [1]."),
+    "rollout_policy": (["--rollout-policy"], None, "A fast rollout policy (gotk train --model rollout) plays the "
+                       "rollouts, and gives --agent mcts its priors [uniform] (docs/rollouts.md)."),
     "depth": (["--depth"], None, "--agent alphabeta: the plies its minimax searches, alpha-beta pruned, valued by the "
               "capture difference (the book's chapter 4) [3]."),
     "profile": (["--profile"], None, "Play as this human-SL profile (rank_<20k..9d>, preaz_<rank>, "

@@ -40,7 +40,23 @@ def _gotk(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 300)
                           text=True, timeout=timeout, env=env)
 
 
-@pytest.mark.parametrize("name", sorted(BUILTIN_AGENTS))
+NETWORKS = sorted(n for n in BUILTIN_AGENTS if n != "kgs-rollout")
+
+
+def test_kgs_rollout_is_the_fast_rollout_policy_learnt_from_the_same_games():
+    from gotk.train.rollout import load_rollout_policy
+
+    path = resolve_agent("kgs-rollout")
+    assert path == BUILTIN_DIR / "kgs-rollout.gotk" and path.stat().st_size <= 200_000 and _dtypes(path) == {"F16"}
+    pol = load_rollout_policy("kgs-rollout")
+    assert pol.board_size == 19 and pol.name == "kgs-rollout"
+    # AlphaGo's rollout policy: 24.2% on held-out KGS games; this one measured on the 2017-03 games (BENCHMARKS.md)
+    assert pol.meta["metrics"]["test_top1"] > 0.242 and pol.meta["metrics"]["top1"] > 0.242
+    with pytest.raises(AgentError, match="not a network"):
+        load_agent("kgs-rollout")
+
+
+@pytest.mark.parametrize("name", NETWORKS)
 def test_the_builtin_agents_ship_in_the_package_as_float16_under_5_mb(name):
     path = resolve_agent(name)
     assert path == BUILTIN_DIR / BUILTIN_AGENTS[name] and path.is_file()

@@ -23,8 +23,9 @@ def analysis_cmd(
     fpu: float | None = typer.Option(None, "--fpu", help="First-play-urgency reduction [the agent's own, else 0]."),
     leaf_lambda: float | None = typer.Option(None, "--lambda", help="The leaf value: 0 the value head, 1 rollouts "
                                              "alone, between them AlphaGo's mix (docs/gtp.md, rollouts) [0]."),
-    rollouts: int | None = typer.Option(None, "--rollouts", help="Uniform playouts per leaf where rollouts take "
-                                        "part [1]."),
+    rollouts: int | None = typer.Option(None, "--rollouts", help="Playouts per leaf where rollouts take part [1]."),
+    rollout_policy: str | None = typer.Option(None, "--rollout-policy", help="A fast rollout policy (kgs-rollout, "
+                                              "gotk train --model rollout) plays the rollouts [uniform]."),
     max_active: int = typer.Option(16, "--max-active", help="Positions searched at once (their leaves batched "
                                    "into one network call)."),
     max_queued: int = typer.Option(10_000, "--max-queued", help="Positions that may wait; a query past it is "
@@ -58,7 +59,8 @@ def analysis_cmd(
         config.visits = visits
         engine = build_engine(agent, config, str(value_agent) if value_agent else None, human_agent,
                               threads=threads or None, amp=bf16, keep=set(given), report_as=report_as,
-                              max_active=max_active, max_queued=max_queued, max_nodes=max_nodes)
+                              max_active=max_active, max_queued=max_queued, max_nodes=max_nodes,
+                              rollout_policy=rollout_policy)
     except GotkError as e:
         fail(str(e))
     except ValueError as e:

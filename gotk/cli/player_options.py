@@ -55,8 +55,11 @@ class PlayerOptions:
     leaf_lambda: float | None = option(None, "--lambda", help="The leaf value: 0 the value head, 1 rollouts "
                                         "alone, between them AlphaGo's mix (1 - lambda) v + lambda z [0; 1 with "
                                         "--agent mcts] (docs/gtp.md, rollouts).")
-    rollouts: int | None = option(None, "--rollouts", help="Uniform playouts per leaf where rollouts take part "
+    rollouts: int | None = option(None, "--rollouts", help="Playouts per leaf where rollouts take part "
                                   "[1].")
+    rollout_policy: Path | None = option(None, "--rollout-policy", help="A fast rollout policy (gotk train --model "
+                                         "rollout) plays the rollouts, and gives --agent mcts its priors "
+                                         "[uniform] (docs/rollouts.md).")
     depth: int | None = option(None, "--depth", help="--agent alphabeta: the plies its minimax searches, alpha-beta "
                                "pruned, valued by the capture difference (the book's chapter 4) [3].")
     profile: str | None = option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
@@ -92,8 +95,9 @@ class PlayerOptions:
         if agent == "alphabeta" or self.depth is not None:
             if agent != "alphabeta":
                 fail("--depth goes with --agent alphabeta")
-            if self.search_config(seed).searches or self.value_agent or self.profile:
-                fail("--agent alphabeta searches by --depth: leave out --visits, --seconds, --value-agent, --profile")
+            if self.search_config(seed).searches or self.value_agent or self.profile or self.rollout_policy:
+                fail("--agent alphabeta searches by --depth: leave out --visits, --seconds, --value-agent, --profile, "
+                     "--rollout-policy")
             try:
                 return alphabeta_player(3 if self.depth is None else self.depth, seed=seed)
             except GotkError as e:
@@ -109,7 +113,9 @@ class PlayerOptions:
                                       temperature=self.temperature, pass_threshold=self.pass_threshold,
                                       resign=self.resign, resign_threshold=self.resign_threshold,
                                       resign_moves=self.resign_moves, amp=self.bf16,
-                                      keep=set(self.given_search_constants), **human)
+                                      keep=set(self.given_search_constants),
+                                      rollout_policy=str(self.rollout_policy) if self.rollout_policy else None,
+                                      **human)
         except GotkError as e:
             fail(str(e))
 

@@ -23,7 +23,9 @@ class TrainOptions:
     ``--resume`` (its config.json), else :class:`gotk.train.config.TrainConfig`'s default, written there once."""
 
     model: str | None = option(None, '--model', help="small | medium | large | alphago | alphago_value | resnet | zero"
-                                                     " (default: resnet).")
+                                                     " (default: resnet); rollout: AlphaGo's fast rollout policy, a "
+                                                     "linear softmax over patterns (--epochs, --max-minutes, --lr, "
+                                                     "--max-val-positions apply; docs/rollouts.md).")
     head: str | None = option(None, '--head', help="policy | value | both (default: the model's default).")
     epochs: int | None = option(None, '--epochs', help="Passes over the train split (default: 1, or as many as --max-"
                                                        "steps or --max-minutes allow when one of them is given).")
@@ -138,6 +140,9 @@ def train_cmd(
 
     given, hp = settings.given()
     storage = parse_key_values(storage_option, "--storage-option") or None
+    if settings.model == "rollout":
+        _train_rollout({**given, **hp}, data, out, resume, progress, storage)
+        return
     if storage is not None:
         given["storage_options"] = storage
     base: dict = {}
@@ -188,6 +193,47 @@ def train_cmd(
             typer.echo(f"warning: {warning}")
 
 
+ROLLOUT_OPTIONS = {"model": None, "epochs": "epochs", "max_minutes": "max_minutes", "lr": "lr",
+                   "max_val_positions": "val_positions"}
+
+
+def _train_rollout(given: dict, data: str, out: Path, resume: bool, progress: bool, storage: dict | None) -> None:
+    """``gotk train --model rollout``: the fast rollout policy (:mod:`gotk.train.rollout`)."""
+    from gotk.train.rollout import RolloutTraining, train_rollout
+
+    other = sorted(k for k in given if k not in ROLLOUT_OPTIONS)
+    if other:
+        _fail(f"--{other[0].replace('_', '-').rstrip('-')} does not apply to --model rollout (it takes --epochs, "
+              f"--max-minutes, --lr, --max-val-positions)")
+    if resume:
+        _fail("--model rollout trains in minutes and has no checkpoint: run it again without --resume")
+    if given.get("epochs", 1) < 1 or given.get("lr", 0.1) <= 0 or given.get("max_minutes", 1) <= 0:
+        _fail("--epochs must be >= 1, --lr and --max-minutes > 0")
+    cfg = RolloutTraining(data=data, out=str(out), storage_options=storage,
+                          **{ROLLOUT_OPTIONS[k]: v for k, v in given.items() if ROLLOUT_OPTIONS.get(k)})
+
+    def show(epoch: int, seen: int, s: dict) -> None:
+        if progress:
+            typer.echo(f"\repoch {epoch + 1}: {seen} positions, train top-1 {s['top1']:.4f}, {s['seconds']:.0f}s",
+                       nl=False, err=True)
+
+    try:
+        result = train_rollout(cfg, show)
+    except (ValueError, FileNotFoundError, StorageError, GotkError) as e:
+        _fail(str(e))
+        return
+    except OSError as e:
+        _fail(f"reading or writing the data failed: {e} (gotk inspect --verify {data} checks every shard)", 1)
+        return
+    if progress:
+        typer.echo("", err=True)
+    val = result.get("val") or {}
+    bits = [f"positions {result['positions_seen']}", f"{result['seconds']:.1f}s"]
+    bits += [f"val {k} {val[k]:.4f}" for k in ("top1", "top5", "nll") if k in val]
+    typer.echo("; ".join(bits))
+    typer.echo(f"agent: {out / 'agent.gotk'}")
+
+
 @dataclass(frozen=True)
 class EvalCompute:
     """Where and how ``gotk eval`` runs the network (none of it changes the figures but ``--amp``'s rounding)."""
@@ -228,7 +274,17 @@ def eval_cmd(
         import torch
 
         torch.set_num_threads(compute.threads)
+    from gotk.nets.agent_file import read_agent_files
+    from gotk.train.rollout import evaluate_rollout, is_rollout_meta, load_rollout_policy
+
     try:
+        if is_rollout_meta(read_agent_files(agent)[0]):
+            if len(data) != 1 or not is_shard_dir(data[0], parse_key_values(storage_option, "--storage-option")):
+                raise ValueError("a rollout policy is evaluated on one dataset folder (gotk encode makes one)")
+            report = evaluate_rollout(load_rollout_policy(agent), data[0], split, max_positions,
+                                      parse_key_values(storage_option, "--storage-option"))
+            typer.echo(json.dumps(report, indent=2) if as_json else _rollout_report(report))
+            return
         ag = load_agent(agent, device=resolve_device(compute.device))
         ag.amp = compute.amp
         opts = parse_key_values(storage_option, "--storage-option")
@@ -256,6 +312,13 @@ def eval_cmd(
     typer.echo(json.dumps(_json_safe(report), indent=2, allow_nan=False) if as_json else format_report(report))
     if report.get("calibration_plot") and not as_json:
         typer.echo(f"calibration plot: {report['calibration_plot']}")
+
+
+def _rollout_report(r: dict) -> str:
+    return (f"rollout policy {r['agent']}: {r['positions']} positions\n"
+            f"  top-1 {r['top1']:.4f}  top-5 {r['top5']:.4f}  nll {r['nll']:.4f}  "
+            f"({r['not_candidates']} moves it cannot play; {r['us_per_position']} us a position, every legal move "
+            f"scored)")
 
 
 def _json_safe(obj):

@@ -19,6 +19,7 @@ import torch
 from gotk.encoders import global_inputs as GI
 from gotk.encoders import metadata_inputs as MI
 from gotk.nets.agent_file import (
+    TABLE_MODELS,
     AgentError,
     read_agent_files,
     require,
@@ -205,6 +206,9 @@ def agent_from_parts(meta: dict, tensors: dict[str, torch.Tensor], device: str |
     from gotk.encoders import get_encoder
 
     m = meta["model"]
+    if m["name"] in TABLE_MODELS:
+        raise AgentError(f"is a {m['name']} policy, not a network: give it as --rollout-policy (gotk eval evaluates "
+                         f"it too)", path)
     got = {k: list(v.shape) for k, v in tensors.items()}
     _check_hparams(meta, got, path)
     num_globals = len(meta["globals"]["names"]) if meta.get("globals") else 0

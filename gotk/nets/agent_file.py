@@ -58,9 +58,13 @@ MAX_JSON_BYTES = 16 << 20
 MAX_PARAMETERS = 100_000_000  # ~400 MB of float32; gotk's largest stock models hold a few million
 MAX_TENSORS = 4096
 MAX_WEIGHTS_BYTES = 8 * MAX_PARAMETERS + (16 << 20)  # float64 at worst, plus the safetensors header
+#: models stored as weight tables rather than a network (no GoNet to build): the fast rollout policy
+TABLE_MODELS = ("rollout",)
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "data" / "agents"
 # name -> file in BUILTIN_DIR (docs/recipes.md): kgs-human is kgs conditioned on who plays (docs/analysis.md)
-BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs-lz.gotk", "kgs-human": "kgs-human.gotk"}
+# kgs-rollout is not a network: AlphaGo's fast rollout policy learnt from the same games (gotk.train.rollout)
+BUILTIN_AGENTS = {"kgs": "kgs.gotk", "kgs-lz": "kgs-lz.gotk", "kgs-human": "kgs-human.gotk",
+                  "kgs-rollout": "kgs-rollout.gotk"}
 
 
 class AgentError(GotkError):
@@ -112,11 +116,29 @@ def save_agent(path: str | os.PathLike, model: GoNet, model_name: str, hparams: 
         meta["globals"] = GI.describe()
     if model.num_metadata:
         meta["metadata"] = ME.describe(model.metadata_channels)
+    return _write_zip(path, meta, blob)
+
+
+def _write_zip(path: str | os.PathLike, meta: dict, blob: bytes) -> Path:
     path = Path(path)
     with atomic_path(path) as tmp, zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(AGENT_JSON, json.dumps(meta, indent=2, sort_keys=True))
         zf.writestr(WEIGHTS, blob)
     return path
+
+
+def save_tables(path: str | os.PathLike, meta: dict, tables: dict) -> Path:
+    """Write an agent package of a model that is not a network (``meta['model']['name']`` in
+    :data:`TABLE_MODELS`: the rollout policy's weight tables, :mod:`gotk.train.rollout`): ``meta`` (model, board
+    size, encoder, metrics) completed with the format fields and the tables' sha256, atomically."""
+    from safetensors.numpy import save
+
+    blob = save({k: v for k, v in tables.items()})
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "gotk_version": __version__,
+            "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta,
+            "weights": {"file": WEIGHTS, "sha256": sha256_bytes(blob),
+                        "tensors": {k: list(v.shape) for k, v in tables.items()}}}
+    return _write_zip(path, meta, blob)
 
 
 def require(cond: bool, message: str, path) -> None:
@@ -133,7 +155,8 @@ def _validate_meta(meta: object, path) -> dict:
              f"unsupported agent format_version {ver!r} (this gotk reads 1..{FORMAT_VERSION})", path)
     model = meta.get("model")
     require(isinstance(model, dict), "agent.json has no 'model' object", path)
-    require(model.get("name") in MODELS, f"unknown model {model.get('name')!r}", path)
+    require(model.get("name") in MODELS or model.get("name") in TABLE_MODELS, f"unknown model {model.get('name')!r}",
+             path)
     require(model.get("head") in HEADS, f"bad head {model.get('head')!r}", path)
     require(isinstance(model.get("hparams"), dict), "model.hparams is not an object", path)
     size = meta.get("board_size")

@@ -528,12 +528,13 @@ class AnalysisEngine:
 
 
 def build_engine(agent: str, config: SearchConfig, value_agent: str | None = None, human_agent: str | None = None,
-                 threads: int | None = None, amp: bool = False, keep=(), **options) -> AnalysisEngine:
+                 threads: int | None = None, amp: bool = False, keep=(), rollout_policy: str | None = None,
+                 **options) -> AnalysisEngine:
     """The engine of agent files as ``gotk analysis`` names them: ``agent`` searches (its own search settings
     applied except the fields in ``keep``; ``config.visits`` the default ``maxVisits``), ``value_agent`` gives the
-    leaves' values when given, ``human_agent`` (an agent conditioned on metadata, the same board size) answers
-    ``humanPolicy``. ``options`` go to :class:`AnalysisEngine`. Raises :class:`gotk.errors.GotkError` with a
-    one-line reason."""
+    leaves' values when given (``rollout_policy``'s file plays the rollouts of a mixed leaf value), ``human_agent``
+    (an agent conditioned on metadata, the same board size) answers ``humanPolicy``. ``options`` go to
+    :class:`AnalysisEngine`. Raises :class:`gotk.errors.GotkError` with a one-line reason."""
     import torch
 
     from gotk.errors import GotkError
@@ -564,7 +565,10 @@ def build_engine(agent: str, config: SearchConfig, value_agent: str | None = Non
         if human.board_size != policy.board_size:
             raise GotkError("bad_agent", f"--human-agent plays {human.board_size}x{human.board_size}, --agent "
                             f"{policy.board_size}x{policy.board_size}")
-    player = search_player(policy, replace(config, visits=max(2, visits)), value, keep, options.pop("warn", None))
+    from gotk.play.factory import rollout_policy_file
+
+    player = search_player(policy, replace(config, visits=max(2, visits)), value, keep, options.pop("warn", None),
+                           rollout_policy_file(rollout_policy))
     return AnalysisEngine(player.evaluator, replace(player.cfg, visits=visits), human, **options)
 
 

@@ -15,7 +15,7 @@ from gotk.search.config import SearchConfig, SearchSetupError
 
 def make_search_player(agent: str | None, config: SearchConfig, value_agent: str | None = None,
                        threads: int | None = 1, warn: Callable[[str], None] | None = None, amp: bool = False,
-                       keep: Collection[str] = (), **policy_kwargs):
+                       keep: Collection[str] = (), rollout_policy: str | None = None, **policy_kwargs):
     """A :class:`~gotk.search.SearchPlayer` when ``config`` searches (``visits`` ≥ 2 or ``seconds``), else
     :func:`policy_from_file` with ``policy_kwargs``; ``agent`` ``"mcts"``: the search without a network, its leaves
     valued by rollouts (:mod:`gotk.search.rollouts`). Raises :class:`gotk.errors.GotkError`
@@ -23,6 +23,9 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
 
     The search takes the agent's own constants (agent.json ``search``; :meth:`SearchConfig.with_agent`) in place
     of ``config``'s, except the fields named in ``keep``: the ones its caller set on purpose.
+
+    ``rollout_policy``: a fast rollout policy's file (:mod:`gotk.train.rollout`) that plays the rollouts (and, for
+    mcts, gives the priors).
 
     A search whose value head is no better than its komi/handicap baseline (:attr:`SearchPlayer.warning`) is
     still built, and ``warn`` gets that line (default: ``warning: …`` on stderr, which GTP leaves free). ``amp``: the
@@ -38,7 +41,9 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
             raise SearchSetupError("--profile needs an agent conditioned on metadata, not mcts")
         from gotk.search.player import SearchPlayer
 
-        return SearchPlayer(None, None, config)
+        return SearchPlayer(None, None, config, rollout_policy=rollout_policy_file(rollout_policy))
+    if rollout_policy is not None and not config.searches:
+        raise SearchSetupError("--rollout-policy plays a search's rollouts: give --visits N (N >= 2) or --seconds S")
     if not config.searches:
         if value_agent:
             raise SearchSetupError("--value-agent is used by the search only: give --visits N (N >= 2) or --seconds S")
@@ -59,18 +64,29 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     for a in (policy, value):
         if a is not None:
             a.amp = amp
-    return search_player(policy, config, value, keep, warn)
+    return search_player(policy, config, value, keep, warn, rollout_policy_file(rollout_policy))
+
+
+def rollout_policy_file(path: str | None):
+    """The fast rollout policy in the agent file ``path`` (None: none); :class:`~gotk.nets.AgentError` when the file
+    is not one."""
+    if path is None:
+        return None
+    from gotk.train.rollout import load_rollout_policy
+
+    return load_rollout_policy(path)
 
 
 def search_player(policy, config: SearchConfig, value=None, keep: Collection[str] = (),
-                  warn: Callable[[str], None] | None = None):
+                  warn: Callable[[str], None] | None = None, rollout_policy=None):
     """The :class:`~gotk.search.SearchPlayer` of loaded agents (``policy``, and ``value`` for the leaves' values
     when given): ``config`` with the policy agent's own search settings except the fields in ``keep``
     (:meth:`SearchConfig.with_agent`), its value-head warning to ``warn`` (module function
     :func:`make_search_player`). ``gotk serve`` and the file-based factory above build their searches here."""
     from gotk.search.player import SearchPlayer
 
-    player = SearchPlayer(policy, value, config.with_agent(policy.meta.get("search", {}), keep))
+    player = SearchPlayer(policy, value, config.with_agent(policy.meta.get("search", {}), keep),
+                          rollout_policy=rollout_policy)
     if player.warning:
         (warn or _stderr)(player.warning)
     return player
@@ -135,4 +151,4 @@ def random_player(seed: int | None = None) -> RandomPlayer:
 
 
 __all__ = ["alphabeta_player", "make_search_player", "policy_from_file", "policy_player", "random_player",
-           "search_player"]
+           "rollout_policy_file", "search_player"]

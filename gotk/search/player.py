@@ -34,21 +34,23 @@ class SearchPlayer:
     configured visits / seconds / clock budget and plays its choice, or resigns (see :class:`SearchConfig`)."""
 
     def __init__(self, agent, value_agent=None, config: SearchConfig | None = None, name: str | None = None,
-                 evaluator=None) -> None:
+                 evaluator=None, rollout_policy=None) -> None:
         self.cfg = (config or SearchConfig()).validate()
         if agent is None:  # Monte Carlo tree search without a network: rollouts value every leaf
             self.cfg = replace(self.cfg, leaf_lambda=1.0)
         self.agent = agent
         self.value_agent = value_agent
-        self.evaluator = evaluator or make_evaluator(agent, value_agent, self.cfg)
+        self.rollout_policy = rollout_policy
+        self.evaluator = evaluator or make_evaluator(agent, value_agent, self.cfg, rollout_policy=rollout_policy)
         self.rng = np.random.default_rng(None if self.cfg.seed is None else self.cfg.seed + 1)
         self.search = Search(self.evaluator, self.cfg, rng=self.rng)
         self.clock = Clock()
         self.has_value = True
         limit = f"{self.cfg.visits}v" if self.cfg.seconds is None else f"{self.cfg.seconds:g}s"
         mix = f"-lambda{self.cfg.leaf_lambda:g}" if agent is not None and self.cfg.leaf_lambda > 0 else ""
-        self.name = name or (f"gotk-{agent.name}-{self.cfg.search}{limit}{mix}" if agent is not None
-                             else f"gotk-mcts-{limit}")
+        patterns = f"-{rollout_policy.name}" if rollout_policy is not None else ""
+        self.name = name or (f"gotk-{agent.name}-{self.cfg.search}{limit}{mix}{patterns}" if agent is not None
+                             else f"gotk-mcts-{limit}{patterns}")
         self.resignation = C.Resignation(self.cfg.resign_threshold, self.cfg.resign_moves, self.cfg.resign_min_move)
         self.last_value: float | None = None
         # one line when the leaf values come from a head no better than the komi/handicap baseline, else None
@@ -57,7 +59,9 @@ class SearchPlayer:
 
     @property
     def board_size(self) -> int | None:
-        return self.agent.board_size if self.agent is not None else None
+        if self.agent is not None:
+            return self.agent.board_size
+        return self.rollout_policy.board_size if self.rollout_policy is not None else None
 
     def reset(self) -> None:
         """A new game: fresh tree, resignation streak and clock (random streams continue)."""
@@ -67,7 +71,10 @@ class SearchPlayer:
         self.clock.reset()
 
     def policy(self, state: GameState) -> np.ndarray:
-        """The network's policy; without one, uniform over the sensible moves (pass when none is left)."""
+        """The network's policy; without one, the rollout policy's, else uniform over the sensible moves (pass when
+        none is left)."""
+        if self.agent is None and self.rollout_policy is not None:
+            return self.rollout_policy.probabilities(state)
         if self.agent is None:
             probs = np.zeros(state.size * state.size + 1)
             moves = sensible_moves(state)

@@ -2,12 +2,13 @@
 AlphaGo's mix of a value network with them. Both are evaluators of the search's seam (:mod:`gotk.search.evaluate`),
 so the one search plays, analyses and self-plays with them as with a network.
 
-* :class:`RolloutEvaluator`: ``playouts`` uniform playouts from each leaf (a copy of the leaf kept when the search
-  stands on it; the batch's playouts run together, on every core); the leaf's value is the playouts' mean result for
-  the player to move (+1 a win, −1 a loss, 0 a draw, by the area count of the finished playout, komi included);
-  priors uniform over the moves (the search keeps its candidates, the sensible moves, and renormalises). With no
-  network at all this is Monte Carlo tree search as the engines before AlphaGo played (MoGo, Fuego, Pachi; the
-  book's chapter 4).
+* :class:`RolloutEvaluator`: ``playouts`` playouts from each leaf (a copy of the leaf kept when the search stands
+  on it; the batch's playouts run together, on every core), uniform or drawn by a fast rollout policy
+  (:mod:`gotk.train.rollout`); the leaf's value is the playouts' mean result for the player to move (+1 a win, −1 a
+  loss, 0 a draw, by the area count of the finished playout, komi included); the priors are the rollout policy's
+  (pattern priors), else uniform over the moves (the search keeps its candidates, the sensible moves, and
+  renormalises). With no network at all this is Monte Carlo tree search as the engines before AlphaGo played
+  (MoGo, Fuego, Pachi; the book's chapter 4).
 * :class:`MixedEvaluator`: a network's priors, and the leaf value ``(1 − λ)·v(s) + λ·z`` of the value head ``v``
   and the rollouts' ``z`` (AlphaGo's leaf evaluation, λ = 0.5 in its paper).
 
@@ -39,9 +40,16 @@ class RolloutEvaluator:
     encoder = None
 
     def __init__(self, board_size: int | None = None, playouts: int = 1, seed: int | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, policy=None, priors: bool = True) -> None:
         if playouts < 1:
             raise SearchSetupError(f"--rollouts must be >= 1, not {playouts}")
+        if policy is not None and board_size not in (None, policy.board_size):
+            raise SearchSetupError(f"the rollout policy is for {policy.board_size}x{policy.board_size}, the search "
+                                   f"for {board_size}x{board_size}")
+        self.policy = policy  # a RolloutPolicy (gotk.train.rollout): the playouts' moves, and the priors
+        self.pattern_priors = policy is not None and priors
+        if policy is not None:
+            board_size = policy.board_size
         self.board_size = board_size  # None: any size (playout engines per size met)
         self.playouts = playouts
         self.seed = seed
@@ -57,7 +65,7 @@ class RolloutEvaluator:
         engine = self.engines.get((size, thread))
         if engine is None:
             seed = None if self.seed is None else self.seed + 1000 * thread + size
-            engine = self.engines[(size, thread)] = Playouts(size, seed=seed)
+            engine = self.engines[(size, thread)] = Playouts(size, seed=seed, policy=self.policy)
         return engine
 
     def _check(self, state) -> None:
@@ -116,7 +124,12 @@ class RolloutEvaluator:
         self.positions += rows
         size = leaves.states[0].size if rows else (self.board_size or 19)
         n = size * size + 1
-        return np.full((rows, n), 1.0 / n), leaves.values[:rows].copy()
+        if self.pattern_priors:
+            priors = np.stack([self.policy.probabilities(st) for st in leaves.states[:rows]]) if rows \
+                else np.zeros((0, n))
+        else:
+            priors = np.full((rows, n), 1.0 / n)
+        return priors, leaves.values[:rows].copy()
 
 
 class MixedEvaluator:
@@ -169,20 +182,28 @@ class MixedEvaluator:
         return probs, (1.0 - self.lam) * v + self.lam * leaves.values[:rows]
 
 
-def make_evaluator(agent, value_agent, config: SearchConfig, board_size: int | None = None):
-    """The evaluator a search's settings name: ``agent`` None → rollouts alone (on ``board_size``, None: any);
-    ``config.leaf_lambda`` 0 → the network (:class:`NetEvaluator`); above 0 → AlphaGo's mix. Raises
-    :class:`SearchSetupError` with a one-line reason."""
+def make_evaluator(agent, value_agent, config: SearchConfig, board_size: int | None = None, rollout_policy=None):
+    """The evaluator a search's settings name: ``agent`` None → rollouts alone (on ``board_size``, None: any), with
+    ``rollout_policy``'s priors and playouts when given (else uniform); ``config.leaf_lambda`` 0 → the network
+    (:class:`NetEvaluator`); above 0 → AlphaGo's mix, its playouts by ``rollout_policy`` when given. Raises
+    :class:`SearchSetupError` with a one-line reason (a rollout policy where no rollouts are played, or of
+    another board size than the network's)."""
     cfg = config
     seed = cfg.seed
     if agent is None:
-        return RolloutEvaluator(board_size, cfg.rollouts, None if seed is None else seed + 2)
+        return RolloutEvaluator(board_size, cfg.rollouts, None if seed is None else seed + 2, policy=rollout_policy)
+    if rollout_policy is not None and cfg.leaf_lambda <= 0.0:
+        raise SearchSetupError("--rollout-policy plays the rollouts of the leaf value: give --lambda above 0 (0.5 is "
+                               "AlphaGo's)")
+    if rollout_policy is not None and rollout_policy.board_size != agent.board_size:
+        raise SearchSetupError(f"the rollout policy is for {rollout_policy.board_size}x{rollout_policy.board_size}, "
+                               f"the agent for {agent.board_size}x{agent.board_size}")
     need_value = cfg.leaf_lambda < 1.0
     net = NetEvaluator(agent, value_agent, symmetries=cfg.symmetries, seed=seed, need_value=need_value)
     if cfg.leaf_lambda <= 0.0:
         return net
-    return MixedEvaluator(net, RolloutEvaluator(agent.board_size, cfg.rollouts, None if seed is None else seed + 2),
-                          cfg.leaf_lambda)
+    return MixedEvaluator(net, RolloutEvaluator(agent.board_size, cfg.rollouts, None if seed is None else seed + 2,
+                                                policy=rollout_policy, priors=False), cfg.leaf_lambda)
 
 
 __all__ = ["MixedEvaluator", "RolloutEvaluator", "make_evaluator"]
