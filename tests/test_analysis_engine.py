@@ -380,6 +380,9 @@ def test_cli_end_of_input_finishes_queued_work_and_exits_cleanly() -> None:
     (["--agent", "HUMAN"], "give it as --human-agent"),
     (["--agent", "kgs", "--visits", "0"], "--visits must be >= 1"),
     (["--agent", "kgs", "--report-as", "RED"], "--report-as"),
+    (["--agent", "kgs", "--board-size", "9"], "--board-size is for --agent mcts"),
+    (["--agent", "mcts", "--value-agent", "kgs"], "has no network"),
+    (["--agent", "mcts", "--rollout-policy", "kgs-rollout", "--board-size", "9"], "19x19, --board-size 9"),
 ])
 def test_cli_refusals_are_one_line(args, words, tmp_path) -> None:
     if "HUMAN" in args:
@@ -416,3 +419,38 @@ def test_engine_ends_when_the_shell_that_started_it_is_gone() -> None:
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the orphaned engine kept running")
     sh.stdin.close()
+
+
+def test_mcts_answers_with_rollouts_and_the_gtp_search() -> None:
+    """``--agent mcts``: the search without a network answers KaTrain's fields on its board size, its best move the
+    one ``gotk gtp --agent mcts`` plays for the same seed and visits; the root's raw value and ownership come from
+    playouts."""
+    from gotk.search.player import SearchPlayer
+
+    moves = [["B", "E5"], ["W", "C3"], ["B", "G4"]]
+    eng = Engine("mcts", visits=120, board_size=9)
+    # Chinese rules: no suicide, as a GameState's own (Tromp-Taylor's would let the playouts play suicides)
+    eng.send(query(moves=moves, size=9, rules="chinese", includeOwnership=True, includeMovesOwnership=True,
+                   includePolicy=True))
+    (a,) = eng.run()
+    assert KATRAIN_ROOT <= set(a["rootInfo"]) and all(KATRAIN_MOVE <= set(m) for m in a["moveInfos"])
+    assert a["rootInfo"]["visits"] >= 120 and 0 <= a["rootInfo"]["rawWinrate"] <= 1
+    policy = np.array(a["policy"])
+    legal = policy[policy >= 0]
+    assert legal.size > 70 and np.allclose(legal[:-1], legal[0])  # uniform priors (pass 0: moves are left)
+    own = np.array(a["ownership"])
+    assert len(own) == 81 and np.all(np.abs(own) <= 1) and np.abs(own).sum() > 1
+    state = GameState(9)
+    for color, vertex in moves:
+        state.play(coords.from_gtp(vertex, 9), BLACK if color == "B" else WHITE)
+    player = SearchPlayer(None, None, SearchConfig(visits=120, seed=1, resign_threshold=None))
+    assert coords.to_gtp(player.choose(state), 9) == a["moveInfos"][0]["move"]
+    eng.lines.clear()
+    eng.send(query(moves=moves, size=19))
+    (err,) = eng.lines
+    assert err["field"] == "boardXSize" and "9x9" in err["error"]
+    pat = Engine("mcts", visits=24, rollout_policy="kgs-rollout")
+    pat.send(query(moves=MOVES19, includePolicy=True))
+    (b,) = pat.run()
+    p19 = np.array(b["policy"])
+    assert p19.shape == (362,) and p19.max() > 5 * p19[p19 > 0].min()  # the pattern priors are not uniform

@@ -23,7 +23,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "threads": (["--threads"], 1, "torch CPU threads for inference (0: torch's default)."),
     "value_agent": (["--value-agent"], None, "Agent giving the search's leaf values (same encoder and board size); "
                     "default: the agent's own value head."),
-    "visits": (["--visits"], 0, "Search with this many root visits per move; 0 or 1 plays the policy alone."),
+    "visits": (["--visits", "--playouts"], 0, "Search with this many root visits per move (--agent mcts: playouts); 0 "
+               "or 1 plays the policy alone."),
     "seconds": (["--seconds"], None, "Search for this many seconds per move (with --visits: whichever comes "
                 "first)."),
     "search": (["--search"], None, "The search's root rule: puct (AlphaGo Zero) or gumbel (Gumbel AlphaZero, as "

@@ -276,3 +276,28 @@ def test_mcts_with_pattern_priors_plays_gtp(rollout_run: Path) -> None:
     assert res.returncode == 0, res.stderr
     answers = [line for line in res.stdout.splitlines() if line.strip()]
     assert answers[0].startswith("?") and answers[1] == "=" and answers[2].startswith("= ") and "pass" not in answers[2]
+
+
+def test_convert_for_another_board_size(tmp_path: Path) -> None:
+    """The policy's features are local: `gotk agent convert --board-size 9` carries its weights to 9x9, recorded as
+    resized, and a 9x9 search takes it; a network or --search is refused in one line."""
+    from gotk.play.factory import make_search_player
+    from gotk.search.config import SearchConfig
+
+    out = tmp_path / "nine.gotk"
+    res = invoke(["agent", "convert", "kgs-rollout", "--board-size", "9", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    nine, base = load_rollout_policy(out), load_rollout_policy("kgs-rollout")
+    assert nine.board_size == 9 and nine.meta["resized_from"] == {"board_size": 19, "agent": "kgs-rollout"}
+    assert np.array_equal(nine.weights, base.weights)
+    player = make_search_player("mcts", SearchConfig(visits=48, seed=2), rollout_policy=str(out))
+    st = GameState(9)
+    st.play(pt("E5"))
+    move = player.choose(st)
+    assert 0 <= move < 81 and st.board[move] == 0
+    for args, words in ((["agent", "convert", "kgs", "--board-size", "9", "-o", str(tmp_path / "a")],
+                         "converts a rollout policy only"),
+                        (["agent", "convert", "kgs-rollout", "--search", "c_puct=2", "-o", str(tmp_path / "b")],
+                         "not a rollout policy's")):
+        res = invoke(args)
+        assert res.exit_code == 2 and words in res.output and "Traceback" not in res.output, res.output

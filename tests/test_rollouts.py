@@ -110,6 +110,9 @@ def test_gtp_with_mixed_leaves_and_mcts_genmove() -> None:
     (["--agent", "kgs", "--visits", "8", "--lambda", "1.5"], "--lambda must be from 0 to 1"),
     (["--agent", "kgs", "--visits", "8", "--rollouts", "0"], "--rollouts must be 1..10000"),
     (["--agent", "mcts"], "--agent mcts searches with rollouts"),
+    (["--agent", "mcts", "--playouts", "0"], "give --playouts N (N >= 2)"),
+    (["--agent", "mcts", "--playouts", "50", "--rollout-policy", "kgs-rollout", "--size", "9"],
+     "the agent plays 19x19, not 9x9"),
     (["--agent", "mcts", "--visits", "8", "--value-agent", "kgs"], "has no network"),
     (["--agent", "kgs", "--lambda", "0.5"], "the search's leaf evaluation"),
 ])

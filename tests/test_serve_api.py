@@ -67,7 +67,7 @@ def some_game(folder: Path, index: int = 0) -> dict:
 def test_only_named_datasets_and_agents(client, folder) -> None:
     info = client.get("/api/info").json()
     assert [d["id"] for d in info["datasets"]] == ["sample"]
-    assert [a["id"] for a in info["agents"]] == ["random", "a0", "a1"]
+    assert [a["id"] for a in info["agents"]] == ["random", "mcts", "a0", "a1"]
     assert client.get("/api/datasets/sample").json()["lines"][0].startswith("gotk dataset")
     assert "no dataset" in error(client.get("/api/datasets/other"), 404)
     assert "no agent" in error(client.post("/api/play", json={"agent": "a7", "size": 9}), 404)
@@ -275,7 +275,7 @@ def test_agents_are_named_by_run_model_and_size(tmp_path, folder) -> None:
                       ("old/r2/agent.gotk", 9)):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         files.append(make_agent(tmp_path / rel, size))
-    names = [a["name"] for a in make_client([folder], files).get("/api/info").json()["agents"]][1:]
+    names = [a["name"] for a in make_client([folder], files).get("/api/info").json()["agents"]][2:]  # random, mcts
     assert names == ["r1 · resnet 1x8 · 19x19", "runs/r2 · resnet 1x8 · 9x9", "r1/best · resnet 1x8 · 19x19",
                      "old/r2 · resnet 1x8 · 9x9"]
 
@@ -366,6 +366,29 @@ def test_play_against_a_searching_agent(client, agents) -> None:
     assert build_state(19, 7.5, 0, r["moves"]).move_number == 2
     assert "value head" in error(client.post("/api/play", json={"agent": "random", "size": 9, "visits": 8}), 400)
     assert "visits must be" in error(client.post("/api/play", json={"agent": "a0", "size": 19, "visits": -3}), 400)
+
+
+def test_mcts_searches_and_plays_with_rollouts(client) -> None:
+    """The built-in mcts: its search is the network-free search gotk gtp --agent mcts runs (the same visits and
+    moves for the same seed), its card says its priors are uniform, and it plays a move on any board size."""
+    from gotk.search import Search
+    from gotk.serve.agents import build_state, mcts_player
+
+    moves = ["E5", "C3"]
+    r = client.post("/api/analyse", json={"source": {"size": 9, "moves": moves}, "agents": ["mcts"], "visits": 40,
+                                          "top": 50, "seed": 2}).json()["results"][0]
+    assert r["uniform"] and r["note"].startswith("no policy: mcts's priors are uniform")
+    assert r["value"] is not None and -1 <= r["value"] <= 1
+    player = mcts_player(40, 2)
+    search: Search = player.search
+    search.set_position(build_state(9, 7.5, 0, moves))
+    search.run(visits=40)
+    want = [(coords.to_gtp(i.move, 9), i.visits) for i in search.infos() if i.visits > 0]
+    assert [(m["move"], m["visits"]) for m in r["search"]["moves"]] == want and r["search"]["visits"] == 40
+    g = client.post("/api/play", json={"agent": "mcts", "size": 9, "moves": [], "move": "E5", "visits": 30}).json()
+    assert g["moves"][0] == "E5" and g["agent_move"] == g["search"]["moves"][0]["move"] == g["moves"][1]
+    g = client.post("/api/play", json={"agent": "mcts", "size": 13, "moves": [], "move": "G7"}).json()
+    assert len(g["moves"]) == 2 and g["agent_move"] not in (None, "pass")
 
 
 def test_dataset_positions_are_set_up_with_their_history(folder) -> None:

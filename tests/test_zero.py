@@ -271,3 +271,40 @@ def test_report_picture_lays_out_when_the_first_generation_has_no_elo(tmp_path) 
         warnings.simplefilter("error")
         plot(tmp_path / "report.png", rows, ratings)
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gnugo_anchors_parse_and_bad_ones_are_refused(tmp_path):
+    from gotk.zero.evaluation import parse_anchor
+    from gotk.zero.options import ZeroError
+
+    assert parse_anchor("mc8000") == ("gnugo-mc8000", ["--monte-carlo", "--level", "1", "--mc-games-per-level",
+                                                       "8000"], 0)
+    assert parse_anchor(" 1H2 ") == ("gnugo-1-h2", ["--level", "1"], 2)
+    for bad in ("mc", "mc10", "0h2", "1h1", "1h10", "level1", "11h2"):
+        with pytest.raises(ValueError, match="mcN"):
+            parse_anchor(bad)
+    with pytest.raises(ZeroError, match="--gnugo-anchors"):
+        _tiny_opts(tmp_path / "x", 1, gnugo_anchors=("mc5",)).validate()
+    assert _tiny_opts(tmp_path / "x", 1, gnugo_anchors=("mc500", "1h2")).record()["gnugo_anchors"] == ["mc500", "1h2"]
+
+
+@pytest.mark.skipif(not Path("/usr/games/gnugo").exists(), reason="needs GNU Go (apt-get install gnugo)")
+def test_gnugo_monte_carlo_and_handicap_anchors_play_real_matches(tmp_path):
+    """A 9x9 network's anchors: GNU Go's Monte Carlo mode and level 1 in two-stone handicap games, each a real
+    match report (the handicap's stones and komi 0.5 in it) that gotk elo reads with the other anchors."""
+    from test_leelaz_net import distinctive_model, save
+
+    from gotk.zero.evaluation import play_anchors
+
+    agent = save(tmp_path / "net.gotk", distinctive_model(size=9))
+    out = play_anchors(agent, "net", tmp_path / "eval", 2, (), "/usr/games/gnugo", 9, 7.5, 2, 1, lambda *_: None,
+                       anchors=("mc200", "1h2"))
+    assert set(out) >= {"vs_random", "vs_gnugo-mc200", "vs_gnugo-1-h2"}
+    mc = json.loads((tmp_path / "eval" / "vs-gnugo-mc200.json").read_text())
+    hc = json.loads((tmp_path / "eval" / "vs-gnugo-1-h2.json").read_text())
+    assert mc["opponent"] == "gnugo-mc200" and len(mc["per_game"]) == 2
+    assert hc["handicap"] == 2 and hc["komi"] == 0.5 and len(hc["per_game"]) == 2
+    reports = [str(p) for p in (tmp_path / "eval").glob("vs-*.json")]
+    res = subprocess.run([sys.executable, "-m", "gotk", "elo", *reports, "--anchor", "random"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0 and "gnugo-mc200" in res.stdout and "gnugo-1-h2" in res.stdout, res.stderr

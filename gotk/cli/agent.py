@@ -58,6 +58,9 @@ def convert_cmd(
     search: list[str] = typer.Option([], "--search", metavar="KEY=VALUE",
                                      help="Set a search constant the agent plays with unless told otherwise: batch, "
                                      "c_puct or fpu (KEY=default removes it). Repeatable."),
+    board_size: int | None = typer.Option(None, "--board-size", help="A fast rollout policy (kgs-rollout): the same "
+                                          "weights for boards of this size (its features are local; "
+                                          "docs/rollouts.md)."),
 ) -> None:
     """Rewrite an agent file with its weights in float16 (or back in float32), optionally with new search
     constants (``--search c_puct=1.6``, which ``gotk gtp``, ``match`` and ``serve`` then use for this agent when
@@ -73,6 +76,9 @@ def convert_cmd(
     if not resolve_agent(agent).is_file():
         _fail(f"{agent}: no such agent file")
     check_output_file(out, "--out")
+    if _is_rollout(agent) or board_size is not None:
+        _convert_rollout(agent, out, fp16, board_size, settings)
+        return
     try:
         path = convert_agent(agent, out, fp16=fp16, search=settings)
     except GotkError as e:
@@ -84,6 +90,45 @@ def convert_cmd(
     kept = read_agent_files(path)[0].get("search")
     typer.echo(f"{'float16' if fp16 else 'float32'} agent: {path.stat().st_size / 1e6:.2f} MB in {path}"
                + (f"; search {', '.join(f'{k}={v}' for k, v in sorted(kept.items()))}" if kept else ""))
+
+
+def _is_rollout(agent: Path) -> bool:
+    from gotk.errors import GotkError
+    from gotk.nets.agent_file import read_agent_files
+    from gotk.train.rollout import is_rollout_meta
+
+    try:
+        return is_rollout_meta(read_agent_files(agent)[0])
+    except GotkError as e:
+        _fail(str(e).removeprefix(f"{e.reason}: "))
+    return False
+
+
+def _convert_rollout(agent: Path, out: Path, fp16: bool, board_size: int | None, settings: dict) -> None:
+    """``gotk agent convert`` of a fast rollout policy: its weights in float16/32, for another board size."""
+    from gotk import coords
+    from gotk.errors import GotkError
+    from gotk.train.rollout import RolloutPolicy, load_rollout_policy
+
+    if settings:
+        _fail("--search sets a network's search constants, not a rollout policy's")
+    if board_size is not None and not coords.MIN_SIZE <= board_size <= coords.MAX_SIZE:
+        _fail(f"--board-size must be {coords.MIN_SIZE}..{coords.MAX_SIZE}, not {board_size}")
+    try:
+        pol = load_rollout_policy(agent)
+    except GotkError as e:
+        _fail(str(e).removeprefix(f"{e.reason}: ") + ("; --board-size converts a rollout policy only"
+                                                      if board_size is not None else ""))
+    size = board_size or pol.board_size
+    meta = pol.meta
+    extra = {k: meta[k] for k in ("training", "resized_from") if k in meta}
+    if size != pol.board_size:
+        extra["resized_from"] = {"board_size": pol.board_size, "agent": str(agent)}
+    path = RolloutPolicy(pol.weights, size).save(out, metrics=meta.get("metrics"),
+                                                 data_manifest_sha256=meta.get("data_manifest_sha256"), extra=extra,
+                                                 fp16=fp16)
+    typer.echo(f"{'float16' if fp16 else 'float32'} rollout policy for {size}x{size}: "
+               f"{path.stat().st_size / 1e3:.0f} kB in {path}")
 
 
 def _search_settings(items: list[str]) -> dict:

@@ -10,7 +10,10 @@ from gotk.cli.common import fail
 
 
 def analysis_cmd(
-    agent: str = typer.Option(..., "--agent", help="Agent file (agent.gotk) or built-in agent (kgs) that searches."),
+    agent: str = typer.Option(..., "--agent", help="Agent file (agent.gotk) or built-in agent (kgs) that searches; "
+                              "mcts: the search without a network, rollouts as its leaves' values (docs/rollouts.md)."),
+    board_size: int | None = typer.Option(None, "--board-size", help="--agent mcts: the board size it answers [the "
+                                          "rollout policy's, else 19]."),
     value_agent: Path | None = typer.Option(None, "--value-agent", help="Agent giving the leaves' values (same "
                                             "encoder and board size); default: the agent's own value head."),
     human_agent: str | None = typer.Option(None, "--human-agent", help="Agent conditioned on metadata (kgs-human) "
@@ -60,7 +63,7 @@ def analysis_cmd(
         engine = build_engine(agent, config, str(value_agent) if value_agent else None, human_agent,
                               threads=threads or None, amp=bf16, keep=set(given), report_as=report_as,
                               max_active=max_active, max_queued=max_queued, max_nodes=max_nodes,
-                              rollout_policy=rollout_policy)
+                              rollout_policy=rollout_policy, board_size=board_size)
     except GotkError as e:
         fail(str(e))
     except ValueError as e:

@@ -29,8 +29,8 @@ class PlayerOptions:
     threads: int = option(1, help="torch CPU threads for inference (0: torch's default).")
     value_agent: Path | None = option(None, "--value-agent", help="Agent giving the search's leaf values (same "
                                        "encoder and board size); default: the agent's own value head.")
-    visits: int = option(0, "--visits", help="Search with this many root visits per move; 0 or 1 plays the "
-                          "policy alone.")
+    visits: int = option(0, "--visits", "--playouts", help="Search with this many root visits per move (--agent "
+                          "mcts: playouts); 0 or 1 plays the policy alone.")
     seconds: float | None = option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
                                     "whichever comes first).")
     # unset: the agent's own (agent.json "search"), else the search's defaults (gotk.search.config.SearchConfig;

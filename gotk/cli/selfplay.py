@@ -204,6 +204,9 @@ class LoopOptions:
                          "when torch sees a GPU).")
     gnugo_levels: str = option("1", "--gnugo-levels", help="GNU Go levels played as anchors, comma separated ('' "
                                "for none; skipped when gnugo is not installed).")
+    gnugo_anchors: str = option("", "--gnugo-anchors", help="Further GNU Go anchors, comma separated: mcN, its Monte "
+                                "Carlo mode at N simulations a move (9x9); LhH, level L in handicap games of H stones "
+                                "(komi 0.5).")
     workers: int | None = option(None, "--workers", help="Self-play processes [actors: one per core; generations: "
                                  "1].")
     chunk_games: int = option(_zero("chunk_games"), "--chunk-games", help="Games played together in a process.")
@@ -250,7 +253,9 @@ def zero_cmd(
                            warmup_steps=run.warmup_steps, gating=run.gating, gate=run.gate,
                            gating_games=run.gating_games, eval_games=run.eval_games, eval_visits=run.eval_visits,
                            eval_every=run.eval_every, aux_targets=not run.no_aux, threads=run.threads,
-                           device=run.device, gnugo_levels=run.levels(), workers=run.workers,
+                           device=run.device, gnugo_levels=run.levels(),
+                           gnugo_anchors=tuple(a.strip() for a in run.gnugo_anchors.split(",") if a.strip()),
+                           workers=run.workers,
                            chunk_games=run.chunk_games, seed=run.seed, loop=run.loop, reuse=run.reuse,
                            window_rows=run.window_rows, min_rows=run.min_rows, executor=run.executor,
                            scheduler=run.scheduler, calibrate_s=run.calibrate_s, value_mix=run.value_mix)

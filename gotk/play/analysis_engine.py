@@ -30,6 +30,11 @@ example configuration, which KaTrain's own follows):
   moves, −1 elsewhere, pass last) and ``humanPolicy`` (``includePolicy`` with ``humanSLProfile`` and a human-SL
   agent: that agent's policy as the profile, same layout).
 
+**Without a network** (``--agent mcts``: leaves valued by rollouts, :mod:`gotk.search.rollouts`) ``rawWinrate`` and
+the ownership are the mean result and final ownership of :data:`ROOT_PLAYOUTS` playouts from the root, ``policy``
+the rollout policy's (``--rollout-policy``) or uniform over the sensible moves; the board size is the engine's
+(``--board-size``, or the rollout policy's).
+
 **Scores and ownership.** A network with ownership and score heads (``zero`` models) gives them: a move's
 ``scoreLead`` and ``ownership`` are the heads' at the position after it, the root's the visit-weighted mean of its
 moves' leads and the heads' ownership at the root. For a network without them the answers are estimates, never
@@ -83,6 +88,8 @@ DEFAULT_MAX_QUEUED = 10_000
 #: tree rows per position searched at once (each tree folds its least visited branches past it)
 DEFAULT_MAX_NODES = 1_000_000
 PV_LIMIT = 30
+#: playouts from the root that give a search without a network its raw value and ownership
+ROOT_PLAYOUTS = 64
 
 
 @dataclass(eq=False)
@@ -117,8 +124,8 @@ class AnalysisEngine:
         if max_active < 1 or max_queued < 1:
             raise ValueError("max_active and max_queued must be >= 1")
         self.evaluator = evaluator
-        self.agent = evaluator.agent
-        self.value_agent = evaluator.value_agent or evaluator.agent
+        self.agent = getattr(evaluator, "agent", None)  # None: the search without a network (rollouts)
+        self.value_agent = (evaluator.value_agent or evaluator.agent) if self.agent is not None else None
         self.cfg = replace(config, max_nodes=min(config.max_nodes, max_nodes)).validate()
         self.human = human
         self.size = evaluator.board_size
@@ -371,7 +378,10 @@ class AnalysisEngine:
 
     def _extras(self, ps: list[_Position], rows_of: list) -> list[dict]:
         """Per position: the network's root outputs (raw value, policy), its score / ownership heads at the root
-        and after each reported move (where the network has them and the answer needs them), the human policy."""
+        and after each reported move (where the network has them and the answer needs them), the human policy.
+        Without a network: :meth:`_rollout_extras`."""
+        if self.agent is None:
+            return self._rollout_extras(ps, rows_of)
         aux = self.value_agent.has_aux
         states, owners = [], []  # (position index, kind, move)
         extras: list[dict] = [{} for _ in ps]
@@ -416,6 +426,28 @@ class AnalysisEngine:
             else:
                 # the position after the move: its mover is the root's opponent
                 extras[i].setdefault("moves", {})[move] = (-float(score[k]), sign * own[k].reshape(-1))
+        return extras
+
+    def _rollout_extras(self, ps: list[_Position], rows_of: list) -> list[dict]:
+        """The search without a network: the raw value and the ownership are the mean result and final ownership of
+        :data:`ROOT_PLAYOUTS` playouts from the root (:meth:`RolloutEvaluator.estimate`), the raw policy the
+        rollout policy's, or uniform over the sensible moves."""
+        from gotk.game.moves import sensible_moves
+
+        ev = self.evaluator
+        extras: list[dict] = [{} for _ in ps]
+        for i, (p, rows) in enumerate(zip(ps, rows_of, strict=True)):
+            if rows is None:
+                continue
+            root = p.search.root_state
+            value, owned = ev.estimate(root, ROOT_PLAYOUTS)
+            if ev.policy is not None:
+                probs = ev.policy.probabilities(root)
+            else:
+                probs = np.zeros(root.size * root.size + 1)
+                moves = sensible_moves(root)
+                probs[moves if moves.size else root.pass_point] = 1.0 / max(1, moves.size)
+            extras[i].update(raw_value=value, policy=probs, ownership_black=owned)
         return extras
 
     def _format(self, p: _Position, rows: list[tuple], extra: dict, during: bool) -> dict:
@@ -527,12 +559,37 @@ class AnalysisEngine:
 
 
 
+def _mcts_engine(config: SearchConfig, value_agent: str | None, human_agent: str | None, board_size: int | None,
+                 rollout_policy: str | None, options: dict) -> AnalysisEngine:
+    """The engine of the search without a network (``--agent mcts``) on ``board_size`` boards (default: the
+    rollout policy's, else 19)."""
+    from gotk import coords
+    from gotk.errors import GotkError
+    from gotk.play.factory import rollout_policy_file
+    from gotk.search.player import SearchPlayer
+
+    if value_agent or human_agent:
+        raise GotkError("bad_search", "--agent mcts has no network: --value-agent and --human-agent do not apply")
+    policy = rollout_policy_file(rollout_policy)
+    size = board_size or (policy.board_size if policy is not None else 19)
+    if not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
+        raise GotkError("bad_search", f"--board-size must be {coords.MIN_SIZE}..{coords.MAX_SIZE}, not {size}")
+    if policy is not None and policy.board_size != size:
+        raise GotkError("bad_search", f"the rollout policy is for {policy.board_size}x{policy.board_size}, "
+                                      f"--board-size {size}")
+    options.pop("warn", None)
+    player = SearchPlayer(None, None, replace(config, visits=max(2, config.visits)), rollout_policy=policy,
+                          board_size=size)
+    return AnalysisEngine(player.evaluator, replace(player.cfg, visits=config.visits), None, **options)
+
+
 def build_engine(agent: str, config: SearchConfig, value_agent: str | None = None, human_agent: str | None = None,
                  threads: int | None = None, amp: bool = False, keep=(), rollout_policy: str | None = None,
-                 **options) -> AnalysisEngine:
+                 board_size: int | None = None, **options) -> AnalysisEngine:
     """The engine of agent files as ``gotk analysis`` names them: ``agent`` searches (its own search settings
     applied except the fields in ``keep``; ``config.visits`` the default ``maxVisits``), ``value_agent`` gives the
-    leaves' values when given (``rollout_policy``'s file plays the rollouts of a mixed leaf value), ``human_agent``
+    leaves' values when given (``rollout_policy``'s file plays the rollouts of a mixed leaf value; ``agent``
+    ``"mcts"``: the search without a network on ``board_size`` boards), ``human_agent``
     (an agent conditioned on metadata, the same board size) answers ``humanPolicy``. ``options`` go to
     :class:`AnalysisEngine`. Raises :class:`gotk.errors.GotkError` with a one-line reason."""
     import torch
@@ -546,6 +603,10 @@ def build_engine(agent: str, config: SearchConfig, value_agent: str | None = Non
     visits = config.visits
     if visits < 1:
         raise GotkError("bad_search", f"--visits must be >= 1, not {visits}")
+    if agent == "mcts":
+        return _mcts_engine(config, value_agent, human_agent, board_size, rollout_policy, options)
+    if board_size is not None:
+        raise GotkError("bad_search", "--board-size is for --agent mcts: a network plays its own board size")
     policy = load_agent(agent)
     value = load_agent(value_agent) if value_agent else None
     human = load_agent(human_agent) if human_agent else None

@@ -33,8 +33,7 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     config.validate()
     if agent == "mcts":  # Monte Carlo tree search without a network (gotk.search.rollouts)
         if not config.searches:
-            raise SearchSetupError("--agent mcts searches with rollouts: give --visits N (playouts, N >= 2) or "
-                                   "--seconds S")
+            raise SearchSetupError("--agent mcts searches with rollouts: give --playouts N (N >= 2) or --seconds S")
         if value_agent:
             raise SearchSetupError("--agent mcts has no network: --value-agent does not apply")
         if policy_kwargs.get("profile") is not None:

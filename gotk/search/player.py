@@ -34,14 +34,16 @@ class SearchPlayer:
     configured visits / seconds / clock budget and plays its choice, or resigns (see :class:`SearchConfig`)."""
 
     def __init__(self, agent, value_agent=None, config: SearchConfig | None = None, name: str | None = None,
-                 evaluator=None, rollout_policy=None) -> None:
+                 evaluator=None, rollout_policy=None, board_size: int | None = None) -> None:
         self.cfg = (config or SearchConfig()).validate()
         if agent is None:  # Monte Carlo tree search without a network: rollouts value every leaf
             self.cfg = replace(self.cfg, leaf_lambda=1.0)
         self.agent = agent
         self.value_agent = value_agent
         self.rollout_policy = rollout_policy
-        self.evaluator = evaluator or make_evaluator(agent, value_agent, self.cfg, rollout_policy=rollout_policy)
+        # board_size: a search without a network on that size only (None: any size; a rollout policy's own)
+        self.evaluator = evaluator or make_evaluator(agent, value_agent, self.cfg, board_size=board_size,
+                                                     rollout_policy=rollout_policy)
         self.rng = np.random.default_rng(None if self.cfg.seed is None else self.cfg.seed + 1)
         self.search = Search(self.evaluator, self.cfg, rng=self.rng)
         self.clock = Clock()

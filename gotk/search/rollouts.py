@@ -90,6 +90,16 @@ class RolloutEvaluator:
         self.rollouts += self.playouts
         return v
 
+    def estimate(self, state, n: int) -> tuple[float, np.ndarray]:
+        """``n`` playouts from ``state``: their mean result for the player to move (−1..1) and their mean final
+        ownership (Black +1, White −1; size²)."""
+        self._check(state)
+        engine = self._engine(state.size, 0)
+        scores = engine.run(state, n)
+        black = float(np.mean(np.sign(scores)))
+        self.rollouts += n
+        return (black if state.to_play == BLACK else -black), engine.ownership.copy()
+
     def leaves(self, rows: int) -> Leaves:
         return Leaves(values=np.zeros(rows, dtype=np.float64), states=[None] * rows)
 
@@ -144,6 +154,7 @@ class MixedEvaluator:
         self.net = net
         self.rollouts = rollouts
         self.lam = float(lam)
+        self.background: ThreadPoolExecutor | None = None  # where a batch's playouts run beside the network
         # what callers read of a network evaluator
         self.agent, self.value_agent, self.encoder = net.agent, net.value_agent, net.encoder
         self.board_size, self.num_globals, self.symmetries = net.board_size, net.num_globals, net.symmetries
@@ -177,8 +188,13 @@ class MixedEvaluator:
 
     def evaluate_leaves(self, leaves: Leaves, rows: int,
                         syms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        self.rollouts.run_playouts(leaves, rows)
+        """The network's priors and values and the rollouts' results of the same leaves, the playouts run while the
+        network runs (both release the GIL: the playouts take the cores the network leaves idle)."""
+        if self.background is None:
+            self.background = ThreadPoolExecutor(1, thread_name_prefix="gotk-mixed")
+        done = self.background.submit(self.rollouts.run_playouts, leaves, rows)
         probs, v = self.net.evaluate_leaves(leaves, rows, syms)
+        done.result()
         return probs, (1.0 - self.lam) * v + self.lam * leaves.values[:rows]
 
 

@@ -1,5 +1,6 @@
 """Agents as the web app sees them: the agent files named on the command line (:func:`gotk.nets.agent.load_agent`)
-plus the built-in random player, each wrapped as a :mod:`gotk.play.players` player. An agent conditioned on
+plus the built-in random player and ``mcts`` (Monte Carlo tree search with uniform rollouts and no network,
+:mod:`gotk.search.rollouts`), each wrapped as a :mod:`gotk.play.players` player. An agent conditioned on
 metadata (trained with ``--metadata``) has no player of its own: every request names the profile it plays as
 (:mod:`gotk.serve.profiles`). Positions come from a request as a move list (replayed by the rules engine, so an
 illegal move is refused with its reason) or as the stones of a dataset position.
@@ -21,6 +22,7 @@ from gotk.serve.draw import top_moves
 
 MAX_MOVES = 1000
 MAX_VISITS = 5000  # per agent and request: a search the page waits for
+MCTS_VISITS = 1000  # the playouts of mcts's move when a request names no visits
 
 
 @dataclass
@@ -34,10 +36,11 @@ class AgentSlot:
     player: object | None
     size: int | None
     agent: object | None = None
+    mcts: bool = False  # the search without a network: rollouts value its leaves (and answer its value)
 
     @property
     def has_value(self) -> bool:
-        return self.agent is not None and bool(self.agent.has_value)
+        return self.mcts or (self.agent is not None and bool(self.agent.has_value))
 
     @property
     def conditioned(self) -> bool:
@@ -47,8 +50,8 @@ class AgentSlot:
     def describe(self) -> dict:
         meta = self.agent.meta if self.agent is not None else {}
         return {"id": self.ident, "name": self.name, "board_size": self.size, "has_value": self.has_value,
-                "conditioned": self.conditioned,
-                "encoder": (meta.get("encoder") or {}).get("name"), "model": (meta.get("model") or {}).get("name"),
+                "conditioned": self.conditioned, "encoder": (meta.get("encoder") or {}).get("name"),
+                "model": "mcts" if self.mcts else (meta.get("model") or {}).get("name"),
                 "warning": _value_warning(self.agent)}
 
 
@@ -61,13 +64,25 @@ def _value_warning(agent) -> str | None:
     return value_head_warning(agent)
 
 
+def mcts_player(visits: int, seed: int | None = 0):
+    """The search without a network (uniform priors, a uniform rollout a leaf) at ``visits`` playouts, no
+    resignation (requests are stateless)."""
+    from gotk.search import SearchConfig
+    from gotk.search.player import SearchPlayer
+
+    return SearchPlayer(None, None, SearchConfig(visits=visits, seed=seed, resign_threshold=None))
+
+
 def load_slots(files: list[str | Path]) -> list[AgentSlot]:
-    """The random player (``random``) plus one slot per agent file (ids ``a0``, ``a1``...); raises
-    :class:`~gotk.nets.agent_file.AgentError` for a file that cannot be used."""
+    """The random player (``random``), ``mcts`` (:data:`MCTS_VISITS` playouts a move unless a request names its
+    visits), plus one slot per agent file (ids ``a0``, ``a1``...); raises :class:`~gotk.nets.agent_file.AgentError`
+    for a file that cannot be used."""
     from gotk.nets.agent import load_agent
     from gotk.play.factory import policy_player, random_player
 
-    slots = [AgentSlot("random", "random (uniform sensible moves)", random_player(), None)]
+    slots = [AgentSlot("random", "random (uniform sensible moves)", random_player(), None),
+             AgentSlot("mcts", "mcts (Monte Carlo tree search: uniform rollouts, no network)",
+                       mcts_player(MCTS_VISITS), None, mcts=True)]
     loaded = []
     for f in files:
         agent = load_agent(f)
@@ -255,14 +270,14 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10,
     from gotk.search.evaluate import SearchSetupError
 
     check_size(slot, state.size)
-    if slot.agent is None:
+    if slot.agent is None and not slot.mcts:
         raise ServeError(400, f"{slot.name!r} cannot search: search needs a network with a policy and a value head")
     if not 2 <= visits <= MAX_VISITS:
         raise ServeError(400, f"visits must be 2..{MAX_VISITS}, got {visits}")
     with _LOCK:
         try:
-            player = search_player(slot.agent, SearchConfig(visits=visits, seed=seed, resign_threshold=None),
-                                   warn=_quiet)
+            player = mcts_player(visits, seed) if slot.mcts else search_player(
+                slot.agent, SearchConfig(visits=visits, seed=seed, resign_threshold=None), warn=_quiet)
         except SearchSetupError as e:
             raise ServeError(400, f"{slot.name!r} cannot search: {e}") from None
         player.think(state)
@@ -294,5 +309,5 @@ def choose(slot: AgentSlot, state: GameState, player=None) -> int:
         return int((player or slot.player).choose(state))
 
 
-__all__ = ["AgentSlot", "agent_names", "analyse", "build_state", "check_size", "choose", "load_slots", "parse_point",
-           "search", "state_from_rows", "state_from_stones"]
+__all__ = ["AgentSlot", "agent_names", "analyse", "build_state", "check_size", "choose", "load_slots", "mcts_player",
+           "parse_point", "search", "state_from_rows", "state_from_stones"]

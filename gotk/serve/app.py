@@ -458,12 +458,12 @@ def agent_result(slot: A.AgentSlot, state, top: int, visits: int, seed: int, fea
     probs = res.pop("policy")
     if profile is not None:
         res["profile_note"] = P.IGNORED
-    if slot.agent is None:  # the random player: a uniform choice, no policy worth a heat map or a top 10
+    if slot.agent is None:  # random, mcts: uniform over the sensible moves, no policy worth a heat map or a top 10
         n = int(np.count_nonzero(probs))
         res["pass"] = round(float(probs[-1]), 6)
+        who = "mcts's priors are uniform" if slot.mcts else "the random player picks uniformly"
         res.update(uniform=True, top=[], svg=None,
-                   note=f"no policy: the random player picks uniformly among the {n} sensible moves "
-                        f"({100 / max(n, 1):.2g}% each)")
+                   note=f"no policy: {who} among the {n} sensible moves ({100 / max(n, 1):.2g}% each)")
     else:
         res.update(P.policy_view(state, probs, top, state_last(state)), uniform=False)
     if visits:

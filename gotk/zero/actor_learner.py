@@ -201,7 +201,8 @@ class ActorLearnerRun(ZeroRun):
         for v in self.to_evaluate():
             name = net_name(v)
             results[name] = play_anchors(self.agent_path(v), name, self.root / "eval" / name, o.eval_games,
-                                         o.gnugo_levels, o.gnugo, o.size, o.selfplay.komi, self.eval_visits, v, log)
+                                         o.gnugo_levels, o.gnugo, o.size, o.selfplay.komi, self.eval_visits, v, log,
+                                         o.gnugo_anchors)
             self.state["eval_s"] = round(self.state["eval_s"] + time.time() - t0, 3)
             t0 = time.time()
             self._save()
@@ -257,6 +258,7 @@ def evaluate_run(out: str | os.PathLike, games: int | None = None, log=print) ->
     opts = ZeroOptions(**{k: v for k, v in stored.items() if k in names and k != "selfplay"},
                        selfplay=SelfPlayConfig.from_record(stored["selfplay"]))
     opts.gnugo_levels = tuple(opts.gnugo_levels)
+    opts.gnugo_anchors = tuple(opts.gnugo_anchors)
     if games is not None:
         if games < 1:
             raise ZeroError(f"--games must be >= 1, not {games}")

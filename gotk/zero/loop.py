@@ -282,7 +282,7 @@ class ZeroRun:
         common = {"size": o.size, "komi": o.selfplay.komi, "visits": self.eval_visits, "seed": g, "log": log}
         if o.eval_games and (g % o.eval_every == o.eval_every - 1 or last):
             out.update(play_anchors(self.candidate_path(g), net_name(g + 1), edir, o.eval_games, o.gnugo_levels,
-                                    o.gnugo, **common))
+                                    o.gnugo, anchors=o.gnugo_anchors, **common))
         if o.gating:
             best = self.state["best"]
             rep = play_match(self.candidate_path(g), net_name(g + 1),

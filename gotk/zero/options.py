@@ -58,6 +58,7 @@ class ZeroOptions:
     device: str = "auto"  # self-play and training (not part of the run's identity: a run may resume elsewhere)
     eval_visits: int | None = None  # None: self-play's full-search visits (the search the network was trained with)
     gnugo_levels: tuple[int, ...] = (1,)
+    gnugo_anchors: tuple[str, ...] = ()  # further GNU Go anchors: mcN (Monte Carlo mode), LhH (handicap games)
     gnugo: str | None = None  # the GNU Go binary; None: ``gnugo`` on PATH, else /usr/games/gnugo (Debian)
     workers: int | None = None  # self-play processes (None: one per core for actors, 1 for the generations)
     chunk_games: int = 48
@@ -89,6 +90,13 @@ class ZeroOptions:
             raise ZeroError(f"--value-mix must be in 0..1, not {self.value_mix}")
         if self.calibrate_s < 0:
             raise ZeroError(f"--calibrate-s must be >= 0, not {self.calibrate_s}")
+        from gotk.zero.evaluation import parse_anchor
+
+        for spec in self.gnugo_anchors:
+            try:
+                parse_anchor(spec)
+            except ValueError as e:
+                raise ZeroError(f"--gnugo-anchors: {e}") from None
         if self.loop == "generations" and self.executor != "local":
             raise ZeroError("--executor dask runs the actors of --loop actors")
         from gotk.executors import ExecutorError, require
@@ -135,6 +143,7 @@ class ZeroOptions:
         else:  # the actors' count changes no game (chunk c's games draw from (seed, c)): a run may resume elsewhere
             d.pop("workers")
         d["gnugo_levels"] = list(self.gnugo_levels)
+        d["gnugo_anchors"] = list(self.gnugo_anchors)
         return d
 
 

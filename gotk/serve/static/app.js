@@ -319,7 +319,7 @@ const newSeed = () => Math.floor(Math.random() * 2 ** 31);  // per game: a game'
 
 async function playPage() {
   if (game.agent === null) {  // the first agent file given to gotk serve, on its board size; else the random player
-    const first = INFO.agents.find(a => a.id !== "random") || INFO.agents[0];
+    const first = INFO.agents.find(a => a.id !== "random" && a.id !== "mcts") || INFO.agents[0];
     game.agent = first.id;
     game.size = first.board_size || game.size;
   }
