@@ -574,3 +574,35 @@ def test_show_svg_and_png_draw_the_viewers_board(client, folder, tmp_path) -> No
     assert ref["label"][k] == coords.from_gtp(_attr_points(web, 'class="next-move"')[0], 19)
     r = _gotk("show", str(folder), "-s", g["split"], "-r", str(row), "--svg", str(svg), "--plane", "nope")
     assert r.returncode == 2 and "no plane 'nope'" in r.stderr
+
+
+def test_searches_with_alphagos_mix_and_a_rollout_policy(tmp_path) -> None:
+    """``gotk serve --lambda 0.5 --rollout-policy kgs-rollout``: the agents' searches value their leaves with the
+    mix (rollouts played by the policy: their count grows with the search), mcts takes the policy's priors and its
+    board size; a policy of another board size than an agent's is refused."""
+    from gotk.errors import GotkError
+    from gotk.search.rollouts import MixedEvaluator
+    from gotk.serve.agents import build_state, load_slots, search
+
+    slots = {s.ident: s for s in load_slots(["kgs"], 0.5, "kgs-rollout")}
+    state = build_state(19, 7.5, 0, ["D4", "Q16"])
+    summary, shares, move = search(slots["a0"], state, 12)
+    assert summary["visits"] == 12 and shares.sum() == pytest.approx(1) and 0 <= move < 361
+    assert slots["a0"].rollout_policy.name == "kgs-rollout" and slots["a0"].leaf_lambda == 0.5
+    assert slots["mcts"].size == 19 and "kgs-rollout rollouts" in slots["mcts"].name
+    from gotk.play.factory import search_player
+    from gotk.search import SearchConfig
+
+    player = search_player(slots["a0"].agent, SearchConfig(visits=12, leaf_lambda=0.5), keep={"leaf_lambda"},
+                           rollout_policy=slots["a0"].rollout_policy)
+    assert isinstance(player.evaluator, MixedEvaluator)
+    player.think(state)
+    assert player.evaluator.rollouts.rollouts >= 11
+    from gotk.train.rollout import RolloutPolicy, load_rollout_policy
+
+    nine = tmp_path / "nine.gotk"
+    RolloutPolicy(load_rollout_policy("kgs-rollout").weights, 9).save(nine)
+    with pytest.raises(GotkError, match="9x9"):
+        load_slots(["kgs"], 0.5, str(nine))
+    with pytest.raises(GotkError, match="--lambda"):
+        load_slots([], 1.5)

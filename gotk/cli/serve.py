@@ -28,6 +28,11 @@ def serve_cmd(
                              "the loopback default unless the network is trusted."),
     port: int = typer.Option(8000, "--port", help="Port (0: any free port; the URL printed says which)."),
     threads: int = typer.Option(1, "--threads", help="torch CPU threads for agent inference (0: torch's default)."),
+    leaf_lambda: float = typer.Option(0.0, "--lambda", help="The agents' searches value their leaves with AlphaGo's "
+                                      "mix (1 - lambda) v + lambda z of the value head and rollouts (0: the value "
+                                      "head; docs/rollouts.md)."),
+    rollout_policy: str | None = typer.Option(None, "--rollout-policy", help="A fast rollout policy (kgs-rollout) "
+                                              "plays those rollouts and mcts's, and gives mcts its priors."),
 ) -> None:
     """Start a local web app: dataset summaries, a games table, a game viewer with encoder planes overlaid,
     agents' policy heat maps and values, and play against an agent. Only the datasets and agents named here
@@ -64,7 +69,7 @@ def serve_cmd(
 
         torch.set_num_threads(threads)
     try:
-        slots = load_slots([str(a) for a in agent or []])
+        slots = load_slots([str(a) for a in agent or []], leaf_lambda, rollout_policy)
     except GotkError as e:
         fail(str(e))
     for slot in slots:
@@ -84,7 +89,8 @@ def serve_cmd(
     except OSError as e:
         fail(f"cannot listen on {host}:{port}: {e}")
     # agents run in a worker process of their own (see gotk.serve.app.AgentRunner), with these files and threads
-    app = make_app(views, slots, worker=([str(a) for a in agent or []], threads))
+    app = make_app(views, slots, worker=([str(a) for a in agent or []], threads,
+                                         {"leaf_lambda": leaf_lambda, "rollout_policy": rollout_policy}))
     try:
         app.state.agents.ready(timeout=600)
     except Exception as e:  # noqa: BLE001 - a worker that cannot start is a one-line error, not a traceback

@@ -276,7 +276,7 @@ def parse_query(obj: dict, board_size: int, default_visits: int, default_report_
             raise QueryError(f"{key} is required", key)
         n = _int(obj[key], key, 2, 25)
         if n != board_size:
-            raise QueryError(f"{key} is {n}: this engine's network plays {board_size}x{board_size} only", key)
+            raise QueryError(f"{key} is {n}: this engine plays {board_size}x{board_size} only", key)
     size = board_size
     rules, rule_warnings = _rules(obj)
     warnings += rule_warnings

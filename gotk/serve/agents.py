@@ -37,6 +37,8 @@ class AgentSlot:
     size: int | None
     agent: object | None = None
     mcts: bool = False  # the search without a network: rollouts value its leaves (and answer its value)
+    leaf_lambda: float = 0.0  # the searches' leaf value: AlphaGo's mix with rollouts above 0 (gotk serve --lambda)
+    rollout_policy: object | None = None  # what plays those rollouts (and mcts's priors); None: uniform
 
     @property
     def has_value(self) -> bool:
@@ -64,25 +66,32 @@ def _value_warning(agent) -> str | None:
     return value_head_warning(agent)
 
 
-def mcts_player(visits: int, seed: int | None = 0):
-    """The search without a network (uniform priors, a uniform rollout a leaf) at ``visits`` playouts, no
-    resignation (requests are stateless)."""
+def mcts_player(visits: int, seed: int | None = 0, rollout_policy=None):
+    """The search without a network (priors and playouts uniform, or by ``rollout_policy``) at ``visits``
+    playouts, no resignation (requests are stateless)."""
     from gotk.search import SearchConfig
     from gotk.search.player import SearchPlayer
 
-    return SearchPlayer(None, None, SearchConfig(visits=visits, seed=seed, resign_threshold=None))
+    return SearchPlayer(None, None, SearchConfig(visits=visits, seed=seed, resign_threshold=None),
+                        rollout_policy=rollout_policy)
 
 
-def load_slots(files: list[str | Path]) -> list[AgentSlot]:
+def load_slots(files: list[str | Path], leaf_lambda: float = 0.0, rollout_policy: str | None = None) -> list[AgentSlot]:
     """The random player (``random``), ``mcts`` (:data:`MCTS_VISITS` playouts a move unless a request names its
-    visits), plus one slot per agent file (ids ``a0``, ``a1``...); raises :class:`~gotk.nets.agent_file.AgentError`
-    for a file that cannot be used."""
+    visits), plus one slot per agent file (ids ``a0``, ``a1``...); the agents search with the leaf value
+    ``leaf_lambda`` (AlphaGo's mix above 0), the rollouts (and mcts's priors) by the ``rollout_policy`` file when
+    given. Raises :class:`~gotk.errors.GotkError` for a file or a setting that cannot be used."""
     from gotk.nets.agent import load_agent
-    from gotk.play.factory import policy_player, random_player
+    from gotk.play.factory import policy_player, random_player, rollout_policy_file
+    from gotk.search.config import SearchConfig
 
+    SearchConfig(leaf_lambda=leaf_lambda).validate()
+    pol = rollout_policy_file(rollout_policy)
+    kind = f"{pol.name} rollouts" if pol is not None else "uniform rollouts"
     slots = [AgentSlot("random", "random (uniform sensible moves)", random_player(), None),
-             AgentSlot("mcts", "mcts (Monte Carlo tree search: uniform rollouts, no network)",
-                       mcts_player(MCTS_VISITS), None, mcts=True)]
+             AgentSlot("mcts", f"mcts (Monte Carlo tree search: {kind}, no network)",
+                       mcts_player(MCTS_VISITS, rollout_policy=pol), pol.board_size if pol is not None else None,
+                       mcts=True, rollout_policy=pol)]
     loaded = []
     for f in files:
         agent = load_agent(f)
@@ -92,7 +101,11 @@ def load_slots(files: list[str | Path]) -> list[AgentSlot]:
     for i, (agent, name) in enumerate(zip(loaded, agent_names(files, loaded), strict=True)):
         # requests are stateless: no resignation streak; a conditioned agent's player is made per request
         player = None if agent.num_metadata else policy_player(agent, resign=False)
-        slots.append(AgentSlot(f"a{i}", name, player, agent.board_size, agent))
+        if leaf_lambda > 0 and pol is not None and pol.board_size != agent.board_size:
+            raise GotkError("bad_search", f"--rollout-policy is for {pol.board_size}x{pol.board_size}, {name} plays "
+                                          f"{agent.board_size}x{agent.board_size}")
+        slots.append(AgentSlot(f"a{i}", name, player, agent.board_size, agent, leaf_lambda=leaf_lambda,
+                               rollout_policy=pol if leaf_lambda > 0 else None))
     return slots
 
 
@@ -276,8 +289,12 @@ def search(slot: AgentSlot, state: GameState, visits: int, top: int = 10,
         raise ServeError(400, f"visits must be 2..{MAX_VISITS}, got {visits}")
     with _LOCK:
         try:
-            player = mcts_player(visits, seed) if slot.mcts else search_player(
-                slot.agent, SearchConfig(visits=visits, seed=seed, resign_threshold=None), warn=_quiet)
+            if slot.mcts:
+                player = mcts_player(visits, seed, slot.rollout_policy)
+            else:
+                cfg = SearchConfig(visits=visits, seed=seed, resign_threshold=None, leaf_lambda=slot.leaf_lambda)
+                player = search_player(slot.agent, cfg, keep={"leaf_lambda"}, warn=_quiet,
+                                       rollout_policy=slot.rollout_policy)
         except SearchSetupError as e:
             raise ServeError(400, f"{slot.name!r} cannot search: {e}") from None
         player.think(state)

@@ -164,8 +164,10 @@ WORKER_NICENESS = 10  # the worker's CPU priority below the server's: on a busy 
 _WORKER_REG: Registry | None = None  # in the worker process: its own datasets and agents
 
 
-def _worker_start(datasets: list[tuple[str, str]], agent_files: list[str], threads: int) -> None:
-    """The worker process's start: the same datasets (by path and id) and agents as the server."""
+def _worker_start(datasets: list[tuple[str, str]], agent_files: list[str], threads: int,
+                  search: dict | None = None) -> None:
+    """The worker process's start: the same datasets (by path and id) and agents (``search``: their
+    :func:`~gotk.serve.agents.load_slots` settings) as the server."""
     global _WORKER_REG
     import os
     import threading
@@ -185,7 +187,7 @@ def _worker_start(datasets: list[tuple[str, str]], agent_files: list[str], threa
         import torch
 
         torch.set_num_threads(threads)
-    _WORKER_REG = Registry([DatasetView(Path(p), i) for p, i in datasets], A.load_slots(agent_files))
+    _WORKER_REG = Registry([DatasetView(Path(p), i) for p, i in datasets], A.load_slots(agent_files, **(search or {})))
 
 
 def _worker_call(name: str, req: dict) -> tuple[int, dict]:
@@ -227,9 +229,10 @@ class AgentRunner:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        files, threads = self.worker
+        files, threads, *search = self.worker
         self.process = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_worker_start, initargs=(self.specs, files, threads))
+                                           initializer=_worker_start,
+                                           initargs=(self.specs, files, threads, search[0] if search else None))
         self._ready = self.process.submit(int)  # starts it and runs the initializer now
 
     def ready(self, timeout: float) -> None:
@@ -273,7 +276,8 @@ def make_app(datasets: list[DatasetView], slots: list[A.AgentSlot],
     """The app. Agents' requests (``/api/analyse``, ``/api/play``: network calls and searches of up to
     :data:`gotk.serve.agents.MAX_VISITS` visits, seconds each) never run on the event loop nor in the thread
     pool that answers the table, position and stats requests (see :class:`AgentRunner`). ``worker``:
-    ``(agent files, torch threads)`` to run them in a worker process of their own, as ``gotk serve`` does
+    ``(agent files, torch threads[, load_slots settings])`` to run them in a worker process of their own, as
+    ``gotk serve`` does
     (``slots`` must then be those files' :func:`~gotk.serve.agents.load_slots`); None: in a thread of this
     process (tests)."""
     reg = Registry(datasets, slots)
