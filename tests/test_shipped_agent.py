@@ -122,8 +122,9 @@ def test_serve_names_the_builtin_agent():
     from gotk.serve.agents import load_slots
 
     slots = load_slots(["kgs"])
-    assert [s.name for s in slots[1:]] == ["kgs · resnet 4x48 · 19x19"]
-    assert slots[1].size == 19 and slots[1].has_value
+    assert [s.ident for s in slots[:2]] == ["random", "mcts"]  # the built-in players, then the files
+    assert [s.name for s in slots[2:]] == ["kgs · resnet 4x48 · 19x19"]
+    assert slots[2].size == 19 and slots[2].has_value
 
 
 def test_convert_writes_float16_and_back_keeping_everything_else(tmp_path):

@@ -267,25 +267,26 @@ def eval_cmd(
     """Move-prediction accuracy (top-1/top-5/NLL), value error, by game phase, against baselines; for a value
     head also its calibration, winner accuracy by phase and a komi/handicap-only baseline."""
     from gotk.devices import resolve_device
-    from gotk.nets.agent import load_agent
+    from gotk.nets.agent import agent_from_parts
+    from gotk.nets.agent_file import read_agent_files
     from gotk.train.evaluate import evaluate, format_report, is_shard_dir
+    from gotk.train.rollout import evaluate_rollout, is_rollout_meta, rollout_policy_from_parts
 
     if compute.threads:
         import torch
 
         torch.set_num_threads(compute.threads)
-    from gotk.nets.agent_file import read_agent_files
-    from gotk.train.rollout import evaluate_rollout, is_rollout_meta, load_rollout_policy
 
     try:
-        if is_rollout_meta(read_agent_files(agent)[0]):
+        meta, tensors = read_agent_files(agent)  # read and checked once: a network, or a rollout policy
+        if is_rollout_meta(meta):
             if len(data) != 1 or not is_shard_dir(data[0], parse_key_values(storage_option, "--storage-option")):
                 raise ValueError("a rollout policy is evaluated on one dataset folder (gotk encode makes one)")
-            report = evaluate_rollout(load_rollout_policy(agent), data[0], split, max_positions,
+            report = evaluate_rollout(rollout_policy_from_parts(meta, tensors, agent), data[0], split, max_positions,
                                       parse_key_values(storage_option, "--storage-option"))
             typer.echo(json.dumps(report, indent=2) if as_json else _rollout_report(report))
             return
-        ag = load_agent(agent, device=resolve_device(compute.device))
+        ag = agent_from_parts(meta, tensors, resolve_device(compute.device), agent)
         ag.amp = compute.amp
         opts = parse_key_values(storage_option, "--storage-option")
         if len(data) > 1 and any(is_shard_dir(p, opts) for p in data):

@@ -424,9 +424,10 @@ def source_state(reg: Registry, src: dict):
 def analyse_request(reg: Registry, req: dict) -> dict:
     """``POST /api/analyse``: every requested agent's policy, value and (with ``visits``) search on the position;
     a conditioned agent's as the request's ``profile`` (and ``compare``: :mod:`gotk.serve.profiles`). Every input is
-    checked before any agent runs."""
+    checked before any agent runs. Without ``agents``: every agent but ``mcts`` (which has no policy to show and
+    spends its playouts on every request; it is asked by name)."""
     src = field(req, "source", dict, {})
-    slots = [reg.agent(ident) for ident in field(req, "agents", list, list(reg.agents))]
+    slots = [reg.agent(ident) for ident in field(req, "agents", list, [a for a in reg.agents if a != "mcts"])]
     top = field(req, "top", int, 10)
     if not 1 <= top <= 50:
         raise ServeError(400, f"top must be 1..50, got {top}")

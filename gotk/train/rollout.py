@@ -238,9 +238,16 @@ def is_rollout_meta(meta: dict) -> bool:
 
 def load_rollout_policy(path: str | os.PathLike) -> RolloutPolicy:
     """The rollout policy in an agent file (:class:`~gotk.nets.agent_file.AgentError` when it is not one)."""
-    from gotk.nets.agent_file import AgentError, read_agent_files
+    from gotk.nets.agent_file import read_agent_files
 
     meta, tensors = read_agent_files(path)
+    return rollout_policy_from_parts(meta, tensors, path)
+
+
+def rollout_policy_from_parts(meta: dict, tensors: dict, path: str | os.PathLike) -> RolloutPolicy:
+    """The rollout policy of an agent file already read (:func:`gotk.nets.agent_file.read_agent_files`)."""
+    from gotk.nets.agent_file import AgentError
+
     if not is_rollout_meta(meta):
         raise AgentError(f"is a {meta['model'].get('name')} network, not a rollout policy (gotk train --model "
                          f"rollout makes one)", path)
@@ -383,4 +390,4 @@ def train_rollout(cfg: RolloutTraining, progress=None) -> dict:
 
 
 __all__ = ["MODEL", "RolloutPolicy", "RolloutTraining", "evaluate_rollout", "is_rollout_meta",
-           "load_rollout_policy", "previous_moves", "rollout_batches", "train_rollout"]
+           "load_rollout_policy", "previous_moves", "rollout_batches", "rollout_policy_from_parts", "train_rollout"]
