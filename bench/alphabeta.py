@@ -3,9 +3,15 @@ Python alpha-beta (``dlgo.minimax.alphabeta``, with the book's ``capture_diff`` 
 ``dlgo.goboard_fast``), the same depth in plies and the same position, one core. A node is one call of the
 recursive search (dlgo's ``alpha_beta_result``, counted by wrapping it; gotk's ``negamax``). Goal: gotk ≥ 100×.
 
+With ``--value-agent A`` it also times the same search valued by a network (``gotk.search.alphabeta
+.alphabeta_net``: ``A``'s value at the leaves, its policy ordering the moves, ``--width`` moves a node) on ``A``'s
+board after four moves: nodes a second and network positions a second (no peer: the book's alpha-beta takes a
+capture count only).
+
     pip install --no-deps dlgo==0.2
     python bench/alphabeta.py                     # 9x9 after four moves, depth 3
     python bench/alphabeta.py --size 5 --depth 4 --json out.json
+    python bench/alphabeta.py --value-agent kgs --net-depth 3 --width 8
 """
 
 from __future__ import annotations
@@ -87,6 +93,30 @@ def dlgo_rate(size: int, depth: int) -> tuple[float, int] | None:
     return count[0] / seconds, count[0]
 
 
+def net_rate(agent_name: str, depth: int, width: int, threads: int) -> dict:
+    import torch
+
+    from gotk import coords
+    from gotk.game.state import GameState
+    from gotk.nets.agent import load_agent
+    from gotk.search.alphabeta import NetLeaves, alphabeta_net
+
+    torch.set_num_threads(threads)
+    agent = load_agent(agent_name)
+    size = agent.board_size
+    state = GameState(size)
+    for v in ("D4", "Q16", "Q4", "D16") if size == 19 else OPENING.get(size, []):
+        state.play(coords.from_gtp(v, size))
+    alphabeta_net(state, 1, NetLeaves(agent), agent, width)  # warm up
+    leaves = NetLeaves(agent)
+    t = time.perf_counter()
+    move, value, nodes = alphabeta_net(state, depth, leaves, agent, width)
+    seconds = time.perf_counter() - t
+    return {"agent": agent_name, "size": size, "depth": depth, "width": width, "nodes": nodes,
+            "nodes_per_s": nodes / seconds, "network_positions_per_s": leaves.evals / seconds, "seconds": seconds,
+            "move": coords.to_gtp(move, size), "value": value}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=9, choices=sorted(OPENING))
@@ -94,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--value-agent", default=None, help="Also time the search valued by this network.")
+    ap.add_argument("--net-depth", type=int, default=3)
+    ap.add_argument("--width", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of the network search [1].")
     args = ap.parse_args(argv)
     pin_to_cpu(args.cpu)
     info = machine_info()
@@ -102,9 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.size}x{args.size}, depth {args.depth}: gotk {g:,.0f} nodes/s ({g_nodes:,} nodes, plays {move})")
     if d is not None:
         print(f"dlgo {d[0]:,.0f} nodes/s ({d[1]:,} nodes); gotk / dlgo = {g / d[0]:.0f}x (goal >= 100x)")
+    net = None
+    if args.value_agent:
+        net = net_rate(args.value_agent, args.net_depth, args.width, args.threads)
+        print(f"valued by {net['agent']} ({net['size']}x{net['size']}), depth {net['depth']}, width {net['width']}: "
+              f"{net['nodes']:,} nodes in {net['seconds']:.2f} s, {net['nodes_per_s']:,.0f} nodes/s, "
+              f"{net['network_positions_per_s']:,.0f} network positions/s (plays {net['move']})")
     write_json({"machine": info, "args": vars(args), "gotk_nodes_per_s": g, "gotk_nodes": g_nodes,
                 "dlgo_nodes_per_s": None if d is None else d[0], "dlgo_nodes": None if d is None else d[1],
-                "ratio": None if d is None else g / d[0]}, args.json)
+                "ratio": None if d is None else g / d[0], "network": net}, args.json)
     return 0
 
 

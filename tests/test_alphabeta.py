@@ -1,18 +1,23 @@
 """Minimax with alpha-beta pruning on the compiled engine (``gotk.search.alphabeta``): a capture that only a
-3-ply search sees, the same value as an unpruned minimax written here in Python on ``GameState``, and the CLI."""
+3-ply search sees, the same value as an unpruned minimax written here in Python on ``GameState``, and the CLI; the
+same search valued by a value network (a hand-set material network: the capture difference through a tanh) and
+ordered by a policy, against an unpruned minimax over the same moves."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from test_playouts import board
+from test_search import material_agent_file, tiny_agent_file
 
 from gotk import coords
 from gotk.game.moves import sensible_moves
 from gotk.game.state import BLACK, GameState
-from gotk.search.alphabeta import AlphaBetaPlayer, alphabeta
+from gotk.nets.agent import load_agent
+from gotk.search.alphabeta import AlphaBetaPlayer, NetLeaves, alphabeta, alphabeta_net
 
 GOTK = [sys.executable, "-m", "gotk"]
 # 5x5: White's corner stone A1 has two liberties (A2, B1); Black's C1 and A3 close the net: B1 (or A2) then the
@@ -69,8 +74,82 @@ def test_player_and_cli() -> None:
     assert res.returncode == 0, res.stderr
     moves = [line[2:] for line in res.stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
     assert len(moves) == 2 and moves[0] != moves[1]
+    assert res.stderr.count("nodes/s") == 2
     for args, words in ((["--agent", "alphabeta", "--depth", "0"], "--depth must be from 1 to 12"),
-                        (["--agent", "kgs", "--depth", "3"], "--depth goes with --agent alphabeta"),
+                        (["--agent", "kgs", "--depth", "3"],
+                         "--depth, --order-agent and --width go with --agent alphabeta"),
                         (["--agent", "alphabeta", "--visits", "10"], "leave out --visits")):
+        res = subprocess.run([*GOTK, "gtp", *args], input="quit\n", capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+@pytest.fixture(scope="module")
+def nets(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("alphabeta")
+    return {"material": material_agent_file(folder / "material.gotk", size=5),
+            "policy": tiny_agent_file(folder / "policy.gotk", size=5, head="policy", seed=3),
+            "both": tiny_agent_file(folder / "both.gotk", size=5, seed=4)}
+
+
+def net_minimax(state: GameState, depth: int, value, order=None, width=None) -> float:
+    """Plain minimax valued by ``value`` at the leaves over the moves ``order``'s policy ranks first (no pruning)."""
+    moves = sensible_moves(state)
+    if order is not None and moves.size > 1:
+        moves = moves[np.argsort(-order.policy(state)[moves], kind="stable")]
+    moves = moves[:width] if width else moves
+    if depth == 0 or moves.size == 0:
+        return value.value(state)
+    best = -np.inf
+    for p in moves.tolist():
+        state.play(p)
+        best = max(best, -net_minimax(state, depth - 1, value, order, width))
+        state.undo()
+    return best
+
+
+def test_a_value_network_finds_the_forced_capture(nets) -> None:
+    material = load_agent(nets["material"])
+    state = board(NET, BLACK)
+    move, value, nodes = alphabeta_net(state, 3, NetLeaves(material))
+    assert coords.to_gtp(move, 5) in ("B1", "A2")
+    assert value == pytest.approx(np.tanh(0.3 * 3), abs=1e-4)  # three stones up: the material network's tanh
+    assert value == pytest.approx(net_minimax(state.copy(), 3, material), abs=1e-5)
+    assert nodes > 0 and state.board.tolist() == board(NET, BLACK).board.tolist()  # the state is left as it was
+    _, one, _ = alphabeta_net(state, 1, NetLeaves(material))
+    assert one == pytest.approx(np.tanh(0.3 * 2), abs=1e-4)  # one ply sees no capture
+
+
+@pytest.mark.parametrize("depth,width", [(1, None), (2, None), (3, 4)])
+def test_pruning_and_ordering_keep_the_minimax_value(nets, depth, width) -> None:
+    value, order = load_agent(nets["both"]), load_agent(nets["policy"])
+    state = GameState(5)
+    for v in ("C3", "B3", "C2", "B2", "D2"):
+        state.play(coords.from_gtp(v, 5))
+    leaves = NetLeaves(value)
+    got = alphabeta_net(state, depth, leaves, order, width)[1]
+    assert got == pytest.approx(net_minimax(state.copy(), depth, value, order, width), abs=1e-5)
+    assert leaves.evals > 0
+    if width:  # the width bounds the tree: at most width^depth leaves, and the cuts take some away
+        _, _, nodes = alphabeta_net(state, depth, NetLeaves(value), order, width)
+        assert nodes <= sum(width ** d for d in range(depth + 1))
+
+
+def test_alphabeta_with_networks_through_the_cli(nets) -> None:
+    res = subprocess.run([*GOTK, "gtp", "--agent", "alphabeta", "--depth", "3", "--value-agent", str(nets["material"]),
+                          "--order-agent", str(nets["policy"]), "--width", "6"],
+                         input="boardsize 5\nplay b A3\nplay w A1\nplay b C1\ngenmove w\ngenmove b\nquit\n",
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    moves = [line[2:] for line in res.stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
+    assert len(moves) == 2 and all(coords.from_gtp(m, 5) is not None for m in moves)
+    assert res.stderr.count("nodes/s, ") == 2 and "network values" in res.stderr  # a line a move
+    material, policy = str(nets["material"]), str(nets["policy"])
+    for args, words in ((["--agent", "alphabeta", "--width", "3"], "--width keeps the moves a policy ranks first"),
+                        (["--agent", "alphabeta", "--value-agent", policy], "the value agent has no value head"),
+                        (["--agent", "alphabeta", "--order-agent", material, "--value-agent", material,
+                          "--width", "0"], "--width must be >= 1"),
+                        (["--agent", "kgs", "--width", "3"], "go with --agent alphabeta"),
+                        (["--agent", "alphabeta", "--value-agent", "kgs", "--order-agent", policy],
+                         "the value agent plays 19x19, the ordering agent 5x5")):
         res = subprocess.run([*GOTK, "gtp", *args], input="quit\n", capture_output=True, text=True, timeout=120)
         assert res.returncode == 2 and words in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr

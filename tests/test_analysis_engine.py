@@ -19,7 +19,8 @@ from gotk import coords
 from gotk.encoders import metadata_inputs as MI
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.play.analysis_answer import ownership_estimate, position_hashes
-from gotk.play.analysis_engine import AnalysisEngine, build_engine
+from gotk.play.analysis_engine import AnalysisEngine
+from gotk.play.factory import build_analysis_engine
 from gotk.search.config import SearchConfig
 
 GOTK = [sys.executable, "-m", "gotk"]
@@ -49,7 +50,7 @@ class Engine:
     def __init__(self, agent: str, visits: int = 16, human: str | None = None, seed: int | None = 1,
                  **options) -> None:
         self.lines: list[dict] = []
-        self.engine: AnalysisEngine = build_engine(
+        self.engine: AnalysisEngine = build_analysis_engine(
             agent, SearchConfig(visits=visits, seed=seed, resign_threshold=None), human_agent=human,
             write=lambda line: self.lines.append(json.loads(line)), log=lambda line: None, **options)
 

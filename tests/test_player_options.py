@@ -16,13 +16,15 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "temperature": (["--temperature"], 0.0, "0 plays the most probable sensible move; >0 samples from p^(1/T)."),
     "pass_threshold": (["--pass-threshold"], 1e-3, "Pass when no sensible move has at least this policy "
                        "probability."),
+    "epsilon": (["--epsilon"], 0.0, "Play this share of moves uniformly at random among the sensible ones "
+                "(epsilon-greedy, as a Q-learning agent plays; docs/rl.md); the policy alone."),
     "resign": (["--resign", "--no-resign"], True, "Allow resignation (only agents with a value head resign)."),
     "resign_threshold": (["--resign-threshold"], -0.95, "Resign when the value (mover's view, -1..1) stays below "
                          "this."),
     "resign_moves": (["--resign-moves"], 3, "... for this many consecutive own moves."),
     "threads": (["--threads"], 1, "torch CPU threads for inference (0: torch's default)."),
-    "value_agent": (["--value-agent"], None, "Agent giving the search's leaf values (same encoder and board size); "
-                    "default: the agent's own value head."),
+    "value_agent": (["--value-agent"], None, "Agent giving the search's leaf values (same encoder and board size; "
+                    "--agent alphabeta: its leaves'); default: the agent's own value head."),
     "visits": (["--visits", "--playouts"], 0, "Search with this many root visits per move (--agent mcts: playouts); 0 "
                "or 1 plays the policy alone."),
     "seconds": (["--seconds"], None, "Search for this many seconds per move (with --visits: whichever comes "
@@ -45,7 +47,10 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
     "rollout_policy": (["--rollout-policy"], None, "A fast rollout policy (gotk train --model rollout) plays the "
                        "rollouts, and gives --agent mcts its priors [uniform] (docs/rollouts.md)."),
     "depth": (["--depth"], None, "--agent alphabeta: the plies its minimax searches, alpha-beta pruned, valued by the "
-              "capture difference (the book's chapter 4) [3]."),
+              "capture difference (the book's chapter 4) or by --value-agent's value head [3]."),
+    "order_agent": (["--order-agent"], None, "--agent alphabeta: the agent whose policy orders the moves at every "
+                    "node [--value-agent's policy, else board order]."),
+    "width": (["--width"], None, "--agent alphabeta: each node tries only the moves its order ranks first [all]."),
     "profile": (["--profile"], None, "Play as this human-SL profile (rank_<20k..9d>, preaz_<rank>, "
                 "proyear_<1800..2023>) an agent trained with --metadata; its policy is sampled at temperature 1 (or "
                 "--temperature), policy only (docs/human.md)."),

@@ -46,7 +46,7 @@ def analysis_cmd(
 ) -> None:
     """KataGo's JSON analysis engine: one query a line on stdin, answers on stdout (KaTrain, LizGoban, ...)."""
     from gotk.errors import GotkError
-    from gotk.play.analysis_engine import build_engine
+    from gotk.play.factory import build_analysis_engine
     from gotk.search.config import SearchConfig
 
     report_as = report_as.upper()
@@ -60,7 +60,7 @@ def analysis_cmd(
     try:
         config = SearchConfig(visits=max(visits, 2), seed=seed, resign_threshold=None, **given).validate()
         config.visits = visits
-        engine = build_engine(agent, config, str(value_agent) if value_agent else None, human_agent,
+        engine = build_analysis_engine(agent, config, str(value_agent) if value_agent else None, human_agent,
                               threads=threads or None, amp=bf16, keep=set(given), report_as=report_as,
                               max_active=max_active, max_queued=max_queued, max_nodes=max_nodes,
                               rollout_policy=rollout_policy, board_size=board_size)

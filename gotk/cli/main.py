@@ -63,6 +63,7 @@ from gotk.cli import selfplay as _selfplay  # noqa: E402
 app.command("selfplay", cls=HelpCommand)(_selfplay.selfplay_cmd)
 app.command("zero", cls=HelpCommand)(_selfplay.zero_cmd)
 app.command("zero-eval", cls=HelpCommand)(_selfplay.zero_eval_cmd)
+app.command("rl", cls=HelpCommand)(_selfplay.rl_cmd)
 app.command("zero-compare", cls=HelpCommand)(_selfplay.zero_compare_cmd)
 
 from gotk.cli import agent as _agent  # noqa: E402

@@ -32,6 +32,10 @@ def gtp_cmd(
         _fail("give exactly one of --agent FILE or --random")
     engine_player = player.make_player(None if random else str(agent), seed)
     _check_size(engine_player, size)
+    from gotk.search.alphabeta import AlphaBetaPlayer
+
+    if isinstance(engine_player, AlphaBetaPlayer):  # its nodes and speed, a line a move (stderr is free in GTP)
+        engine_player.log = lambda line: print(line, file=sys.stderr, flush=True)
     GtpEngine(engine_player, name=engine_player.name, size=size, komi=komi).serve_stdio()
 
 

@@ -21,6 +21,8 @@ class PlayerOptions:
     temperature: float = option(0.0, help="0 plays the most probable sensible move; >0 samples from p^(1/T).")
     pass_threshold: float = option(1e-3, "--pass-threshold",
                                     help="Pass when no sensible move has at least this policy probability.")
+    epsilon: float = option(0.0, "--epsilon", help="Play this share of moves uniformly at random among the sensible "
+                            "ones (epsilon-greedy, as a Q-learning agent plays; docs/rl.md); the policy alone.")
     resign: bool = option(True, "--resign/--no-resign",
                            help="Allow resignation (only agents with a value head resign).")
     resign_threshold: float = option(-0.95, "--resign-threshold",
@@ -28,7 +30,8 @@ class PlayerOptions:
     resign_moves: int = option(3, "--resign-moves", help="... for this many consecutive own moves.")
     threads: int = option(1, help="torch CPU threads for inference (0: torch's default).")
     value_agent: Path | None = option(None, "--value-agent", help="Agent giving the search's leaf values (same "
-                                       "encoder and board size); default: the agent's own value head.")
+                                       "encoder and board size; --agent alphabeta: its leaves'); default: the "
+                                       "agent's own value head.")
     visits: int = option(0, "--visits", "--playouts", help="Search with this many root visits per move (--agent "
                           "mcts: playouts); 0 or 1 plays the policy alone.")
     seconds: float | None = option(None, "--seconds", help="Search for this many seconds per move (with --visits: "
@@ -61,7 +64,12 @@ class PlayerOptions:
                                          "rollout) plays the rollouts, and gives --agent mcts its priors "
                                          "[uniform] (docs/rollouts.md).")
     depth: int | None = option(None, "--depth", help="--agent alphabeta: the plies its minimax searches, alpha-beta "
-                               "pruned, valued by the capture difference (the book's chapter 4) [3].")
+                               "pruned, valued by the capture difference (the book's chapter 4) or by --value-agent's "
+                               "value head [3].")
+    order_agent: Path | None = option(None, "--order-agent", help="--agent alphabeta: the agent whose policy orders "
+                                      "the moves at every node [--value-agent's policy, else board order].")
+    width: int | None = option(None, "--width", help="--agent alphabeta: each node tries only the moves its order "
+                               "ranks first [all].")
     profile: str | None = option(None, "--profile", help="Play as this human-SL profile (rank_<20k..9d>, "
                                   "preaz_<rank>, proyear_<1800..2023>) an agent trained with --metadata; its policy "
                                   "is sampled at temperature 1 (or --temperature), policy only (docs/human.md).")
@@ -90,19 +98,26 @@ class PlayerOptions:
         """The player of ``agent`` (an agent file; None or ``"random"``: the random player) under these options
         (:func:`gotk.play.factory.make_search_player`); its refusals are a one-line error (exit 2)."""
         from gotk.errors import GotkError
-        from gotk.play.factory import alphabeta_player, make_search_player
+        from gotk.play.factory import alphabeta_from_files, make_search_player
 
-        if agent == "alphabeta" or self.depth is not None:
+        if agent == "alphabeta" or self.depth is not None or self.order_agent or self.width is not None:
             if agent != "alphabeta":
-                fail("--depth goes with --agent alphabeta")
-            if self.search_config(seed).searches or self.value_agent or self.profile or self.rollout_policy:
-                fail("--agent alphabeta searches by --depth: leave out --visits, --seconds, --value-agent, --profile, "
+                fail("--depth, --order-agent and --width go with --agent alphabeta")
+            if self.search_config(seed).searches or self.profile or self.rollout_policy:
+                fail("--agent alphabeta searches by --depth: leave out --visits, --seconds, --profile, "
                      "--rollout-policy")
             try:
-                return alphabeta_player(3 if self.depth is None else self.depth, seed=seed)
+                return alphabeta_from_files(3 if self.depth is None else self.depth,
+                                            str(self.value_agent) if self.value_agent else None,
+                                            str(self.order_agent) if self.order_agent else None, self.width,
+                                            seed=seed, threads=self.threads, amp=self.bf16)
             except GotkError as e:
                 fail(str(e))
         human = {"profile": self.profile, "profile_argmax": self.profile_argmax} if self.profile else {}
+        if self.epsilon:
+            if self.search_config(seed).searches:
+                fail("--epsilon plays the policy with random moves: leave out --visits/--seconds")
+            human["epsilon"] = self.epsilon
         if self.profile_argmax and self.profile is None:
             fail("--profile-argmax goes with --profile")
         if self.profile is not None and self.search_config(seed).searches:

@@ -15,6 +15,9 @@ from gotk.selfplay import DEFAULT_ENCODER
 from gotk.selfplay.config import SELFPLAY_SEARCH, SelfPlayConfig, SelfPlayOptions
 from gotk.zero.options import ZeroOptions
 
+BOOK_CLIP = 1e-5  # dlgo's clip_probs: no move certain, none impossible
+BOOK_RANDOM_MOVES = 0.01  # the book's share of random moves in its policy-gradient games (0.5-1%)
+
 
 @dataclass(frozen=True)
 class GameOptions:
@@ -48,18 +51,38 @@ class GameOptions:
                               "sensible move is left, or to answer a pass).")
     policy_only: bool = option(False, "--policy-only", help="No search: moves sampled from the policy, one random "
                                "move, one position recorded per game (AlphaGo's value data).")
-    temperature: float = option(default_of(SelfPlayConfig, "temperature"), "--temperature",
-                                help="Policy-only mode: sampling temperature.")
+    temperature: float | None = option(None, "--temperature", help="Policy games: sampling temperature; 0 with "
+                                       "--experience plays the most probable move (epsilon-greedy with "
+                                       "--random-moves) [1.0; gotk rl --method q: 0].")
+    experience: bool = option(False, "--experience", help="Policy games (--policy-only implied) recorded move by "
+                              "move as experience (return, value and probability at play time: docs/rl.md) for "
+                              "gotk train --objective.")
+    clip: float | None = option(None, "--clip", help="--experience: clip each move's probability to [clip, 1 - "
+                                "clip] [1e-5, the book's].")
+    random_moves: float | None = option(None, "--random-moves", help="--experience: share of uniformly random moves "
+                                        "[0.01, the book's 0.5-1%].")
+    discount: float = option(default_of(SelfPlayConfig, "discount"), "--discount", help="--experience: the "
+                             "return of a move is the result times discount^(moves after it).")
 
-    def config(self) -> SelfPlayConfig:
-        """The games' :class:`SelfPlayConfig` (:class:`gotk.selfplay.games.SelfPlayError` for a bad value)."""
+    def config(self, experience: bool = False, greedy: bool = False) -> SelfPlayConfig:
+        """The games' :class:`SelfPlayConfig` (:class:`gotk.selfplay.games.SelfPlayError` for a bad value);
+        ``experience``: policy games recorded as experience whatever the flags say (``gotk rl``); ``greedy``: the
+        temperature, unless given, is 0 (a Q-learner's epsilon-greedy play)."""
+        experience = experience or self.experience
+        temperature = self.temperature if self.temperature is not None else (
+            0.0 if greedy else default_of(SelfPlayConfig, "temperature"))
+        book = {"clip": BOOK_CLIP, "random_moves": BOOK_RANDOM_MOVES} if experience else {"clip": 0.0,
+                                                                                       "random_moves": 0.0}
+        clip = self.clip if self.clip is not None else book["clip"]
+        random_moves = self.random_moves if self.random_moves is not None else book["random_moves"]
         return SelfPlayConfig.make(size=self.size, komi=self.komi, search=self.search, visits=self.visits,
                                    fast_visits=self.fast_visits, full_fraction=self.full_fraction,
                                    considered=self.considered, sample_moves=self.sample_moves,
                                    resign_threshold=None if self.no_resign else self.resign_threshold,
                                    resign_disabled=self.resign_disabled, max_moves=self.max_moves,
-                                   policy_only=self.policy_only, temperature=self.temperature,
-                                   early_pass=self.early_pass).validate()
+                                   policy_only=self.policy_only or experience, temperature=temperature,
+                                   experience=experience, clip=clip, random_moves=random_moves,
+                                   discount=self.discount, early_pass=self.early_pass).validate()
 
 
 @dataclass(frozen=True)
@@ -148,6 +171,12 @@ def _zero(name: str):
     return default_of(ZeroOptions, name)
 
 
+def _rl(name: str):
+    from gotk.zero.options import RL_DEFAULTS
+
+    return RL_DEFAULTS[name]
+
+
 @dataclass(frozen=True)
 class LoopOptions:
     """The loop's own settings (:class:`gotk.zero.options.ZeroOptions`' defaults): its shape, network, training,
@@ -163,17 +192,19 @@ class LoopOptions:
     encoder: str = option(_zero("encoder"), "--encoder", help="Input planes.")
     globals_: bool = option(_zero("globals"), "--globals/--no-globals", help="The new network takes the komi and the "
                             "side to move as global inputs (resnet and zero models).")
-    init_agent: Path | None = option(None, "--init-agent", help="Start from this agent (policy + value heads) "
-                                     "instead of a random network, e.g. a supervised one.")
+    init_agent: Path | None = option(None, "--init-agent", help="Start from this agent instead of a random network, "
+                                     "e.g. a supervised one (zero: policy and value heads; rl: the heads its method "
+                                     "trains).")
     window: int = option(_zero("window"), "--window", help="Generations: generations of self-play games trained on.")
-    window_rows: int = option(_zero("window_rows"), "--window-rows", help="Actors: the newest self-play rows "
-                              "trained on.")
-    min_rows: int = option(_zero("min_rows"), "--min-rows", help="Actors: rows played before the first training "
-                           "round.")
-    reuse: float = option(_zero("reuse"), "--reuse", help="Actors: samples trained per new position (the learner "
-                          "waits for new rows beyond it).")
-    train_steps: int = option(_zero("train_steps"), "--train-steps", help="Training steps per network (a "
-                              "generation, or a learner round between published networks).")
+    window_rows: int | None = option(None, "--window-rows", help="Actors: the newest self-play rows trained on "
+                                     f"[zero: {_zero('window_rows')}; rl: {_rl('window_rows')}].")
+    min_rows: int | None = option(None, "--min-rows", help="Actors: rows played before the first training round "
+                                  f"[zero: {_zero('min_rows')}; rl: {_rl('min_rows')}].")
+    reuse: float | None = option(None, "--reuse", help="Actors: samples trained per new position (the learner "
+                                 f"waits for new rows beyond it) [zero: {_zero('reuse')}; rl: {_rl('reuse')}].")
+    train_steps: int | None = option(None, "--train-steps", help="Training steps per network (a generation, or a "
+                                     f"learner round between published networks) [zero: {_zero('train_steps')}; "
+                                     f"rl: {_rl('train_steps')}].")
     batch_size: int = option(_zero("batch_size"), "--batch-size", help="Training batch.")
     lr: float | None = option(None, "--lr", help="Learning rate [the model's default].")
     optimizer: str | None = option(None, "--optimizer", help="Optimizer [the model's default].")
@@ -228,6 +259,32 @@ class LoopOptions:
         return levels
 
 
+#: LoopOptions fields named otherwise in ZeroOptions
+_RENAMED = {"games_per_generation": "games", "globals_": "globals"}
+
+
+def zero_options(game: GameOptions, run: LoopOptions, method: str = "zero", **given) -> ZeroOptions:
+    """The run's :class:`ZeroOptions` from the command line's groups, field by field (a LoopOptions field is the
+    ZeroOptions field of its name, :data:`_RENAMED` aside; the flags that are spelt otherwise converted here) and
+    ``given`` (out, the budget, a learner's settings). ``method`` other than zero: policy games recorded as
+    experience, and the learner settings that ``None`` left to the method (:data:`gotk.zero.options.RL_DEFAULTS`).
+    Raises :class:`gotk.errors.GotkError` for a bad value."""
+    from dataclasses import asdict
+
+    from gotk.zero.options import RL_DEFAULTS
+
+    values = {_RENAMED.get(k, k): v for k, v in asdict(run).items() if k not in ("no_aux", "gnugo_levels",
+                                                                                  "gnugo_anchors", "init_agent")}
+    values.update(aux_targets=not run.no_aux, gnugo_levels=run.levels(),
+                  gnugo_anchors=tuple(a.strip() for a in run.gnugo_anchors.split(",") if a.strip()),
+                  init_agent=str(run.init_agent) if run.init_agent else None)
+    defaults = RL_DEFAULTS if method != "zero" else {k: default_of(ZeroOptions, k) for k in RL_DEFAULTS}
+    values.update({k: v for k, v in defaults.items() if values.get(k) is None})
+    return ZeroOptions(size=game.size, selfplay=game.config(experience=method != "zero", greedy=method == "q"),
+                       method=method,
+                       **values, **given)
+
+
 @with_options(game=GameOptions, run=LoopOptions)
 def zero_cmd(
     game: GameOptions,
@@ -244,21 +301,7 @@ def zero_cmd(
     if hours is None and generations is None:
         fail("give --hours H and/or --generations N (the run's budget)")
     try:
-        opts = ZeroOptions(out=str(out), size=game.size, hours=hours, generations=generations,
-                           games=run.games_per_generation, selfplay=game.config(), model=run.model,
-                           blocks=run.blocks, filters=run.filters, encoder=run.encoder, globals=run.globals_,
-                           init_agent=str(run.init_agent) if run.init_agent else None, window=run.window,
-                           train_steps=run.train_steps, batch_size=run.batch_size, lr=run.lr,
-                           optimizer=run.optimizer, carry_optimizer=run.carry_optimizer,
-                           warmup_steps=run.warmup_steps, gating=run.gating, gate=run.gate,
-                           gating_games=run.gating_games, eval_games=run.eval_games, eval_visits=run.eval_visits,
-                           eval_every=run.eval_every, aux_targets=not run.no_aux, threads=run.threads,
-                           device=run.device, gnugo_levels=run.levels(),
-                           gnugo_anchors=tuple(a.strip() for a in run.gnugo_anchors.split(",") if a.strip()),
-                           workers=run.workers,
-                           chunk_games=run.chunk_games, seed=run.seed, loop=run.loop, reuse=run.reuse,
-                           window_rows=run.window_rows, min_rows=run.min_rows, executor=run.executor,
-                           scheduler=run.scheduler, calibrate_s=run.calibrate_s, value_mix=run.value_mix)
+        opts = zero_options(game, run, out=str(out), hours=hours, generations=generations)
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:
         fail(str(e))
@@ -266,6 +309,58 @@ def zero_cmd(
         fail(str(e))
     what = "networks" if report.get("loop") == "actors" else "generations"
     typer.echo(f"{len(report['generations'])} {what} in {report['hours']:.2f} h; report: {out}/report.json, "
+               f"{out}/report.png")
+    for r in report["ratings"]:
+        typer.echo(f"  {r['name']:<12} Elo {r['elo']:>8.1f} ± {r['ci95']:.1f}  ({r['games']} games)")
+
+
+@dataclass(frozen=True)
+class LearnerOptions:
+    """What ``gotk rl`` learns and from whom: the method (its objective, gotk.train.objectives) and the opponents
+    of the acting network."""
+
+    method: str = option("pg", "--method", help="pg: policy gradient (REINFORCE; AlphaGo's RL policy); ac: "
+                         "actor-critic (a policy and a value head); q: Q-learning (an action value per move, "
+                         "epsilon-greedy play).")
+    opponents: str = option("self", "--opponents", help="self: the network plays both colours; pool: the other "
+                            "colour is one of the run's networks so far, drawn uniformly each chunk (AlphaGo).")
+    baseline: str = option(_zero("baseline"), "--baseline", help="pg: none (the book) | mean (the batch's return) | "
+                           "play-value (the value recorded at play time).")
+    entropy_weight: float = option(_zero("entropy_weight"), "--entropy-weight", help="ac: the entropy bonus's "
+                                   "weight.")
+
+
+@with_options(game=GameOptions, run=LoopOptions, learner=LearnerOptions)
+def rl_cmd(
+    game: GameOptions,
+    run: LoopOptions,
+    learner: LearnerOptions,
+    out: Path = typer.Option(..., "--out", help="Run folder (a rerun of the same command resumes it)."),
+    hours: float = typer.Option(None, "--hours", help="Stop after this many hours of learning in all (over resumed "
+                                "sessions)."),
+    generations: int = typer.Option(None, "--generations", help="Stop after this many networks in all."),
+) -> None:
+    """Learn from experience: actors play policy games with the newest network (against itself or a pool of its
+    earlier versions) recorded move by move, a learner trains on them by policy gradient, actor-critic or
+    Q-learning and publishes networks; evaluation against the start and the anchors after the learning. The loop
+    of gotk zero (resumable after kill -9, --executor dask, the same report); docs/rl.md."""
+    from gotk.errors import GotkError
+    from gotk.zero.run import zero
+
+    if hours is None and generations is None:
+        fail("give --hours H and/or --generations N (the run's budget)")
+    if learner.method == "zero" or learner.method not in ("pg", "ac", "q"):
+        fail(f"--method must be pg, ac or q, not {learner.method!r}")
+    try:
+        opts = zero_options(game, run, method=learner.method, out=str(out), hours=hours, generations=generations,
+                            opponents=learner.opponents, baseline=learner.baseline,
+                            entropy_weight=learner.entropy_weight)
+        report = zero(opts, log=lambda line: typer.echo(line, err=True))
+    except GotkError as e:
+        fail(str(e))
+    except ValueError as e:  # the trainer's refusals (one line)
+        fail(str(e))
+    typer.echo(f"{len(report['generations'])} networks in {report['hours']:.2f} h; report: {out}/report.json, "
                f"{out}/report.png")
     for r in report["ratings"]:
         typer.echo(f"  {r['name']:<12} Elo {r['elo']:>8.1f} ± {r['ci95']:.1f}  ({r['games']} games)")

@@ -76,6 +76,20 @@ class TrainOptions:
                                                                      "in points) of a model with a score output (zero)"
                                                                      " on data with self-play targets (default: "
                                                                      "0.0015, KataGo's).")
+    objective: str | None = option(None, '--objective', help="supervised (imitate the moves played and the "
+                                                             "results) | policy-gradient | actor-critic | q-learning "
+                                                             "(learn from an agent's own games: data with the "
+                                                             "experience columns, docs/rl.md; the default --lr is "
+                                                             "then 1e-4, the book's) (default: supervised).")
+    entropy_weight: float | None = option(None, '--entropy-weight', help="--objective actor-critic: weight of the "
+                                                                         "policy's entropy bonus (default: 0.01).")
+    baseline: str | None = option(None, '--baseline', help="--objective policy-gradient: none | mean (the batch's "
+                                                           "mean return) | play-value (the acting network's value "
+                                                           "at play time) (default: none, as the book).")
+    clip_grad_norm: float | None = option(None, '--clip-grad-norm', help="Cap the gradient's norm at this before "
+                                                                         "each step (default: none; 1.0 with an "
+                                                                         "--objective that learns from experience, "
+                                                                         "the book's clipnorm).")
     globals_: bool | None = option(None, '--globals/--no-globals', help="The model takes the shards' global inputs "
                                                                         "(komi from the player to move's view, side to"
                                                                         " move; resnet and zero models). Default: on "

@@ -142,6 +142,7 @@ class SplitIndex:
         file_targets: list[tuple[str, ...]] = []
         glob: list[dict | None] = []
         meta_cols: list[dict | None] = []
+        experience: list[dict | None] = []
         for i in range(len(self.files)):
             meta = self.read_metadata(i)
             schema = meta.schema.to_arrow_schema()
@@ -152,6 +153,10 @@ class SplitIndex:
             file_targets.append(t)
             glob.append(S.schema_globals(schema))
             meta_cols.append(S.schema_globals(schema, METADATA))
+            experience.append(S.schema_experience(schema))
+            if (experience[-1] is None) != (experience[0] is None):
+                raise ValueError(f"{self.files[i]} has {'no ' if experience[-1] is None else ''}experience columns, "
+                                 f"the split's first shard the opposite: a split's shards all have them or none")
             if targets is None:
                 targets = t
             elif bool(t) != bool(targets):
@@ -180,6 +185,9 @@ class SplitIndex:
         #: the description of the split's ``metadata`` column (``gotk.encoders.metadata_inputs.describe()``) when every
         #: shard has the same one, else None
         self.metadata: dict | None = meta_cols[0] if meta_cols and all(m == meta_cols[0] for m in meta_cols) else None
+        #: the description of the split's experience columns (``gotk.shards.experience_column``) when its shards
+        #: have them (all do or none), else None: batches then carry ``return``, ``play_value`` and ``play_prob``
+        self.experience: dict | None = experience[0] if experience else None
         self.row_groups = groups
         self.num_rows = start
         c, h, w = (int(x) for x in encoder["shape"])

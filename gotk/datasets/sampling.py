@@ -74,6 +74,7 @@ import pyarrow.parquet as pq
 from gotk.coords import transform_planes
 from gotk.datasets.index import RowGroup, SplitIndex, _game_codes, selected_games
 from gotk.datasets.symmetry import NUM_SYMMETRIES, label_permutations, transform_labels
+from gotk.shards import experience_column as X
 from gotk.shards.format import unpack_features
 from gotk.shards.globals_column import GLOBALS, decode_globals
 from gotk.shards.metadata_column import METADATA, decode_metadata
@@ -228,7 +229,8 @@ class _RowGroupReader:
         if f is None:
             f = self._files[rg.file] = self.index.open_file(rg.file)
         extra = list(self.index.file_targets[rg.file]) + ([GLOBALS] if self.index.globals is not None else []) + (
-            [METADATA] if self.index.metadata is not None else [])
+            [METADATA] if self.index.metadata is not None else []) + (
+            list(X.NUMBERS) if self.index.experience is not None else [])
         table = f.read_row_group(rg.index, columns=_COLUMNS + extra)
         n = table.num_rows
         feats = table.column("features")
@@ -256,6 +258,8 @@ class _RowGroupReader:
                 cols[name] = raw.reshape(n, w).view("<f2" if name == "policy" else np.int8)
             for name in ("root_value", "score", "weight", "aux_weight"):
                 cols[name] = table.column(name).to_numpy() if name in table.column_names else np.ones(n, np.float32)
+        if self.index.experience is not None:
+            cols.update(X.decode_experience(table))
         if self.index.globals is not None:
             cols[GLOBALS] = decode_globals(table)
         if self.index.metadata is not None:
@@ -420,6 +424,8 @@ def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tupl
         f32 = np.dtype(np.float32)
         specs += [("policy", f32, (rows, h * w + 1)), ("root_value", f32, (rows,)), ("ownership", f32, (rows, h, w)),
                   ("score", f32, (rows,)), ("weight", f32, (rows,)), ("aux_weight", f32, (rows,))]
+    if index.experience is not None:
+        specs += [(name, np.dtype(np.float32), (rows,)) for name in X.NUMBERS]
     if index.globals is not None:
         specs.append((GLOBALS, np.dtype(np.float32), (rows, len(index.globals["names"]))))
     if index.metadata is not None:
@@ -474,6 +480,9 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: Sampling, epoch: in
                 out[METADATA][...] = part[METADATA]
             if index.targets:
                 _targets_into(out, part, syms, size)
+            if index.experience is not None:  # one number a row: no symmetry changes it
+                for name in X.NUMBERS:
+                    out[name][...] = part[name]
             yield out
 
     def rest(block: _Cols) -> _Cols | None:

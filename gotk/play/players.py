@@ -99,13 +99,19 @@ class PolicyPlayer:
     position's metadata row is that profile's, seen from the player to move on this board. A conditioned agent needs
     one and an unconditioned agent takes none (:class:`~gotk.nets.AgentError`). The pass stays the player's own
     rule (no sensible move left, passing wins, or no move above ``pass_threshold``), not the human policy's, as
-    KataGo's ``humanSLChosenMoveIgnorePass`` does by default."""
+    KataGo's ``humanSLChosenMoveIgnorePass`` does by default.
+
+    ``epsilon``: the share of moves drawn uniformly from the sensible ones instead (ε-greedy, as a Q-learning agent
+    plays: its policy is the softmax of its action values, so the policy's best move is the best valued one;
+    :mod:`gotk.train.objectives`); the pass rules 1 and 2 still come first."""
 
     def __init__(self, agent, temperature: float = 0.0, pass_threshold: float = 1e-3,
                  resign_threshold: float | None = -0.95, resign_moves: int = 3, seed: int | None = None,
-                 name: str | None = None, profile: str | None = None) -> None:
+                 name: str | None = None, profile: str | None = None, epsilon: float = 0.0) -> None:
         if temperature < 0:
             raise ValueError("temperature must be >= 0")
+        if not 0.0 <= epsilon <= 1.0:
+            raise GotkError("bad_agent", f"--epsilon must be in 0..1, not {epsilon}")
         conditioned = bool(agent.num_metadata)
         if profile is not None and not conditioned:
             raise GotkError("bad_agent", "--profile: this agent is not conditioned on metadata (trained without "
@@ -116,6 +122,7 @@ class PolicyPlayer:
         self.metadata = MI.profile(profile) if profile is not None else None
         self.agent = agent
         self.temperature = float(temperature)
+        self.epsilon = float(epsilon)
         self.pass_threshold = float(pass_threshold)
         self.resign_threshold = resign_threshold
         self.resign_moves = max(1, int(resign_moves))
@@ -155,6 +162,10 @@ class PolicyPlayer:
     def choose(self, state: GameState) -> int:
         if self._should_resign(state):
             return RESIGN
+        if self.epsilon and self.rng.random() < self.epsilon:
+            moves = sensible_moves(state)
+            if moves.size and not passing_wins(state):
+                return int(moves[self.rng.integers(moves.size)])
         return policy_choice(state, self.policy, self.temperature, self.rng, self.pass_threshold,
                              self.value if self.has_value else None)
 

@@ -57,6 +57,30 @@ def sample(weights: np.ndarray, temperature: float, rng: np.random.Generator) ->
     return int(rng.choice(w.size, p=w / w.sum()))
 
 
+def behaviour(weights: np.ndarray, temperature: float = 1.0, clip: float = 0.0,
+              random_share: float = 0.0) -> np.ndarray:
+    """The distribution a policy player learning from its games samples from (the book's chapter 10): ``weights``
+    (≥ 0, one positive) sharpened by ``1 / temperature`` and normalised (``temperature`` 0: all on the most
+    probable move, so that the random share makes it ε-greedy), each probability clipped to
+    ``[clip, 1 − clip]`` and normalised again (no move certain, none impossible), then mixed with the uniform
+    distribution, ``(1 − random_share) · q + random_share / n`` (a share of random moves). Its entries are the
+    probabilities that experience records for the moves played."""
+    w = np.asarray(weights, dtype=np.float64)
+    if temperature <= 0:  # greedy: the most probable move (with a random share: epsilon-greedy)
+        w = (np.arange(w.size) == int(np.argmax(w))).astype(np.float64)
+    elif temperature != 1.0:
+        with np.errstate(divide="ignore"):
+            logits = np.where(w > 0, np.log(w) / temperature, -np.inf)
+        w = np.exp(logits - logits.max())
+    q = w / w.sum()
+    if clip > 0:
+        q = np.clip(q, clip, 1.0 - clip)
+        q /= q.sum()
+    if random_share > 0:
+        q = (1.0 - random_share) * q + random_share / q.size
+    return q
+
+
 def play_on(weights: np.ndarray, losing: np.ndarray) -> np.ndarray:
     """``weights`` with the losing passes (``losing``, a bool per entry) at 0, unless nothing else has weight:
     playing on is never worse than a certain loss, and a few visits may not have told the two apart."""
@@ -173,4 +197,5 @@ class Resignation:
         return self.streak >= self.moves and move_number >= self.min_move
 
 
-__all__ = ["RESIGN", "Resignation", "Searched", "choose", "play_on", "policy_choice", "ranking", "sample", "settled"]
+__all__ = ["RESIGN", "Resignation", "Searched", "behaviour", "choose", "play_on", "policy_choice", "ranking", "sample",
+           "settled"]

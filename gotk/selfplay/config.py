@@ -53,6 +53,12 @@ class SelfPlayConfig:
     max_moves: int | None = None  # None: 2 · size²
     policy_only: bool = False
     temperature: float = 1.0  # policy-only mode
+    # policy-only mode: record every move as experience (gotk.shards.experience_column) instead of AlphaGo's one
+    # position a game; its moves drawn from gotk.search.choice.behaviour (clip, random_moves), its returns discounted
+    experience: bool = False
+    clip: float = 0.0
+    random_moves: float = 0.0
+    discount: float = 1.0
 
     @classmethod
     def make(cls, early_pass: bool = False, **settings) -> SelfPlayConfig:
@@ -100,8 +106,15 @@ class SelfPlayConfig:
             bad("--resign-disabled must be in 0..1 and resign moves >= 1")
         if self.max_moves is not None and self.max_moves < 1:
             bad(f"--max-moves must be >= 1, not {self.max_moves}")
-        if not 0 < self.temperature <= 100:
-            bad(f"--temperature must be in (0, 100], not {self.temperature}")
+        if not (0 <= self.temperature <= 100 if self.experience else 0 < self.temperature <= 100):
+            bad(f"--temperature must be in (0, 100] (0 with --experience: greedy), not {self.temperature}")
+        if (self.experience or self.clip or self.random_moves or self.discount != 1.0) and not self.policy_only:
+            bad("--experience, --clip, --random-moves and --discount are for policy games: add --policy-only")
+        if (self.clip or self.random_moves or self.discount != 1.0) and not self.experience:
+            bad("--clip, --random-moves and --discount shape recorded experience: add --experience")
+        if not 0 <= self.clip < 0.5 or not 0 <= self.random_moves <= 1 or not 0 < self.discount <= 1:
+            bad(f"--clip must be in [0, 0.5), --random-moves in [0, 1], --discount in (0, 1]; not {self.clip}, "
+                f"{self.random_moves}, {self.discount}")
         return self
 
     def search_config(self) -> SearchConfig:

@@ -30,7 +30,11 @@ Per move (see :class:`SelfPlayConfig`):
 
 ``policy_only=True`` is AlphaGo's value-data recipe: no search, moves sampled from the network's policy at
 ``temperature``, one uniformly random move at a random move number ``U``, and the position after it recorded
-(one row per game, policy weight 0: a value target only).
+(one row per game, policy weight 0: a value target only). With ``experience=True`` the policy games are instead
+**experience** for learning from them (the book's chapters 9–12): every move the network chose is recorded, drawn
+from :func:`gotk.search.choice.behaviour` (``temperature``, probabilities clipped at ``clip``, a ``random_moves``
+share of uniform moves) with its probability and the network's value at play time; the game's return goes to every
+row at the end (:mod:`gotk.shards.experience_column`).
 """
 
 from __future__ import annotations
@@ -70,9 +74,19 @@ class FinishedGame:
     move_number: np.ndarray
     to_play: np.ndarray  # int8: +1 black to move, -1 white (the shards' column)
     label: np.ndarray
-    policy: np.ndarray
-    root_value: np.ndarray
+    policy: np.ndarray  # (rows, size²+1); experience games: (0, size²+1), none is recorded
+    root_value: np.ndarray  # the search's value, or (policy games) the network's at play time
     weight: np.ndarray
+    play_prob: np.ndarray | None = None  # experience: the probability of each row's move at play time
+
+    def returns(self, discount: float = 1.0) -> np.ndarray:
+        """Each row's return: the game's result from its mover's view (+1 won, −1 lost, 0 a draw), times
+        ``discount ** (moves after it)`` (the result arrives after the game's last move)."""
+        black = 1 if self.winner == BLACK else -1 if self.winner == WHITE else 0
+        ret = self.to_play.astype(np.float32) * black
+        if discount != 1.0:
+            ret = ret * np.float32(discount) ** (len(self.moves) - 1 - self.move_number).astype(np.float32)
+        return ret
 
     @property
     def global_inputs(self) -> np.ndarray:
@@ -107,16 +121,29 @@ class _Game:
     comments: list[str] = field(default_factory=list)
     rows: list[tuple] = field(default_factory=list)
     random_at: int = -1  # policy-only: the move number of the random move
+    learner: int = BLACK  # with an opponent network: the colour the agent plays
     record_next: bool = False
 
 
 class SelfPlayBatch:
     """Plays the games ``(index, seed)`` together with ``agent`` (a :class:`gotk.nets.agent.Agent` with policy and
-    value heads; policy-only mode needs the policy only). :meth:`run` returns the finished games in index order."""
+    value heads; policy-only mode needs the policy only). :meth:`run` returns the finished games in index order.
 
-    def __init__(self, agent, config: SelfPlayConfig, games: list[tuple[int, int]], seed: int = 0) -> None:
+    ``opponent`` (policy games only): another agent of the same board size plays one colour of every game (White in
+    the games of even index, Black in the others), its moves drawn the same way and never recorded; each step
+    evaluates the positions of each network in a call of its own (AlphaGo's games of the RL policy against an
+    earlier version of itself)."""
+
+    def __init__(self, agent, config: SelfPlayConfig, games: list[tuple[int, int]], seed: int = 0,
+                 opponent=None) -> None:
         self.cfg = config.validate()
         check_agent(agent, self.cfg)
+        if opponent is not None:
+            if not self.cfg.policy_only:
+                raise SelfPlayError("an opponent network plays policy games only (--policy-only)")
+            check_agent(opponent, self.cfg)
+        self.opponent = NetEvaluator(opponent, symmetries=self.cfg.tree.symmetries, seed=[seed, 8],
+                                     need_value=False) if opponent is not None else None
         self.agent = agent
         self.encoder = agent.encoder
         self.size = self.cfg.size
@@ -132,44 +159,66 @@ class SelfPlayBatch:
                       search=Search(self.evaluator, search_cfg, rng=rng, capacity=1024),
                       resignation={c: C.Resignation(self.cfg.resign_threshold, self.cfg.resign_moves,
                                                     self.cfg.resign_from) for c in (BLACK, WHITE)})
-            if self.cfg.policy_only:
+            if self.cfg.policy_only and not self.cfg.experience:
                 g.random_at = int(rng.integers(0, self.size * self.size))
+            g.learner = BLACK if index % 2 == 0 else WHITE
             self.games.append(g)
         self.seconds = 0.0
 
     @property
+    def _nets(self) -> list[NetEvaluator]:
+        return [self.evaluator] + ([self.opponent] if self.opponent is not None else [])
+
+    @property
     def net_seconds(self) -> float:
-        return self.evaluator.seconds
+        return sum(e.seconds for e in self._nets)
 
     @property
     def evaluations(self) -> int:
-        return self.evaluator.positions
+        return sum(e.positions for e in self._nets)
 
     @property
     def calls(self) -> int:
-        return self.evaluator.calls
+        return sum(e.calls for e in self._nets)
 
     # --- the step loop --------------------------------------------------------------------------
 
     def run(self) -> list[FinishedGame]:
         t0 = time.perf_counter()
-        leaves = self.evaluator.leaves(len(self.games))  # one row per game: its leaf (or position) of a step
+        nets = [self.evaluator] + ([self.opponent] if self.opponent is not None else [])
+        room = [e.leaves(len(self.games)) for e in nets]  # one row per game: its leaf (or position) of a step
         active = list(self.games)
         finished: list[FinishedGame] = []
         while active:
-            batch: list[_Game] = []
+            batches: list[list[_Game]] = [[] for _ in nets]
             for g in active:
-                if self._prepare(g, leaves, len(batch)):
-                    batch.append(g)
-                elif g.done:
+                if self.cfg.policy_only:
+                    ready = self._prepare_policy(g)
+                    if ready:
+                        k = self._net_to_move(g)
+                        row = len(batches[k])
+                        nets[k].write(room[k], row, g.state)
+                        if k == 0 and (g.record_next or self.cfg.experience):
+                            g.root_planes = room[0].feats[row].copy()
+                        batches[k].append(g)
+                else:
+                    ready = self._prepare(g, room[0], len(batches[0]))
+                    if ready:
+                        batches[0].append(g)
+                if not ready and g.done:
                     finished.append(self._finish(g))
-            if batch:
-                probs, values = self.evaluator.evaluate_leaves(leaves, len(batch))
-                for i, g in enumerate(batch):
-                    self._absorb(g, probs[i: i + 1], values[i: i + 1])
+            for k, batch in enumerate(batches):
+                if batch:
+                    probs, values = nets[k].evaluate_leaves(room[k], len(batch))
+                    for i, g in enumerate(batch):
+                        self._absorb(g, probs[i: i + 1], values[i: i + 1], learner=k == 0)
             active = [g for g in active if not g.done]
         self.seconds += time.perf_counter() - t0
         return sorted(finished, key=lambda f: f.index)
+
+    def _net_to_move(self, g: _Game) -> int:
+        """0: the agent is to move; 1: the opponent network (the games' other colour, when there is one)."""
+        return 0 if self.opponent is None or g.state.to_play == g.learner else 1
 
     # --- one game ------------------------------------------------------------------------------
 
@@ -201,10 +250,10 @@ class SelfPlayBatch:
                 g.pending = True
                 return True
 
-    def _absorb(self, g: _Game, probs: np.ndarray, values: np.ndarray) -> None:
+    def _absorb(self, g: _Game, probs: np.ndarray, values: np.ndarray, learner: bool = True) -> None:
         g.pending = False
         if self.cfg.policy_only:
-            self._absorb_policy(g, probs[0], float(values[0]))
+            self._absorb_policy(g, probs[0], float(values[0]), learner)
         else:
             g.search.absorb(probs, values)
 
@@ -249,7 +298,9 @@ class SelfPlayBatch:
 
     # --- policy-only games ------------------------------------------------------------------------
 
-    def _prepare_policy(self, g: _Game, leaves: Leaves, row: int) -> bool:
+    def _prepare_policy(self, g: _Game) -> bool:
+        """Advance a policy game to its next move that needs the network (True; :meth:`run` writes the position for
+        the network to move) or to its end (False)."""
         state = g.state
         while True:
             if self._game_over(g):
@@ -263,16 +314,24 @@ class SelfPlayBatch:
                 self._play(g, int(moves[0]), "forced")
                 g.record_next = False
                 continue
-            self.evaluator.write(leaves, row, state)
-            g.root_planes = leaves.feats[row].copy() if g.record_next else None
             g.moves = moves
             return True
 
-    def _absorb_policy(self, g: _Game, probs: np.ndarray, value: float) -> None:
+    def _absorb_policy(self, g: _Game, probs: np.ndarray, value: float, learner: bool = True) -> None:
         moves = g.moves
         pri = probs[moves]
         total = pri.sum()
         pri = pri / total if total > 0 and np.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
+        if self.cfg.experience:  # every move, with its probability and the value at play time
+            cfg = self.cfg
+            q = C.behaviour(pri, cfg.temperature, cfg.clip, cfg.random_moves)
+            i = int(g.rng.choice(q.size, p=q))
+            choice = int(moves[i])
+            if learner:  # the opponent network's moves are the environment: not recorded
+                g.rows.append((g.root_planes, g.state.move_number, g.state.to_play, choice, None, value, 0.0,
+                               float(q[i])))
+            self._play(g, choice, "")
+            return
         choice = int(moves[C.sample(pri, self.cfg.temperature, g.rng)])
         if g.record_next:
             policy = np.zeros(self.nm, dtype=np.float32)
@@ -303,9 +362,11 @@ class SelfPlayBatch:
             move_number=np.array([r[1] for r in g.rows], dtype=np.int32),
             to_play=np.array([1 if r[2] == BLACK else -1 for r in g.rows], dtype=np.int8),
             label=np.array([r[3] for r in g.rows], dtype=np.int16),
-            policy=np.stack([r[4] for r in g.rows]) if n else np.zeros((0, self.nm), dtype=np.float32),
+            policy=np.stack([r[4] for r in g.rows]) if n and not self.cfg.experience
+            else np.zeros((0, self.nm), dtype=np.float32),
             root_value=np.array([r[5] for r in g.rows], dtype=np.float32),
-            weight=np.array([r[6] for r in g.rows], dtype=np.float32))
+            weight=np.array([r[6] for r in g.rows], dtype=np.float32),
+            play_prob=np.array([r[7] for r in g.rows], dtype=np.float32) if self.cfg.experience else None)
 
 
 def check_agent(agent, cfg: SelfPlayConfig) -> None:

@@ -40,8 +40,32 @@ GENERATOR = "gotk selfplay"
 INIT_NAME = "agent-init.gotk"  # the random network of ``--init random``, kept in the output folder
 
 
-def _chunk_name(chunk: int) -> str:
+def chunk_name(chunk: int) -> str:
+    """The file name (no suffix) of chunk ``chunk``'s rows and done-record: ``chunk-NNNNN``."""
     return f"chunk-{chunk:05d}"
+
+
+def chunk_batch(agent, cfg: SelfPlayConfig, chunk: int, first: int, count: int, seed: int,
+                opponent=None) -> SelfPlayBatch:
+    """The games of chunk ``chunk`` (games ``first .. first+count-1``; game ``i`` draws from ``(seed, i)``, the
+    batch's evaluations from the chunk's own seed), as ``gotk selfplay`` and the zero loop's actors play them."""
+    return SelfPlayBatch(agent, cfg, [(first + i, seed) for i in range(count)], seed=seed * 1_000_003 + chunk,
+                         opponent=opponent)
+
+
+def chunks_dataset(folder: str | Path, chunks: Path, records: list[dict], encoder: dict, options: dict,
+                   generator: dict) -> dict:
+    """``folder`` made a gotk dataset (split ``train``) over the rows files of the done-records ``records`` in the
+    folder ``chunks`` (nothing copied: the manifest lists them relative to ``folder``), its games from the records;
+    returns the manifest."""
+    import os
+
+    from gotk.shards.assemble import assemble_dataset
+
+    files = [os.path.relpath(Path(chunks) / f"{chunk_name(r['chunk'])}.parquet", folder)
+             for r in records if r["rows"] > 0]
+    return assemble_dataset(folder, encoder, {"train": files}, dataset_games(records), options=options,
+                            generator=generator)
 
 
 _AGENTS: dict[str, object] = {}
@@ -70,18 +94,19 @@ def play_chunk(agent_path: str, config: dict, out: str, chunk: int, first: int, 
         torch.set_num_threads(threads)
     agent = _load(agent_path, device)
     cfg = SelfPlayConfig.from_record(config)
-    batch = SelfPlayBatch(agent, cfg, [(first + i, seed) for i in range(count)], seed=seed * 1_000_003 + chunk)
+    batch = chunk_batch(agent, cfg, chunk, first, count, seed)
     games = batch.run()
     root = Path(out)
     write_sgfs(root / "sgf", games, generator, cfg)
-    rows = write_chunk(root / "chunks" / f"{_chunk_name(chunk)}.parquet", games, agent.encoder.describe())
+    rows = write_chunk(root / "chunks" / f"{chunk_name(chunk)}.parquet", games, agent.encoder.describe(),
+                       experience=cfg.discount if cfg.experience else None)
     record = {
         "chunk": chunk, "first": first, "count": count, "rows": rows,
         "games": [game_row(g) for g in games],
         "seconds": round(batch.seconds, 4), "net_seconds": round(batch.net_seconds, 4),
         "evaluations": batch.evaluations, "calls": batch.calls,
     }
-    write_done_record(root / "chunks" / f"{_chunk_name(chunk)}.json", record)
+    write_done_record(root / "chunks" / f"{chunk_name(chunk)}.json", record)
     return record
 
 
@@ -114,13 +139,18 @@ def write_sgfs(folder: Path, games: list[FinishedGame], generator: dict, cfg: Se
             Path(tmp).write_text(text)
 
 
-def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> int:
+def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict, experience: float | None = None,
+                opponent: str = "self") -> int:
     """The games' training rows as one shard with the target columns (``aux_weight``: :func:`aux_weight`) and the
-    globals column (each row's komi and side to move); returns the row count."""
+    globals column (each row's komi and side to move); returns the row count. ``experience`` (a discount γ): the
+    rows are experience instead (:mod:`gotk.shards.experience_column`: the return discounted by γ, the value and
+    the move's probability at play time, ``opponent``), without the target columns."""
     from gotk.encoders import global_inputs as GI
+    from gotk.shards import experience_column as X
     from gotk.shards import format as S
 
-    schema = S.shard_schema(encoder_desc, targets=True, globals_desc=GI.describe())
+    schema = S.shard_schema(encoder_desc, targets=experience is None, globals_desc=GI.describe(),
+                            experience_desc=None if experience is None else X.describe(experience))
     writer = S.ShardWriter(path, schema)
     rows = 0
     try:
@@ -130,15 +160,17 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict) -> in
                 continue
             sign = np.where(g.to_play == 1, 1, -1).astype(np.int8)  # +1 where black is to move
             black_won = 1 if g.winner == 1 else -1 if g.winner == 2 else 0
-            own = g.ownership[None].astype(np.int8) * sign[:, None, None]
-            table = S.rows_table(
-                schema, [game_id_of(g)] * n, g.move_number, g.to_play,
-                S.pack_features(g.planes, encoder_desc["dtype"]), g.label, sign * black_won,
-                targets={"policy": g.policy.astype(np.float32), "root_value": g.root_value,
-                         "ownership": own, "score": (sign * _score_target(g)).astype(np.float32),
-                         "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)},
-                global_inputs=g.global_inputs)
-            writer.write(table)
+            if experience is None:
+                own = g.ownership[None].astype(np.int8) * sign[:, None, None]
+                extra = {"targets": {"policy": g.policy.astype(np.float32), "root_value": g.root_value,
+                                     "ownership": own, "score": (sign * _score_target(g)).astype(np.float32),
+                                     "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)}}
+            else:
+                extra = {"experience": {"return": g.returns(experience), "play_value": np.clip(g.root_value, -1, 1),
+                                        "play_prob": g.play_prob, "opponent": opponent}}
+            writer.write(S.rows_table(schema, [game_id_of(g)] * n, g.move_number, g.to_play,
+                                      S.pack_features(g.planes, encoder_desc["dtype"]), g.label, sign * black_won,
+                                      global_inputs=g.global_inputs, **extra))
             rows += n
         writer.close()
     except BaseException:
@@ -222,8 +254,8 @@ class SelfPlayRun:
         return [(c, c * k, min(k, self.opts.games - c * k)) for c in range(-(-self.opts.games // k))]
 
     def _done(self, chunk: int) -> dict | None:
-        shard = self.out / "chunks" / f"{_chunk_name(chunk)}.parquet"
-        return read_done_record(self.out / "chunks" / f"{_chunk_name(chunk)}.json") if shard.is_file() else None
+        shard = self.out / "chunks" / f"{chunk_name(chunk)}.parquet"
+        return read_done_record(self.out / "chunks" / f"{chunk_name(chunk)}.json") if shard.is_file() else None
 
     def execute(self, progress=None) -> dict:
         """Play every chunk not done yet, then write the dataset and the report; returns the report."""
@@ -269,12 +301,9 @@ class SelfPlayRun:
         return report
 
     def _assemble(self, records: list[dict]) -> None:
-        from gotk.shards.assemble import assemble_dataset
-
-        files = [f"chunks/{_chunk_name(r['chunk'])}.parquet" for r in records if r["rows"] > 0]
-        assemble_dataset(self.out, self.encoder, {"train": files}, dataset_games(records),
-                         options={"selfplay": self.record["config"], "games": self.opts.games},
-                         generator={"name": GENERATOR, "gotk_version": __version__, "agent_sha256": self.agent_sha})
+        chunks_dataset(self.out, self.out / "chunks", records, self.encoder,
+                       options={"selfplay": self.record["config"], "games": self.opts.games},
+                       generator={"name": GENERATOR, "gotk_version": __version__, "agent_sha256": self.agent_sha})
 
 
 GAME_KEYS = ("game_id", "black", "white", "komi", "result", "winner", "end", "num_moves", "positions", "rules",
@@ -352,5 +381,5 @@ def selfplay(opts: SelfPlayOptions, progress=None) -> dict:
     return SelfPlayRun(opts).execute(progress)
 
 
-__all__ = ["GAME_KEYS", "SelfPlayOptions", "SelfPlayRun", "dataset_games", "play_chunk", "selfplay", "summarize",
-           "write_chunk"]
+__all__ = ["GAME_KEYS", "SelfPlayOptions", "SelfPlayRun", "chunk_batch", "chunk_name", "chunks_dataset",
+           "dataset_games", "play_chunk", "selfplay", "summarize", "write_chunk"]

@@ -57,8 +57,8 @@ def _parquet(st: Storage, path) -> Iterator[pq.ParquetFile]:
 
 
 def _shard_entry(st: Storage, folder, rel: str, encoder_desc: dict) -> tuple[dict, tuple[str, ...], Counter, int]:
-    """``(manifest entry, its target columns, rows per game id, largest row group)`` of one listed shard, its
-    encoder checked against ``encoder_desc``."""
+    """``(manifest entry, (its target columns, its experience description), rows per game id, largest row group)``
+    of one listed shard, its encoder checked against ``encoder_desc``."""
     path = join(folder, rel)
     if not st.isfile(path):
         raise FileNotFoundError(f"shard {rel} (listed for {folder}) does not exist")
@@ -70,7 +70,7 @@ def _shard_entry(st: Storage, folder, rel: str, encoder_desc: dict) -> tuple[dic
         if meta["encoder"] != encoder_desc:
             raise ValueError(f"shard {rel} was written with encoder {meta['encoder'].get('name')!r} "
                              f"{meta['encoder']}, the dataset's is {encoder_desc}")
-        targets = S.schema_targets(schema)
+        targets = S.schema_targets(schema), S.schema_experience(schema)
         counts: Counter = Counter()
         biggest = 0
         for g in range(pf.metadata.num_row_groups):
@@ -122,6 +122,14 @@ def _games_table(games: list[dict], in_shards: dict[str, tuple[str, int]]) -> tu
     return table, counts
 
 
+def _one_experience(descs: list[dict | None]) -> dict | None:
+    """The experience description the shards share (their discounts may differ: then listed, ``discount`` None)."""
+    if not descs or descs[0] is None:
+        return None
+    discounts = sorted({d["discount"] for d in descs})
+    return {**descs[0], "discount": discounts[0] if len(discounts) == 1 else None}
+
+
 def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict[str, list[str]],
                      games: list[dict], options: dict, generator: dict | None = None) -> dict:
     """Make ``folder`` a gotk dataset over existing shards; returns the manifest written.
@@ -140,7 +148,8 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
     Writes ``games.parquet``, the dataset card ``README.md`` when every shard lies in its split's folder inside
     ``folder`` (the card's Hub configuration names ``<split>/*.parquet``), and ``manifest.json`` last (atomic:
     its presence means the folder is complete; an older one is removed first). The manifest holds what
-    ``gotk encode``'s does (``sources`` empty), plus ``targets`` (the target columns) and ``generator``."""
+    ``gotk encode``'s does (``sources`` empty), plus ``targets`` (the target columns), ``experience`` (the
+    experience columns' description, when the shards have them: all or none) and ``generator``."""
     st = Storage.for_url(folder)
     if is_url(folder):
         folder = str(folder).rstrip("/")
@@ -152,6 +161,7 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
     if st.isfile(old):
         st.rm(old)  # the folder is incomplete until the new manifest is written
     targets: tuple[str, ...] | None = None
+    experience: list[dict | None] = []
     in_shards: dict[str, tuple[str, int]] = {}
     splits_out: dict[str, dict] = {}
     row_group_rows = 0
@@ -159,7 +169,11 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
         entries = []
         split_games: set[str] = set()
         for rel in files:
-            entry, t, counts, biggest = _shard_entry(st, folder, str(rel), encoder_desc)
+            entry, (t, x), counts, biggest = _shard_entry(st, folder, str(rel), encoder_desc)
+            if experience and (x is None) != (experience[0] is None):
+                raise ValueError(f"shard {rel} has {'no ' if x is None else ''}experience columns, the dataset's "
+                                 "other shards the opposite: a dataset's shards all have them or none")
+            experience.append(x)
             if targets is not None and bool(t) != bool(targets):
                 raise ValueError(f"shard {rel} has target columns {list(t) or 'none'}, the dataset's other shards "
                                  f"{list(targets) or 'none'}: a dataset's shards all have the targets or none")
@@ -186,7 +200,7 @@ def assemble_dataset(folder: str | os.PathLike, encoder_desc: dict, splits: dict
         raise
     manifest = M.dataset_manifest(encoder_desc, dict(options), game_counts, games_info, splits_out,
                                   row_group_rows or S.ROW_GROUP_ROWS, targets=list(targets or ()),
-                                  generator=generator)
+                                  generator=generator, experience=_one_experience(experience))
     local_layout = all(e["file"].replace("\\", "/").startswith(f"{name}/") and ".." not in e["file"].split("/")
                        for name, s in splits_out.items() for e in s["shards"])
     if local_layout:

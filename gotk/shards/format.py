@@ -6,7 +6,9 @@ fixed_size_binary, ``label`` int16, ``value`` int8; self-play shards add the opt
 listed in the metadata's ``targets`` (:func:`schema_targets`; shards written before ``aux_weight`` have the first
 five, :data:`TARGETS_V1`); a shard may also have the optional ``globals`` column (the global inputs of
 :mod:`gotk.encoders.global_inputs`, described under the metadata's ``globals``: :func:`schema_globals`), then the
-optional ``metadata`` column (:mod:`gotk.shards.metadata_column`). Bit encoders store ``np.packbits`` of the C×H×W
+optional ``metadata`` column (:mod:`gotk.shards.metadata_column`); the optional experience columns (``return``,
+``play_value``, ``play_prob``, ``opponent``: :mod:`gotk.shards.experience_column`) sit between the targets and
+those, listed under the metadata's ``experience``. Bit encoders store ``np.packbits`` of the C×H×W
 0/1 planes (C order, big bit order); ``int8`` encoders store the raw int8 bytes (both ways coded once:
 :func:`pack_features`, :func:`unpack_features`). The schema metadata key ``gotk`` holds ``{"schema_version",
 "encoder" (Encoder.describe()), "features"}`` as JSON, so a shard alone is self-describing. zstd compression, fixed
@@ -30,6 +32,7 @@ import pyarrow.parquet as pq
 
 from gotk.atomic import temp_path
 from gotk.hashing import sha256_file
+from gotk.shards import experience_column as X
 from gotk.shards import metadata_column as V
 from gotk.shards.globals_column import GLOBALS
 from gotk.storage import Storage
@@ -57,10 +60,11 @@ def features_nbytes(encoder_desc: dict) -> int:
 
 
 def shard_metadata(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None,
-                   metadata_desc: dict | None = None) -> dict:
+                   metadata_desc: dict | None = None, experience_desc: dict | None = None) -> dict:
     """The JSON object stored under the ``gotk`` schema metadata key (``targets``: the shard has the self-play target
-    columns, listed under ``"targets"``; ``globals_desc`` / ``metadata_desc``: it has that column, described under
-    ``"globals"`` / ``"metadata"``; without them the object is unchanged)."""
+    columns, listed under ``"targets"``; ``globals_desc`` / ``metadata_desc`` / ``experience_desc``: it has that
+    column or columns, described under ``"globals"`` / ``"metadata"`` / ``"experience"``; without them the object is
+    unchanged)."""
     meta = {
         "schema_version": SCHEMA_VERSION,
         "encoder": encoder_desc,
@@ -72,7 +76,8 @@ def shard_metadata(encoder_desc: dict, targets: bool = False, globals_desc: dict
     }
     if targets:
         meta["targets"] = list(TARGETS)
-    for name, desc in ((GLOBALS, globals_desc), (V.METADATA, metadata_desc)):
+    for name, desc in ((GLOBALS, globals_desc), (V.METADATA, metadata_desc),
+                       (X.EXPERIENCE, X.check_description(experience_desc))):
         if desc is not None:
             meta[name] = dict(desc)
     return meta
@@ -85,12 +90,13 @@ def board_points(encoder_desc: dict) -> int:
 
 
 def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict | None = None,
-                 metadata_desc: dict | None = None) -> pa.Schema:
+                 metadata_desc: dict | None = None, experience_desc: dict | None = None) -> pa.Schema:
     """The Arrow schema of a shard, with its ``gotk`` metadata; ``targets`` adds the self-play target columns
-    (:data:`TARGETS`) after the six position columns, ``globals_desc`` (``global_inputs.describe()``) the ``globals``
-    column, ``metadata_desc`` (``metadata_inputs.describe()``) the ``metadata`` column last."""
-    meta = json.dumps(shard_metadata(encoder_desc, targets, globals_desc, metadata_desc), sort_keys=True,
-                      separators=(",", ":"))
+    (:data:`TARGETS`) after the six position columns, ``experience_desc`` (``experience_column.describe()``) the
+    experience columns after them, ``globals_desc`` (``global_inputs.describe()``) the ``globals`` column,
+    ``metadata_desc`` (``metadata_inputs.describe()``) the ``metadata`` column last."""
+    meta = json.dumps(shard_metadata(encoder_desc, targets, globals_desc, metadata_desc, experience_desc),
+                      sort_keys=True, separators=(",", ":"))
     fields = [
         pa.field("game_id", pa.string(), nullable=False),
         pa.field("move_number", pa.int32(), nullable=False),
@@ -109,6 +115,8 @@ def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict |
             pa.field("weight", pa.float32(), nullable=False),
             pa.field("aux_weight", pa.float32(), nullable=False),  # ownership and score: 1 played out, 0 not
         ]
+    if experience_desc is not None:
+        fields += X.fields()
     fields += V.vector_fields({GLOBALS: globals_desc, V.METADATA: metadata_desc})
     return pa.schema(fields, metadata={METADATA_KEY: meta.encode()})
 
@@ -126,6 +134,22 @@ def schema_globals(source: pa.Schema | dict | None, column: str = GLOBALS) -> di
             raise ValueError(f"the shard's {column} column and its metadata disagree (presence or width)")
         return desc
     return source.get(column)
+
+
+def schema_experience(source: pa.Schema | dict | None) -> dict | None:
+    """The description of a shard's experience columns (:mod:`gotk.shards.experience_column`), or None when it has
+    none: from its Arrow schema, ``gotk`` metadata object or a manifest; ValueError when a schema's columns and
+    metadata disagree, or the description lists other columns."""
+    if source is None:
+        return None
+    if isinstance(source, pa.Schema):
+        raw = (source.metadata or {}).get(METADATA_KEY)
+        desc = json.loads(raw).get(X.EXPERIENCE) if raw is not None else None
+        present = [n for n in X.COLUMNS if n in source.names]
+        if (present and present != list(X.COLUMNS)) or bool(present) != (desc is not None):
+            raise ValueError(f"the shard's experience columns {present} and its metadata disagree")
+        return X.check_description(desc)
+    return X.check_description(source.get(X.EXPERIENCE))
 
 
 def schema_targets(source: pa.Schema | dict | None) -> tuple[str, ...]:
@@ -259,11 +283,13 @@ def unpack_features(packed: np.ndarray, shape: tuple[int, int, int], dtype: str)
 def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: np.ndarray,
                to_play: np.ndarray, packed: np.ndarray, labels: np.ndarray, values: np.ndarray,
                targets: dict[str, np.ndarray] | None = None, global_inputs: np.ndarray | None = None,
-               metadata_inputs: np.ndarray | None = None) -> pa.Table:
+               metadata_inputs: np.ndarray | None = None, experience: dict | None = None) -> pa.Table:
     """One Arrow table of shard rows from column arrays (``packed`` is (N, bytes_per_row) uint8;
     ``game_ids`` a list of strings or a pyarrow string array). ``targets`` gives the self-play target columns
-    (see :func:`target_columns`), ``global_inputs`` the ``globals`` column, ``metadata_inputs`` the ``metadata``
-    column (``gotk.shards.metadata_column``): each required exactly when ``schema`` has it (ValueError otherwise)."""
+    (see :func:`target_columns`), ``experience`` the experience columns
+    (:func:`gotk.shards.experience_column.experience_columns`), ``global_inputs`` the ``globals`` column,
+    ``metadata_inputs`` the ``metadata`` column (``gotk.shards.metadata_column``): each required exactly when
+    ``schema`` has it (ValueError otherwise)."""
     n = int(packed.shape[0])
     width = schema.field("features").type.byte_width
     if packed.shape[1] != width:
@@ -286,6 +312,10 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
     ]
     if targets is not None:
         columns += target_columns(schema, targets, n)
+    if (experience is not None) != (schema_experience(schema) is not None):
+        raise ValueError("experience= is required exactly when the shard schema has the experience columns")
+    if experience is not None:
+        columns += X.experience_columns(experience, n)
     columns += V.vector_columns(schema, {GLOBALS: global_inputs, V.METADATA: metadata_inputs}, n)
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -411,6 +441,8 @@ class ShardRowWriter:
         self.schema = schema
         self.width = schema.field("features").type.byte_width
         self.targets = schema_targets(schema)  # the self-play target columns, or ()
+        if schema_experience(schema) is not None:
+            raise ValueError("the row writer does not fill experience columns: write their tables with rows_table")
         self.batch_rows = max(row_group_rows, batch_bytes // self.width)
         self.remaining = expected_rows  # rows still to come, when known
         self.write_s = 0.0  # seconds spent writing batches out (Arrow tables, Parquet, zstd, the final rename)

@@ -45,11 +45,12 @@ GAMES_ROW_GROUP_ROWS = 65536
 def dataset_manifest(encoder_desc: dict, options: dict, games: dict, games_info: dict, splits: dict[str, dict],
                      row_group_rows: int, sources: list | None = None, sources_skipped: list | None = None,
                      inputs_skipped: dict | None = None, targets: list[str] | tuple[str, ...] | None = None,
-                     generator: dict | None = None) -> dict:
+                     generator: dict | None = None, experience: dict | None = None) -> dict:
     """The ``manifest.json`` object of a dataset folder (the one layout ``gotk encode`` and
     :func:`gotk.shards.assemble.assemble_dataset` write): ``splits`` maps each split to its ``games``, ``rows``,
     ``bytes`` and ``shards``; ``games_info`` is the games table's ``rows``, ``bytes`` and ``sha256``; the totals are
-    computed here. ``targets`` (self-play target columns) and ``generator`` are written when given."""
+    computed here. ``targets`` (self-play target columns), ``experience`` (the experience columns' description,
+    :mod:`gotk.shards.experience_column`) and ``generator`` are written when given."""
     from gotk import __version__
 
     total_rows = sum(s["rows"] for s in splits.values())
@@ -74,6 +75,8 @@ def dataset_manifest(encoder_desc: dict, options: dict, games: dict, games_info:
     }
     if targets is not None:
         manifest["targets"] = list(targets)
+    if experience is not None:
+        manifest["experience"] = experience
     if generator is not None:
         manifest["generator"] = generator
     return manifest
@@ -192,6 +195,8 @@ def summary_lines(m: dict) -> list[str]:
         f"games     read {g['read']:,}  kept {g['kept']:,}  partial {g['partial']:,}  "
         f"skipped {sum(g['skipped'].values()):,}",
         *([f"targets   {', '.join(m['targets'])}"] if m.get("targets") else []),
+        *([f"experience {', '.join(m['experience']['columns'])} (discount {m['experience']['discount']})"]
+          if isinstance(m.get("experience"), dict) else []),
         *([f"made by   {m['generator'].get('name', '?')}"] if isinstance(m.get("generator"), dict) else []),
         "",
         f"{'split':<10} {'games':>9} {'rows':>12} {'shards':>7} {'bytes':>14} {'bytes/pos':>10}",

@@ -20,12 +20,18 @@ import torch
 
 from gotk.distributed import DEFAULT_DIST_TIMEOUT
 from gotk.nets.networks import HEADS, MODELS, model_hparams
+from gotk.train.objectives import BASELINES, DEFAULT_ENTROPY_WEIGHT, OBJECTIVES
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
 SCHEDULES = ("cosine", "step", "none")
 DEFAULT_OPTIMIZER = "sgd"
 DEFAULT_LR = {"sgd": 0.05, "adagrad": 0.01, "adadelta": 1.0, "adam": 1e-3, "adamw": 1e-3}
 DEFAULT_POSITIONS_PER_GAME = 8
+#: learning from experience: the default rate whatever the model (imitation's 1e-3..3e-3 make a policy gradient
+#: diverge: the log-probabilities of lost games' moves run to minus infinity; the book trains its policy-gradient
+#: agents at 1e-4), and the gradient's norm capped at 1 (the book's clipnorm)
+EXPERIENCE_LR = 1e-4
+EXPERIENCE_CLIP_GRAD_NORM = 1.0
 
 
 @dataclass
@@ -67,6 +73,14 @@ class TrainConfig:
     # for the score (Huber, delta 12 points)
     ownership_weight: float | None = None
     score_weight: float | None = None
+    # what the network learns (gotk.train.objectives): supervised imitation, or from experience (policy-gradient,
+    # actor-critic, q-learning) on data with the experience columns
+    objective: str = "supervised"
+    entropy_weight: float = DEFAULT_ENTROPY_WEIGHT  # actor-critic: the entropy bonus's weight
+    baseline: str = "none"  # policy-gradient: none, mean (the batch's return) or play-value (recorded at play)
+    # the gradient's norm capped at this before each step (None: no cap; learning from experience: 1.0, the book's
+    # clipnorm: a policy gradient's steps are as large as its returns and rare moves' log-probabilities make them)
+    clip_grad_norm: float | None = None
     init_agent: str | None = None  # an agent file whose weights the new model starts from (same model and shape)
     # an optimizer state file (gotk.train.checkpoint.save_optimizer_state) the new optimizer starts from: the same
     # optimizer over the same model (what gotk zero carries from one generation to the next)
@@ -108,11 +122,15 @@ class TrainConfig:
             raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}")
         if c.device not in ("auto", "cpu", "cuda") and not c.device.startswith("cuda:"):
             raise ValueError("--device must be auto, cpu or cuda")
+        experience = c.objective != "supervised"
+        if c.lr is None and experience:
+            c.lr = EXPERIENCE_LR
         if c.lr is None:
             own = c.optimizer == defaults.get("optimizer", DEFAULT_OPTIMIZER) and "lr" in defaults
             c.lr = defaults["lr"] if own else DEFAULT_LR[c.optimizer]
         c.lr = float(c.lr)
-        if c.positions_per_game is None and c.head in ("value", "both"):
+        # imitation caps a game's correlated positions for the value head; experience learns from every move
+        if c.positions_per_game is None and c.head in ("value", "both") and c.objective == "supervised":
             c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
         if c.epochs is None and c.max_steps is None and c.max_minutes is None:
             c.epochs = 1
@@ -131,6 +149,19 @@ class TrainConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be a number >= 0, not {v}")
         if not 0 <= c.value_mix <= 1:
             raise ValueError(f"--value-mix must be in 0..1, not {c.value_mix}")
+        if c.objective not in OBJECTIVES:
+            raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {c.objective!r}")
+        if c.baseline not in BASELINES:
+            raise ValueError(f"--baseline must be one of {', '.join(BASELINES)}, not {c.baseline!r}")
+        if c.objective != "supervised" and c.patience is not None:
+            raise ValueError("--patience stops on the validation top-1, which learning from experience does not aim "
+                             "at: leave it out with --objective " + c.objective)
+        if not (math.isfinite(c.entropy_weight) and c.entropy_weight >= 0):
+            raise ValueError(f"--entropy-weight must be a number >= 0, not {c.entropy_weight}")
+        if c.clip_grad_norm is None and experience:
+            c.clip_grad_norm = EXPERIENCE_CLIP_GRAD_NORM
+        if c.clip_grad_norm is not None and not (math.isfinite(c.clip_grad_norm) and c.clip_grad_norm > 0):
+            raise ValueError(f"--clip-grad-norm must be a number > 0, not {c.clip_grad_norm}")
         if c.workers < 0:
             raise ValueError("--workers must be >= 0")
         if c.dist_timeout <= 0:

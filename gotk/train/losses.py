@@ -21,6 +21,11 @@ the terms are weighted (:class:`gotk.train.trainer.Trainer` owns the forward pas
   points. (KataGo's 0.02 weighs its score *belief distribution*, a cross-entropy over score buckets that gotk's
   models do not have.)
 
+Under another **objective** (``--objective``: policy gradient, actor–critic, Q-learning on data with the
+experience columns; :mod:`gotk.train.objectives` has their maths) :func:`batch_losses` applies that objective's
+terms instead, each averaged over the batch's rows; the stats keep their meaning (the policy's cross-entropy and
+top-1/top-5 against the move played, the value's squared error against the return over every row).
+
 Under DDP every term is also returned *scaled* so that DDP's gradient average is the mean over all the rows of
 all ranks (``share``: this step's ``[rows, value rows, policy weight, aux weight]`` summed over ranks).
 """
@@ -31,6 +36,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from gotk.train import objectives as O
 
 STATS = ("rows", "policy_loss_sum", "top1", "top5", "value_se", "value_rows", "soft_policy_ce_sum", "policy_weight",
          "ownership_loss_sum", "ownership_rows", "score_loss_sum", "score_rows")
@@ -56,7 +63,9 @@ class LossWeights:
     score: float
     board_size: int
     value_mix: float = 0.0  # the root value's share of the value target on self-play data
-
+    objective: str = "supervised"  # gotk.train.objectives.OBJECTIVES
+    entropy: float = O.DEFAULT_ENTROPY_WEIGHT  # actor-critic: the entropy bonus's weight
+    baseline: str = "none"  # policy gradient: gotk.train.objectives.BASELINES
 
     @classmethod
     def of(cls, cfg, board_size: int) -> LossWeights:
@@ -64,8 +73,16 @@ class LossWeights:
         own = cfg.ownership_weight if cfg.ownership_weight is not None \
             else DEFAULT_OWNERSHIP_WEIGHT / (board_size * board_size)
         score = cfg.score_weight if cfg.score_weight is not None else DEFAULT_SCORE_WEIGHT
-        return cls(float(cfg.value_weight), float(own), float(score), int(board_size),
-                   float(getattr(cfg, "value_mix", 0.0)))
+        return cls(float(cfg.value_weight), float(own), float(score), int(board_size), float(cfg.value_mix),
+                   cfg.objective, float(cfg.entropy_weight), cfg.baseline)
+
+    @classmethod
+    def default(cls, board_size: int, aux: bool = True, objective: str = "supervised",
+                entropy: float = O.DEFAULT_ENTROPY_WEIGHT, baseline: str = "none") -> LossWeights:
+        """The defaults on ``board_size`` boards (value weight 1, KataGo's ownership and score weights; ``aux``
+        False: those two at 0) under ``objective``, what losses measured outside a training run use."""
+        own = DEFAULT_OWNERSHIP_WEIGHT / (board_size * board_size) if aux else 0.0
+        return cls(1.0, own, DEFAULT_SCORE_WEIGHT if aux else 0.0, int(board_size), 0.0, objective, entropy, baseline)
 
 
 def soft_policy_sums(p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -105,6 +122,8 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
     """``(loss, scaled loss, stats)`` of one batch from the network's outputs (policy logits, value, ownership
     logits and score; None where the model has no such output) and the labels ``y``; ``stats`` as
     :data:`STATS`. ``scaled`` is zero unless ``share`` is given (DDP)."""
+    if weights.objective != "supervised":
+        return experience_losses(p, v, y, batch, weights, world, share)
     dev = y.device
     stats = torch.zeros(len(STATS), device=dev)
     stats[0] = y.shape[0]
@@ -167,6 +186,48 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
     return loss, scaled, stats
 
 
+def experience_losses(p: torch.Tensor | None, v: torch.Tensor | None, y: torch.Tensor, batch: dict,
+                      weights: LossWeights, world: int = 1,
+                      share: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`batch_losses` under an objective that learns from experience (``weights.objective``;
+    :mod:`gotk.train.objectives`): its terms averaged over the rows (the batch's ``return``, ``play_value``; the
+    action is the label ``y``), the stats as :data:`STATS` (cross-entropy and top-k against the actions, the value's
+    squared error against the returns)."""
+    dev = y.device
+    n = y.shape[0]
+    stats = torch.zeros(len(STATS), device=dev)
+    stats[0] = n
+    ret = batch["return"][:n].to(dev, non_blocking=True).float()
+    if weights.objective == "policy-gradient":
+        base = None
+        if weights.baseline == "mean":
+            base = ret.mean().expand(n)
+        elif weights.baseline == "play-value":
+            base = batch["play_value"][:n].to(dev, non_blocking=True).float()
+        total = O.policy_gradient_sum(p, y, ret, base)
+    elif weights.objective == "actor-critic":
+        pol, val, ent = O.actor_critic_sums(p, v, y, ret)
+        total = pol + weights.value * val - weights.entropy * ent
+    elif weights.objective == "q-learning":
+        total = O.q_learning_sum(p, y, ret)
+    else:
+        raise ValueError(f"unknown objective {weights.objective!r}")
+    if v is not None and weights.objective != "actor-critic":  # a head the objective does not train joins at 0
+        total = total + 0.0 * v.float().sum()
+    loss = total / max(n, 1)
+    scaled = total * world / share[0].clamp(min=1.0) if share is not None else torch.zeros((), device=dev)
+    with torch.no_grad():
+        pf = p.float()
+        top5 = pf.topk(min(5, pf.shape[1]), dim=1).indices
+        stats[1] = F.cross_entropy(pf, y, reduction="sum")
+        stats[2] = (top5[:, 0] == y).sum()
+        stats[3] = (top5 == y[:, None]).any(dim=1).sum()
+        if v is not None:
+            stats[4] = ((v.float().reshape(-1) - ret) ** 2).sum()
+            stats[5] = n
+    return loss, scaled, stats
+
+
 __all__ = ["DEFAULT_OWNERSHIP_WEIGHT", "DEFAULT_SCORE_WEIGHT", "SCORE_HUBER_DELTA", "STATS", "LossWeights", "aux_sums",
-           "aux_weights", "batch_losses",
+           "aux_weights", "batch_losses", "experience_losses",
            "soft_policy_sums"]

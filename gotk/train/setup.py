@@ -21,6 +21,7 @@ from gotk.train.config import TrainConfig
 
 def check_data(cfg: TrainConfig, manifest: dict, main: bool) -> None:
     """Refuse what would train a useless model, say what is missing (ValueError); ``main``: this process warns."""
+    check_objective(cfg, manifest.get("experience") is not None)
     splits = manifest.get("splits") or {}
     if cfg.train_split not in splits:
         raise ValueError(f"{cfg.data} has no {cfg.train_split!r} split (it has {', '.join(splits) or 'none'})")
@@ -40,6 +41,23 @@ def check_data(cfg: TrainConfig, manifest: dict, main: bool) -> None:
             raise ValueError(f"the value head needs game results, but none of the {train.num_rows:,} games of "
                              f"the {cfg.train_split!r} split has one (no RE, or void/unknown results); "
                              "train with --head policy")
+
+
+def check_objective(cfg: TrainConfig, has_experience: bool) -> None:
+    """ValueError unless ``cfg.objective`` can learn with the heads of ``cfg.head`` from data that has (or not) the
+    experience columns, which the objectives that learn from experience need (:mod:`gotk.train.objectives`)."""
+    from gotk.train.objectives import needs
+
+    heads, experience = needs(cfg.objective)
+    have = {"policy": cfg.head in ("policy", "both"), "value": cfg.head in ("value", "both")}
+    missing = [h for h in heads if not have[h]]
+    if missing:
+        need = "--head both" if len(heads) == 2 else "--head policy or both"
+        raise ValueError(f"--objective {cfg.objective} needs a {' and a '.join(missing)} head: train with {need}")
+    if experience and not has_experience:
+        raise ValueError(f"--objective {cfg.objective} learns from experience: {cfg.data} has no experience columns "
+                         "(return, play_value, play_prob, opponent; docs/shards.md): record an agent's games with "
+                         "gotk selfplay --experience or gotk rl")
 
 
 def make_datasets(cfg: TrainConfig, manifest: dict, rank: int, world: int) -> tuple[ShardDataset, ShardDataset | None]:

@@ -61,6 +61,7 @@ from gotk.train.metrics import (
 )
 from gotk.train.setup import (
     check_data,
+    check_objective,
     fit_value_baseline,
     load_init_agent,
     load_init_optimizer,
@@ -144,6 +145,7 @@ class Trainer:
             load_init_agent(self.model, cfg.init_agent, cfg, self.encoder)
         self.model = self.model.to(self.device)
         self.targets = bool(self.train_ds.index.targets)  # the data has the self-play target columns
+        check_objective(cfg, self.train_ds.index.experience is not None)  # the shards themselves
         self.loss_weights = LossWeights.of(cfg, h)
         self.baseline = fit_value_baseline(cfg) if self.model.has_value else None
         self._coverage: dict | None = None  # agent.json trained_on of a conditioned model, read once
@@ -347,6 +349,8 @@ class Trainer:
             batch["globals"] = torch.zeros(1, self.num_globals)
         if self.num_metadata:
             batch["metadata"] = torch.zeros(1, self.num_metadata)
+        if self.cfg.objective != "supervised":
+            batch.update({name: torch.zeros(1) for name in ("return", "play_value", "play_prob")})
         if self.targets:  # the same graph as the other ranks' steps
             batch.update(policy=torch.zeros(1, h * w + 1), root_value=torch.zeros(1), ownership=torch.zeros(1, h, w),
                          score=torch.zeros(1), weight=torch.zeros(1), aux_weight=torch.zeros(1))
@@ -384,6 +388,9 @@ class Trainer:
                 loss, stats = loss * 0.0, stats * 0.0
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
+        if cfg.clip_grad_norm:  # the gradient's norm capped (the book's clipnorm for its policy-gradient agents)
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_grad_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.step += 1
@@ -412,6 +419,8 @@ class Trainer:
             if self._coverage is None:
                 self._coverage = metadata_coverage(self.cfg)
             extra["trained_on"] = self._coverage
+        if self.cfg.objective != "supervised":  # a q-learning agent's policy head holds action values
+            extra["objective"] = self.cfg.objective
         save_agent(self.out / AGENT, self.model, self.cfg.model, self.cfg.hparams, self.encoder,
                    self.manifest_sha256, metrics, extra=extra)
 
@@ -429,7 +438,8 @@ class Trainer:
             rec.update({f"val_{k}": v for k, v in val.items() if k != "by_phase"})
         self.log(rec)
         stop = False
-        score = val_score(val) if val is not None else None
+        # learning from experience keeps its last model: agreement with the moves once played is not its aim
+        score = val_score(val) if val is not None and self.cfg.objective == "supervised" else None
         metrics = {"step": self.step, "epoch": self.epoch, **train_summary,
                    **({f"val_{k}": v for k, v in val.items() if k != "by_phase"} if val else {})}
         if score is None:

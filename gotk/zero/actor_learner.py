@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -80,7 +81,7 @@ class ActorLearnerRun(ZeroRun):
     def run(self, log=print) -> dict:
         from gotk.executors import ExecutorError, make_executor
         from gotk.nets.agent_file import read_agent_files
-        from gotk.zero.actors import ActorPool, Network, done_chunks
+        from gotk.zero.actors import ActorPool, Network, done_chunks, peak_rss_mb
         from gotk.zero.learner import Learner, LearnerSettings, optimizer_name
 
         o = self.opts
@@ -113,7 +114,8 @@ class ActorLearnerRun(ZeroRun):
         except ExecutorError as e:
             raise ZeroError(e.message) from None
         pool = ActorPool(executor, self.actors, self.selfplay_root, o.selfplay, o.chunk_games, o.seed,
-                         o.threads or 1, actor_device, encoder, done, self.learning_s)
+                         o.threads or 1, actor_device, encoder, done, self.learning_s, o.opponents,
+                         lambda v: Network.read(v, self.agent_path(v)))
         pool.publish(Network.read(version, self.agent_path(version)))
         from gotk.devices import resolve_device
 
@@ -140,7 +142,8 @@ class ActorLearnerRun(ZeroRun):
                 version += 1
                 pool.publish(Network.read(version, self.agent_path(version)))
                 rec.update(hours=round(self.learning_s() / 3600, 4), games=sum(r["count"] for r in records),
-                           rows=rows, last_seq=max(r["seq"] for r in records),
+                           rows=rows, last_seq=max(r["seq"] for r in records), learner_peak_rss_mb=peak_rss_mb(),
+                           actors_peak_rss_mb=max((r.get("peak_rss_mb") or 0.0 for r in new), default=None),
                            samples_per_position=round(rec["steps_done"] * o.batch_size / rows, 3),
                            round_s=round(time.time() - t_round, 2))
                 self.state["networks"].append(rec)
@@ -151,7 +154,8 @@ class ActorLearnerRun(ZeroRun):
                 f, t = rec["fresh"], rec["train"]
                 log(f"{rec['network']}: {rec['games']} games, {rows} rows, {rec['steps_done']} steps "
                     f"({rec['samples_per_position']} samples per position); loss {t.get('loss')}, fresh policy "
-                    f"{f.get('policy_soft_ce')} value {f.get('value_mse')}; {rec['hours']:.3f} h")
+                    f"{f.get('policy_soft_ce', f.get('policy_loss'))} value {f.get('value_mse')}; "
+                    f"{rec['hours']:.3f} h")
         finally:
             pool.stop(drain=True)
             executor.shutdown(wait=True, cancel_futures=True)
@@ -170,25 +174,22 @@ class ActorLearnerRun(ZeroRun):
 
     def _assemble_selfplay(self, records: list[dict], encoder: dict) -> None:
         """``RUN/selfplay`` as a gotk dataset over every committed chunk (``gotk inspect``, ``gotk train``)."""
-        from gotk.selfplay.run import dataset_games
-        from gotk.shards.assemble import assemble_dataset
-        from gotk.zero.actors import chunk_name
+        from gotk.selfplay.run import chunks_dataset
 
         if not any(r["rows"] for r in records):
             return
-        records = sorted(records, key=lambda r: r["chunk"])
-        files = [f"chunks/{chunk_name(r['chunk'])}.parquet" for r in records if r["rows"] > 0]
-        assemble_dataset(self.selfplay_root, encoder, {"train": files}, dataset_games(records),
-                         options={"zero": str(self.root)},
-                         generator={"name": "gotk zero"})
+        chunks_dataset(self.selfplay_root, self.selfplay_root / "chunks", sorted(records, key=lambda r: r["chunk"]),
+                       encoder, options={"zero": str(self.root)}, generator={"name": "gotk zero"})
 
     # --- evaluation ----------------------------------------------------------------------------------
 
     def to_evaluate(self) -> list[int]:
-        """The versions played against the anchors: every ``--eval-every``-th network and the last one."""
+        """The versions played against the anchors: every ``--eval-every``-th network and the last one (and, for a
+        learner from experience, the start: its anchors' games say where it began)."""
         n = len(self.state["networks"])
         every = self.opts.eval_every
-        return sorted({v for v in range(1, n + 1) if v % every == 0} | ({n} if n else set()))
+        start = {0} if self.opts.method != "zero" else set()
+        return sorted({v for v in range(1, n + 1) if v % every == 0} | ({n} if n else set()) | start)
 
     def evaluate(self, log=print) -> dict:
         """Play the anchors with the networks of :meth:`to_evaluate` (reports already there are kept); the time it
@@ -203,23 +204,32 @@ class ActorLearnerRun(ZeroRun):
             results[name] = play_anchors(self.agent_path(v), name, self.root / "eval" / name, o.eval_games,
                                          o.gnugo_levels, o.gnugo, o.size, o.selfplay.komi, self.eval_visits, v, log,
                                          o.gnugo_anchors)
+            if v and o.method != "zero":  # against the network it started from, as the book judges its agents
+                results[name]["vs_start"] = self.play_start(v, log)["win_rate"]
             self.state["eval_s"] = round(self.state["eval_s"] + time.time() - t0, 3)
             t0 = time.time()
             self._save()
             self.write_report()
         return results
 
+    def play_start(self, v: int, log) -> dict:
+        """Network ``v`` against the run's first network, ``--eval-games`` games, both sampling their policy at
+        temperature 1 (AlphaGo's measure of its RL policy against the SL policy: deterministic policies would play
+        the same two games over and over), or both searching with ``--eval-visits``."""
+        from gotk.zero.evaluation import play_match
+
+        o = self.opts
+        name = net_name(v)
+        argv = [sys.executable, "-m", "gotk", "gtp", "--agent", str(self.agent_path(0)), "--seed", str(v)]
+        argv += ["--visits", str(self.eval_visits)] if self.eval_visits >= 2 else ["--temperature", "1"]
+        return play_match(self.agent_path(v), name, argv, net_name(0), o.eval_games,
+                          self.root / "eval" / name / f"vs-{net_name(0)}.json", o.size, o.selfplay.komi,
+                          self.eval_visits, v, log, temperature=1.0)
+
     # --- the report ---------------------------------------------------------------------------------
 
-    def ratings(self) -> dict[str, dict]:
-        from gotk.play.elo import EloError, fit, read_match_reports
-        from gotk.zero.evaluation import RANDOM_NAME
-
-        try:
-            games = read_match_reports(sorted(self.root.glob("eval/*/*.json")))
-            return {r.name: r.as_dict() for r in fit(games, RANDOM_NAME, 0.0)} if games else {}
-        except EloError:
-            return {}
+    def match_reports(self) -> list[Path]:
+        return sorted(self.root.glob("eval/*/*.json"))
 
     def write_report(self) -> dict:
         from gotk.zero.report import network_rows, write_report

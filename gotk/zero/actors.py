@@ -26,7 +26,7 @@ from pathlib import Path
 
 from gotk import __version__
 from gotk.selfplay.config import SelfPlayConfig
-from gotk.selfplay.games import SelfPlayBatch
+from gotk.selfplay.run import chunk_batch, chunk_name
 
 GENERATOR = "gotk zero"
 
@@ -55,7 +55,8 @@ def _agent(net: Network, device: str):
 
     key = f"{net.sha256}@{device}"
     if key not in _AGENT:
-        _AGENT.clear()
+        while len(_AGENT) >= 3:  # the newest network and a few opponents of the pool stay loaded
+            _AGENT.pop(next(iter(_AGENT)))
         with tempfile.TemporaryDirectory(prefix="gotk-actor-") as tmp:
             path = Path(tmp) / "agent.gotk"
             path.write_bytes(net.data)
@@ -67,37 +68,50 @@ def _agent(net: Network, device: str):
 
 
 def play_games(net: Network, config: dict, chunk: int, first: int, count: int, seed: int, threads: int | None,
-               device: str = "cpu") -> dict:
-    """Play games ``first .. first+count-1`` with ``net``; returns ``{"chunk", "first", "count", "network",
-    "games": [FinishedGame], "seconds", "net_seconds", "evaluations", "calls", "cpu_s", "host"}``. ``cpu_s`` is
-    this process's CPU time over the chunk (the actors' share of the host in the run's report)."""
+               device: str = "cpu", opponent: Network | None = None) -> dict:
+    """Play games ``first .. first+count-1`` with ``net`` (and ``opponent`` playing one colour of each: policy games
+    of the learners from experience); returns ``{"chunk", "first", "count", "network", "opponent", "games":
+    [FinishedGame], "seconds", "net_seconds", "evaluations", "calls", "cpu_s", "host"}``. ``cpu_s`` is this
+    process's CPU time over the chunk (the actors' share of the host in the run's report)."""
     import torch
 
     if threads:
         torch.set_num_threads(threads)
     cpu0 = time.process_time()
     agent = _agent(net, device)
-    cfg = SelfPlayConfig.from_record(config)
-    batch = SelfPlayBatch(agent, cfg, [(first + i, seed) for i in range(count)], seed=seed * 1_000_003 + chunk)
+    other = _agent(opponent, device) if opponent is not None else None
+    batch = chunk_batch(agent, SelfPlayConfig.from_record(config), chunk, first, count, seed, other)
     games = batch.run()
-    return {"chunk": chunk, "first": first, "count": count, "network": net.version, "games": games,
+    return {"chunk": chunk, "first": first, "count": count, "network": net.version,
+            "opponent": opponent.version if opponent is not None else None, "games": games,
             "seconds": round(batch.seconds, 4), "net_seconds": round(batch.net_seconds, 4),
             "evaluations": batch.evaluations, "calls": batch.calls,
-            "cpu_s": round(time.process_time() - cpu0, 4), "host": os.uname().nodename}
+            "cpu_s": round(time.process_time() - cpu0, 4), "host": os.uname().nodename,
+            "peak_rss_mb": peak_rss_mb()}
 
 
-def chunk_name(chunk: int) -> str:
-    return f"chunk-{chunk:05d}"
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (the report's memory check of actors and learner)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1 << 20) if sys.platform == "darwin" else peak / 1024, 1)  # bytes on macOS, else KiB
 
 
 class ActorPool:
     """Keeps ``actors`` chunks in flight on ``executor`` and writes each one that finishes (see the module
     docstring). ``done`` maps chunk numbers to the done-records found on disk (a resumed run): those chunks are not
     played again, and the numbers between them that have none (the chunks in flight when the run was killed) are
-    played first. ``clock()`` stamps each record with the run's learning time at its commit."""
+    played first. ``clock()`` stamps each record with the run's learning time at its commit.
+
+    ``opponents="pool"`` (policy games recorded as experience): each chunk's games are played against one of the
+    networks published so far, drawn uniformly from ``(seed, chunk)`` (AlphaGo's pool of the RL policy's earlier
+    versions); ``networks(version)`` gives a published network by version."""
 
     def __init__(self, executor, actors: int, root: Path, config: SelfPlayConfig, chunk_games: int, seed: int,
-                 threads: int | None, device: str, encoder: dict, done: dict[int, dict], clock) -> None:
+                 threads: int | None, device: str, encoder: dict, done: dict[int, dict], clock,
+                 opponents: str = "self", networks=None) -> None:
         self.executor = executor
         self.actors = actors
         self.root = root
@@ -108,6 +122,8 @@ class ActorPool:
         self.device = device
         self.encoder = encoder
         self.clock = clock
+        self.opponents = opponents
+        self.networks = networks
         self.records: dict[int, dict] = dict(done)
         top = max(done, default=-1)
         self._todo = [c for c in range(top + 1) if c not in done]  # the gaps first
@@ -159,8 +175,13 @@ class ActorPool:
             net = self._net
         assert net is not None, "publish a network before starting the actors"
         first = c * self.chunk_games
+        opponent = None
+        if self.opponents == "pool":
+            import numpy as np
+
+            opponent = self.networks(int(np.random.default_rng([self.seed, c, 11]).integers(0, net.version + 1)))
         return self.executor.submit(play_games, net, asdict(self.config), c, first, self.chunk_games, self.seed,
-                                    self.threads, self.device)
+                                    self.threads, self.device, opponent)
 
     def _drive(self) -> None:
         flight: set[Future] = set()
@@ -191,7 +212,9 @@ class ActorPool:
         generator = {"generator": GENERATOR, "gotk_version": __version__, "network": result["network"],
                      "seed": self.seed}
         write_sgfs(self.root / "sgf", games, generator, self.config)
-        rows = write_chunk(self.root / "chunks" / f"{chunk_name(c)}.parquet", games, self.encoder)
+        opponent = "self" if result.get("opponent") is None else f"net-{result['opponent']:03d}"
+        rows = write_chunk(self.root / "chunks" / f"{chunk_name(c)}.parquet", games, self.encoder,
+                           experience=self.config.discount if self.config.experience else None, opponent=opponent)
         with self._lock:
             seq = 1 + max((r.get("seq", 0) for r in self.records.values()), default=0)
         record = {**result, "rows": rows, "games": [game_row(g) for g in games], "seq": seq,
@@ -215,4 +238,4 @@ def done_chunks(root: Path) -> dict[int, dict]:
     return out
 
 
-__all__ = ["ActorPool", "Network", "chunk_name", "done_chunks", "play_games"]
+__all__ = ["ActorPool", "Network", "done_chunks", "peak_rss_mb", "play_games"]

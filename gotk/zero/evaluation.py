@@ -49,17 +49,19 @@ def parse_anchor(spec: str) -> tuple[str, list[str], int]:
 
 
 def play_match(agent: Path, name: str, argv: list[str], opponent: str, games: int, path: Path, size: int,
-               komi: float, visits: int, seed: int, log, handicap: int = 0) -> dict:
+               komi: float, visits: int, seed: int, log, handicap: int = 0, temperature: float = 0.0) -> dict:
     """``games`` games of the network ``agent`` (named ``name``; its own search settings apply) against the GTP
     engine ``argv`` (named ``opponent``), the report written to ``path``; the report already there is returned.
-    ``handicap``: games of that many stones at komi 0.5 (the book's handicap games)."""
+    ``handicap``: games of that many stones at komi 0.5 (the book's handicap games); ``temperature``: a policy
+    player (``visits`` < 2) samples its moves at it (0: the most probable)."""
     if path.is_file():
         return json.loads(path.read_text())
     from gotk.play.factory import make_search_player
     from gotk.play.match import Match, MatchConfig, match_report
     from gotk.search.config import SearchConfig
 
-    player = make_search_player(str(agent), SearchConfig(visits=visits, seed=seed), warn=lambda _: None)
+    kw = {"temperature": temperature} if visits < 2 else {}
+    player = make_search_player(str(agent), SearchConfig(visits=visits, seed=seed), warn=lambda _: None, **kw)
     log(f"  {name} vs {opponent}: {games} games")
     match = Match(player, argv, MatchConfig(size=size, komi=0.5 if handicap else komi, games=games, timeout=120,
                                             agent_name=name, opponent_name=opponent, handicap=handicap))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,9 @@ class LearnerSettings:
     device: str
     seed: int
     value_mix: float = 0.0  # the root value's share of the value target
+    objective: str = "supervised"  # gotk.train.objectives: what the rows teach (searched targets, or experience)
+    entropy_weight: float = 0.01
+    baseline: str = "none"
     fresh_rows: int = 1024  # at most this many of a round's new rows are scored before training (~2% of a round)
 
     def allowed_steps(self, rows: int) -> int:
@@ -64,7 +66,8 @@ class LearnerSettings:
         """The learner's settings of a run's :class:`~gotk.zero.options.ZeroOptions` ``o``."""
         return cls(reuse=o.reuse, batch_size=o.batch_size, steps=o.train_steps, window_rows=o.window_rows,
                    min_rows=o.min_rows, lr=o.lr, optimizer=o.optimizer, warmup=o.warmup, aux_targets=o.aux_targets,
-                   threads=o.threads, device=o.device, seed=o.seed, value_mix=o.value_mix)
+                   threads=o.threads, device=o.device, seed=o.seed, value_mix=o.value_mix, objective=o.objective,
+                   entropy_weight=o.entropy_weight, baseline=o.baseline)
 
 
 def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, seed: int,
@@ -72,20 +75,23 @@ def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, se
     """The :class:`~gotk.train.config.TrainConfig` of one round of training, a learner's or a generation's: ``s.steps``
     steps of ``s.batch_size`` from the network ``init_agent`` (its model, hyper-parameters and global inputs) on the
     dataset ``data``, written to ``out``; the optimizer state ``init_optimizer`` carried on (no warm-up), else a
-    fresh one warmed up over ``s.warmup`` steps; no schedule, hold-out or checkpoints."""
+    fresh one warmed up over ``s.warmup`` steps; no schedule, hold-out or checkpoints. The heads trained are the
+    network's own, under the settings' objective (AlphaZero's targets, or one that learns from experience)."""
     from gotk.nets.agent import load_agent
     from gotk.train.config import TrainConfig
     from gotk.zero.options import NO_AUX
 
     meta = load_agent(init_agent).meta
-    return TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head="both",
+    experience = s.objective != "supervised"
+    return TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head=meta["model"]["head"],
                        hparams=meta["model"]["hparams"], max_steps=s.steps, batch_size=s.batch_size, lr=s.lr,
                        optimizer=s.optimizer, positions_per_game=10_000, progress=False, checkpoint_every=10 ** 9,
                        log_every=log_every, seed=seed, init_agent=str(init_agent), tensorboard=False,
                        schedule="none", val_split="", init_optimizer=str(init_optimizer) if init_optimizer else None,
                        warmup_steps=0 if init_optimizer else s.warmup, threads=s.threads, device=s.device,
-                       globals=bool(meta.get("globals")), value_mix=s.value_mix,
-                       **({} if s.aux_targets else NO_AUX))
+                       globals=bool(meta.get("globals")), value_mix=s.value_mix, objective=s.objective,
+                       entropy_weight=s.entropy_weight, baseline=s.baseline,
+                       **({} if s.aux_targets and not experience else NO_AUX))
 
 
 def window_records(records: list[dict], window_rows: int) -> list[dict]:
@@ -101,40 +107,22 @@ def window_records(records: list[dict], window_rows: int) -> list[dict]:
     return out[::-1]
 
 
-def chunk_dataset(folder: Path, chunks: Path, records: list[dict], encoder: dict, options: dict) -> Path:
-    """``folder`` made a gotk dataset (split ``train``) over the rows files of ``records`` in ``chunks``."""
-    from gotk.selfplay.run import dataset_games
-    from gotk.shards.assemble import assemble_dataset
-    from gotk.zero.actors import chunk_name
-
-    files = [os.path.relpath(chunks / f"{chunk_name(r['chunk'])}.parquet", folder) for r in records if r["rows"] > 0]
-    games = dataset_games(records)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    assemble_dataset(folder, encoder, {"train": files}, games, options=options,
-                     generator={"name": "gotk zero"})
-    return folder
-
-
 def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dict:
-    """The agent's losses on a dataset's rows it was not trained on (no gradient): ``policy_soft_ce`` against the
-    search's policy, ``value_mse``, ``positions`` (at most ``settings.fresh_rows``)."""
+    """The agent's losses on a dataset's rows it was not trained on (no gradient): ``loss`` (under the settings'
+    objective), ``policy_soft_ce`` against the search's policy (searched games) or ``policy_loss`` against the moves
+    played (experience), ``value_mse``, ``positions`` (at most ``settings.fresh_rows``)."""
     import torch
 
     from gotk.datasets.sampling import Sampling, iter_numpy_batches
     from gotk.nets.agent import load_agent
     from gotk.shards.globals_column import GLOBALS
-    from gotk.train.config import TrainConfig
     from gotk.train.losses import LossWeights, batch_losses
     from gotk.train.metrics import summarise
 
     agent = load_agent(agent_path)
     model = agent.model.eval()
-    cfg = TrainConfig(data=str(data), out="", model="zero")
-    if not settings.aux_targets:
-        cfg.ownership_weight, cfg.score_weight = 0.0, 0.0
-    weights = LossWeights.of(cfg, agent.board_size)
+    weights = LossWeights.default(agent.board_size, aux=settings.aux_targets, objective=settings.objective,
+                                  entropy=settings.entropy_weight, baseline=settings.baseline)
     sums = None
     with torch.inference_mode():
         for b in iter_numpy_batches(data, "train",
@@ -157,7 +145,9 @@ def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dic
     if sums is None:
         return {}
     out = summarise(sums.tolist(), None)
-    return {k: round(out[k], 6) for k in ("positions", "loss", "policy_soft_ce", "value_mse") if k in out}
+    keys = ("positions", "loss", "policy_soft_ce", "value_mse") if settings.objective == "supervised" else (
+        "positions", "loss", "policy_loss", "value_mse")
+    return {k: round(out[k], 6) for k in keys if k in out and out[k] is not None}
 
 
 class Learner:
@@ -180,6 +170,7 @@ class Learner:
         scoring ``new`` (the chunks committed since the last round) first; publish it and return the round's
         record."""
         from gotk.nets.agent import convert_agent
+        from gotk.selfplay.run import chunks_dataset
         from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
         from gotk.train.trainer import train
         from gotk.zero.options import last_step_record
@@ -192,11 +183,13 @@ class Learner:
         prev = self.network_path(version)
         fresh: dict = {}
         if new:
-            fresh_data = chunk_dataset(work / "fresh", chunks, new, self.encoder, {"fresh": True})
+            fresh_data = work / "fresh"
+            chunks_dataset(fresh_data, chunks, new, self.encoder, {"fresh": True}, {"name": "gotk zero"})
             fresh = fresh_losses(prev, fresh_data, s)
         window = window_records(records, s.window_rows)
-        data = chunk_dataset(work / "window", chunks, window, self.encoder,
-                             {"window": [window[0]["chunk"], window[-1]["chunk"]]})
+        data = work / "window"
+        chunks_dataset(data, chunks, window, self.encoder, {"window": [window[0]["chunk"], window[-1]["chunk"]]},
+                       {"name": "gotk zero"})
         opt_path = self.folder / optimizer_name(version)
         carried = opt_path.is_file() and version > 0
         cfg = round_config(s, data, work / "train", prev, s.seed + version, opt_path if carried else None,
@@ -218,4 +211,4 @@ class Learner:
         return rec
 
 
-__all__ = ["Learner", "LearnerSettings", "chunk_dataset", "fresh_losses", "round_config", "window_records"]
+__all__ = ["Learner", "LearnerSettings", "fresh_losses", "round_config", "window_records"]

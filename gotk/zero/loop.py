@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from gotk.atomic import atomic_path
+from gotk.shards.manifest import MANIFEST_NAME
 from gotk.zero.evaluation import RANDOM_NAME
 from gotk.zero.learner import LearnerSettings, round_config
 from gotk.zero.options import (
@@ -134,19 +135,12 @@ class ZeroRun:
         if path.is_file():
             return
         o = self.opts
-        if o.init_agent:
-            from gotk.nets.agent_file import AgentError, read_agent_files
+        if o.init_agent:  # checked by ZeroOptions.validate
+            from gotk.nets.agent_file import resolve_agent
 
-            try:
-                meta, _ = read_agent_files(o.init_agent)
-            except AgentError as e:
-                raise ZeroError(str(e)) from None
-            if meta["board_size"] != o.size or meta["model"]["head"] != "both":
-                raise ZeroError(f"{o.init_agent}: --init-agent must play {o.size}x{o.size} with policy and value "
-                                f"heads")
             path.parent.mkdir(parents=True, exist_ok=True)
             with atomic_path(path) as tmp:
-                shutil.copyfile(o.init_agent, tmp)
+                shutil.copyfile(resolve_agent(o.init_agent), tmp)
             return
         from gotk.selfplay.run import new_agent
 
@@ -187,7 +181,7 @@ class ZeroRun:
 
         out = self.root / _gen(g) / "selfplay"
         done = out / REPORT_NAME
-        if done.is_file() and (out / "manifest.json").is_file():
+        if done.is_file() and (out / MANIFEST_NAME).is_file():
             return json.loads(done.read_text())
         o = self.opts
         log(f"generation {g}: self-play, {o.games} games")
@@ -202,7 +196,7 @@ class ZeroRun:
         from gotk.shards.manifest import load_manifest, read_games
 
         out = self.root / _gen(g) / "window"
-        if (out / "manifest.json").is_file():
+        if (out / MANIFEST_NAME).is_file():
             return out
         lo = max(0, g - self.opts.window + 1)
         train, games, encoder = [], {}, None
@@ -222,6 +216,10 @@ class ZeroRun:
 
     @property
     def eval_visits(self) -> int:
+        """Visits of the networks' searches in evaluation games: ``--eval-visits``, else self-play's; a learner
+        from experience plays its policy (0) unless ``--eval-visits`` asks for a search."""
+        if self.opts.method != "zero":
+            return self.opts.eval_visits or 0
         return self.opts.eval_visits or max(2, self.opts.selfplay.tree.visits)
 
     def _train(self, g: int, log) -> dict:
@@ -295,13 +293,16 @@ class ZeroRun:
 
     # --- the report ---------------------------------------------------------------------------------
 
+    def match_reports(self) -> list[Path]:
+        """The run's match reports (a generation's evaluation folder)."""
+        return sorted(self.root.glob("gen-*/eval/*.json"))
+
     def ratings(self) -> dict[str, dict]:
-        """Elo of every player in the run's match reports, the random player at 0."""
+        """Elo of every player in the run's match reports (:meth:`match_reports`), the random player at 0."""
         from gotk.play.elo import EloError, fit, read_match_reports
 
-        reports = sorted(self.root.glob("gen-*/eval/*.json"))
         try:
-            games = read_match_reports(reports)
+            games = read_match_reports(self.match_reports())
             if not games:
                 return {}
             return {r.name: r.as_dict() for r in fit(games, RANDOM_NAME, 0.0)}

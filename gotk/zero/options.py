@@ -14,6 +14,14 @@ from gotk.selfplay.config import SelfPlayConfig
 STATE_NAME = "zero.json"
 DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
 LOOPS = ("actors", "generations")
+#: The loop's learners: what the actors record and which objective the learner applies (gotk.train.objectives).
+#: ``zero``: searched self-play and AlphaZero's targets (``gotk zero``); the others learn from policy games recorded
+#: as experience (``gotk rl``).
+METHODS = {"zero": "supervised", "pg": "policy-gradient", "ac": "actor-critic", "q": "q-learning"}
+OPPONENTS = ("self", "pool")
+#: The learner's settings of ``gotk rl`` where the command line leaves them (``gotk zero`` keeps ZeroOptions'):
+#: on-policy learning uses each new move about once, soon after it was played, in short rounds
+RL_DEFAULTS = {"reuse": 1.0, "window_rows": 8192, "min_rows": 4096, "train_steps": 32}
 NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
 
 
@@ -70,6 +78,10 @@ class ZeroOptions:
     executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
     scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
     calibrate_s: float = 60.0  # actors: seconds of host calibration at each session's start (0: none)
+    method: str = "zero"  # METHODS: zero, or a learner from experience (gotk rl)
+    opponents: str = "self"  # experience: the other colour is the same network, or one of the run's earlier ones
+    entropy_weight: float = 0.01  # ac: the entropy bonus's weight
+    baseline: str = "none"  # pg: none, mean or play-value (gotk.train.objectives)
 
     def validate(self) -> ZeroOptions:
         if self.hours is not None and not self.hours > 0:
@@ -114,15 +126,57 @@ class ZeroOptions:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
-        if self.selfplay.policy_only:
-            raise ZeroError("--policy-only games record no search targets: the loop trains on searched games")
+        if self.method not in METHODS:
+            raise ZeroError(f"--method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        if self.method == "zero":
+            if self.selfplay.policy_only:
+                raise ZeroError("--policy-only games record no search targets: the loop trains on searched games")
+            if self.opponents != "self":
+                raise ZeroError("--opponents pool is for the learners from experience (gotk rl)")
+        else:
+            if not (self.selfplay.policy_only and self.selfplay.experience):
+                raise ZeroError(f"--method {self.method} learns from policy games recorded as experience")
+            if self.loop != "actors" or self.gating:
+                raise ZeroError("gotk rl runs actors and a learner at once (no --loop generations, no --gating)")
+        if self.opponents not in OPPONENTS:
+            raise ZeroError(f"--opponents must be self or pool, not {self.opponents!r}")
+        from gotk.train.objectives import BASELINES
+
+        if self.baseline not in BASELINES or not self.entropy_weight >= 0:
+            raise ZeroError(f"--baseline must be one of {', '.join(BASELINES)} and --entropy-weight >= 0")
         from gotk.devices import resolve_device
 
         try:
             resolve_device(self.device)
         except ValueError as e:
             raise ZeroError(str(e)) from None
+        if self.init_agent:
+            self._check_init_agent()
         return self
+
+    def _check_init_agent(self) -> None:
+        """ZeroError unless ``init_agent`` plays this board size with the heads the method trains."""
+        from gotk.nets.agent_file import AgentError, read_agent_files
+        from gotk.train.objectives import needs
+
+        try:
+            meta, _ = read_agent_files(self.init_agent)
+        except AgentError as e:
+            raise ZeroError(str(e)) from None
+        heads = ("policy", "value") if self.method == "zero" else needs(self.objective)[0]
+        head = meta["model"]["head"]
+        have = {"policy": head in ("policy", "both"), "value": head in ("value", "both")}
+        if meta["board_size"] != self.size or not all(have[h] for h in heads):
+            raise ZeroError(f"{self.init_agent}: --init-agent must play {self.size}x{self.size} with "
+                            f"{' and '.join(heads)} head{'s' if len(heads) > 1 else ''} (it plays "
+                            f"{meta['board_size']}x{meta['board_size']}, head {head})")
+        if meta.get("metadata"):
+            raise ZeroError(f"{self.init_agent}: an agent conditioned on metadata plays as a profile, not here")
+
+    @property
+    def objective(self) -> str:
+        """The learner's objective (:data:`METHODS`)."""
+        return METHODS[self.method]
 
     @property
     def warmup(self) -> int:
@@ -144,6 +198,9 @@ class ZeroOptions:
             d.pop("workers")
         d["gnugo_levels"] = list(self.gnugo_levels)
         d["gnugo_anchors"] = list(self.gnugo_anchors)
+        if self.method == "zero":  # a zero run's record reads as before these settings existed
+            for k in ("method", "opponents", "entropy_weight", "baseline"):
+                d.pop(k)
         return d
 
 
@@ -186,5 +243,5 @@ def last_step_record(run: Path) -> dict:
     return {k: last[k] for k in keep if k in last}
 
 
-__all__ = ["LOOPS", "NO_AUX", "STATE_NAME", "ZeroError", "ZeroOptions", "defaults", "last_step_record", "net_name",
-           "recorded_selfplay"]
+__all__ = ["LOOPS", "METHODS", "NO_AUX", "OPPONENTS", "RL_DEFAULTS", "STATE_NAME", "ZeroError", "ZeroOptions",
+           "defaults", "last_step_record", "net_name", "recorded_selfplay"]

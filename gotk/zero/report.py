@@ -51,10 +51,12 @@ def network_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
             "loss": tr.get("loss"), "policy_loss": tr.get("policy_soft_ce", tr.get("policy_loss")),
             "value_mse": tr.get("value_mse"), "ownership_loss": tr.get("ownership_loss"),
             "score_loss": tr.get("score_loss"),
-            "fresh_policy_loss": fresh.get("policy_soft_ce"), "fresh_value_mse": fresh.get("value_mse"),
+            "fresh_policy_loss": fresh.get("policy_soft_ce", fresh.get("policy_loss")),
+            "fresh_value_mse": fresh.get("value_mse"),
             "fresh_positions": fresh.get("positions"),
             "elo": rating.get("elo"), "elo_ci95": rating.get("ci95"), **evals.get(rec["network"], {}),
-            "round_s": rec.get("round_s"),
+            "round_s": rec.get("round_s"), "learner_peak_rss_mb": rec.get("learner_peak_rss_mb"),
+            "actors_peak_rss_mb": rec.get("actors_peak_rss_mb"),
         })
     return rows
 
@@ -87,11 +89,16 @@ def plot(path: Path, rows: list[dict], ratings: dict[str, dict]) -> None:
     fig, ax = plt.subplots(2, 2, figsize=(11, 7.5), layout="constrained")
     a = ax[0][0]
     elo = [r["elo"] for r in rows]
-    a.plot(hours, [e if e is not None else float("nan") for e in elo], "o-", label="network")
-    anchor_lines(a, {name: r for name, r in ratings.items() if not name.startswith("net-")})
-    a.set_xlabel("hours")
-    a.set_ylabel("Elo (random = 0)")
     a.set_title("strength")
+    if any(e is not None for e in elo):
+        a.plot(hours, [e if e is not None else float("nan") for e in elo], "o-", label="network")
+        anchor_lines(a, {name: r for name, r in ratings.items() if not name.startswith("net-")})
+        a.set_xlabel("hours")
+        a.set_ylabel("Elo (random = 0)")
+    else:  # a run that played no evaluation games (--eval-games 0, or not yet): no axis to read a value off
+        a.axis("off")
+        a.text(0.5, 0.5, "no evaluation games yet\n(--eval-games 0, or gotk zero-eval RUN plays them)",
+               ha="center", va="center", transform=a.transAxes, color="gray")
     a = ax[0][1]
     for key in ("policy_loss", "value_mse", "ownership_loss", "score_loss", "fresh_policy_loss", "fresh_value_mse"):
         ys = [r.get(key) for r in rows]

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from serve_helpers import make_agent
 
-from gotk.play.analysis_engine import build_engine
+from gotk.play.factory import build_analysis_engine
 from gotk.search.config import SearchConfig
 
 from .test_encode_faults import ENV
@@ -28,7 +28,7 @@ def engine():
         path = make_agent(Path(tempfile.mkdtemp()) / "a9.gotk", size=9)
         lines: list[dict] = []
         _AGENT["lines"] = lines
-        _AGENT["engine"] = build_engine(str(path), SearchConfig(visits=3, seed=0, resign_threshold=None),
+        _AGENT["engine"] = build_analysis_engine(str(path), SearchConfig(visits=3, seed=0, resign_threshold=None),
                                         write=lambda line: lines.append(json.loads(line)), log=lambda line: None,
                                         max_queued=40)
     return _AGENT["engine"], _AGENT["lines"]

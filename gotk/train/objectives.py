@@ -1,0 +1,98 @@
+"""The objectives ``gotk train --objective`` applies: what the network learns from a batch.
+
+``supervised`` (the default) imitates: the policy's cross-entropy against the move played (or the search's
+policy on self-play data) and the value's squared error against the game's result (:mod:`gotk.train.losses`).
+The other three learn from **experience**, an agent's own games recorded with the experience columns
+(:mod:`gotk.shards.experience_column`: the state ``s``, the action played ``a`` = ``label``, the return ``R``
+from the mover's view, the acting network's value and the action's probability at play time). Each is a plain
+function of the network's outputs for a batch, returning sums over its rows (the trainer divides by the rows of
+the step, over every rank under DDP):
+
+* ``policy-gradient`` (REINFORCE; the book's chapter 10, AlphaGo's RL policy):
+  ``L = −Σ_i (R_i − b_i) · log π(a_i | s_i)``. Its gradient raises the log-probability of the moves of won games
+  and lowers that of lost ones; ``b`` is the baseline (``none``: 0, as the book; ``mean``: the batch's mean
+  return; ``play-value``: the acting network's value recorded at play time), which leaves the expected gradient
+  unchanged and lowers its variance. Where the advantage is negative ``log π`` is floored at ``log 1e-7``
+  (:data:`LOG_PROB_FLOOR`), no gradient below it: without a floor a lost game's move is pushed towards probability
+  0 without end (the loss is unbounded below; measured: a 9×9 run's policy collapsed within minutes,
+  docs/experiments.md). The book's Keras loss clips the predicted probabilities at its ``epsilon`` (1e-7) the same
+  way, for both signs; gotk keeps raising a won game's move however improbable it was.
+* ``actor-critic`` (the book's chapter 12): ``L = −Σ_i A_i · log π(a_i | s_i) + c · Σ_i (V(s_i) − R_i)² −
+  β · Σ_i H(π(· | s_i))`` with the advantage ``A_i = R_i − V(s_i)`` taken as a constant (no gradient flows
+  through it into the value), ``c`` the value weight (the book: 0.5 beside the policy's 1.0) and ``β`` the
+  entropy weight (``H(π) = −Σ_m π_m log π_m``; β > 0 keeps the policy from collapsing early).
+* ``q-learning`` (the book's chapter 11, Monte Carlo targets): ``L = Σ_i (Q(s_i, a_i) − R_i)²``, a regression of
+  the action value of the move played towards the return. Q has **an output per move**: the policy head's logits
+  through a tanh, ``Q(s, m) = tanh(z_m)`` in −1..1 like a return. The book feeds the move to a two-input network
+  and needs one forward pass per candidate move to play; an output per move values every move of a position in
+  one pass (what DQN does), and keeps the models, encoders and exports unchanged. A Q agent plays ε-greedy over
+  its sensible moves (``gotk gtp``/``gotk match --epsilon``); its ``policy`` is ``softmax(z)``, whose order is Q's.
+
+:func:`needs` says which heads and columns each asks for, checked before any work.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+OBJECTIVES = ("supervised", "policy-gradient", "actor-critic", "q-learning")
+#: the floor of the log-probability of the move played in the policy terms (Keras's epsilon, 1e-7, which the book's
+#: categorical cross-entropy clips its predictions at)
+LOG_PROB_FLOOR = math.log(1e-7)
+BASELINES = ("none", "mean", "play-value")
+DEFAULT_ENTROPY_WEIGHT = 0.01
+
+
+def needs(objective: str) -> tuple[tuple[str, ...], bool]:
+    """``(heads the model must have, whether the data must have the experience columns)`` for ``objective``."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
+    heads = {"supervised": (), "policy-gradient": ("policy",), "actor-critic": ("policy", "value"),
+             "q-learning": ("policy",)}[objective]
+    return heads, objective != "supervised"
+
+
+def _log_prob(logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(logits.float(), 1).gather(1, action[:, None]).squeeze(1)
+
+
+def policy_gradient_sum(logits: torch.Tensor, action: torch.Tensor, ret: torch.Tensor,
+                        baseline: torch.Tensor | None = None) -> torch.Tensor:
+    """``−Σ (R − b) · log π(a | s)`` over the rows (module docstring); ``baseline`` ``b`` per row, or None (0)."""
+    adv = (ret.float() if baseline is None else ret.float() - baseline.float()).detach()
+    logp = _log_prob(logits, action)
+    logp = torch.where(adv < 0, torch.clamp(logp, min=LOG_PROB_FLOOR), logp)  # lowered no further than the floor
+    return -(adv * logp).sum()
+
+
+def entropy_sum(logits: torch.Tensor) -> torch.Tensor:
+    """``Σ H(π(· | s))`` over the rows, ``H = −Σ_m π_m log π_m`` (nats)."""
+    logp = torch.log_softmax(logits.float(), 1)
+    return -(logp.exp() * logp).sum()
+
+
+def actor_critic_sums(logits: torch.Tensor, value: torch.Tensor, action: torch.Tensor,
+                      ret: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(policy term −Σ A · log π(a | s), value term Σ (V − R)², entropy Σ H(π))`` over the rows, ``A = R − V``
+    with no gradient into ``V`` (module docstring); the caller weighs them ``1``, ``c`` and ``−β``."""
+    v = value.float().reshape(-1)
+    r = ret.float()
+    policy = policy_gradient_sum(logits, action, r, v.detach())
+    return policy, ((v - r) ** 2).sum(), entropy_sum(logits)
+
+
+def q_values(logits: torch.Tensor) -> torch.Tensor:
+    """Q(s, m) for every move: ``tanh`` of the policy head's logits (module docstring)."""
+    return torch.tanh(logits.float())
+
+
+def q_learning_sum(logits: torch.Tensor, action: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+    """``Σ (Q(s, a) − R)²`` over the rows: the action played's value regressed towards the return."""
+    q = q_values(logits).gather(1, action[:, None]).squeeze(1)
+    return ((q - ret.float()) ** 2).sum()
+
+
+__all__ = ["BASELINES", "DEFAULT_ENTROPY_WEIGHT", "LOG_PROB_FLOOR", "OBJECTIVES", "actor_critic_sums", "entropy_sum",
+           "needs", "policy_gradient_sum", "q_learning_sum", "q_values"]
