@@ -1,4 +1,4 @@
-"""The shard row writer (:class:`gotk.shards.format.ShardRowWriter`) and the one packing rule both ways
+"""The shard row writer (:class:`gotk.shards.row_writer.ShardRowWriter`) and the one packing rule both ways
 (:func:`gotk.shards.format.pack_features` / :func:`~gotk.shards.format.unpack_features`)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from gotk.hashing import sha256_file
 from gotk.shards import decode_features
 from gotk.shards import format as S
+from gotk.shards.row_writer import ShardRowWriter
 
 
 def _desc(shape, dtype="bit"):
@@ -67,7 +68,7 @@ def test_writer_add_finish_gives_a_readable_shard(tmp_path, shape, dtype):
     games = [(f"g{i}", _game(rng, int(rng.integers(1, 40)), shape, dtype)) for i in range(30)]
     path = tmp_path / "train" / "part-00000.parquet"
     # batches far smaller than the rows (many writes), row groups of 64 rows
-    with S.ShardRowWriter(path, schema, row_group_rows=64, batch_bytes=1) as w:
+    with ShardRowWriter(path, schema, row_group_rows=64, batch_bytes=1) as w:
         for gid, (planes, moves, tp, labels, values) in games:
             w.add(gid, S.pack_features(planes, dtype), moves, tp, labels, values)
             assert len(w.label) >= w.batch_rows  # rows to come unknown: batches stay full-sized
@@ -95,11 +96,11 @@ def test_writer_bytes_do_not_depend_on_batches_or_how_rows_came(tmp_path):
     games = [(f"g{i}", _game(rng, int(rng.integers(1, 25)), shape)) for i in range(40)]
     rows = sum(len(g[1][0]) for g in games)
 
-    with S.ShardRowWriter(tmp_path / "a.parquet", schema, rows, row_group_rows=50) as w:
+    with ShardRowWriter(tmp_path / "a.parquet", schema, rows, row_group_rows=50) as w:
         for gid, (planes, moves, tp, labels, values) in games:
             w.add(gid, S.pack_features(planes, "bit"), moves, tp, labels, values)
         a = w.finish()
-    with S.ShardRowWriter(tmp_path / "b.parquet", schema, rows, row_group_rows=50, batch_bytes=1) as w:
+    with ShardRowWriter(tmp_path / "b.parquet", schema, rows, row_group_rows=50, batch_bytes=1) as w:
         for start in range(0, len(games), 7):  # seven games per commit, written in place
             run = games[start:start + 7]
             per_game = [len(g[0]) for _, g in run]
@@ -115,7 +116,7 @@ def test_writer_bytes_do_not_depend_on_batches_or_how_rows_came(tmp_path):
 
 def test_writer_commit_beyond_the_reserved_batch_is_refused(tmp_path):
     schema = S.shard_schema(_desc((1, 3, 3)))
-    with S.ShardRowWriter(tmp_path / "s.parquet", schema, expected_rows=4) as w:
+    with ShardRowWriter(tmp_path / "s.parquet", schema, expected_rows=4) as w:
         w.reserve(4)
         with pytest.raises(ValueError, match="5 rows committed, the batch has 4 free"):
             w.commit(["g"], [5])
@@ -129,23 +130,23 @@ def test_writer_abort_and_unfinished_with_leave_nothing(tmp_path):
     planes, moves, tp, labels, values = _game(rng, 300, shape)
     packed = S.pack_features(planes, "bit")
 
-    w = S.ShardRowWriter(tmp_path / "d" / "a.parquet", schema, row_group_rows=16, batch_bytes=1)
+    w = ShardRowWriter(tmp_path / "d" / "a.parquet", schema, row_group_rows=16, batch_bytes=1)
     w.add("g", packed, moves, tp, labels, values)  # row groups already written to the temp file
     w.abort()
     w.abort()  # twice is harmless
     assert list((tmp_path / "d").iterdir()) == []
 
     with pytest.raises(RuntimeError, match="encoder failed"):
-        with S.ShardRowWriter(tmp_path / "d" / "b.parquet", schema, row_group_rows=16, batch_bytes=1) as w:
+        with ShardRowWriter(tmp_path / "d" / "b.parquet", schema, row_group_rows=16, batch_bytes=1) as w:
             w.add("g", packed, moves, tp, labels, values)
             raise RuntimeError("encoder failed")
     assert list((tmp_path / "d").iterdir()) == []
 
-    with S.ShardRowWriter(tmp_path / "d" / "c.parquet", schema) as w:  # left without finish(): no shard either
+    with ShardRowWriter(tmp_path / "d" / "c.parquet", schema) as w:  # left without finish(): no shard either
         w.add("g", packed, moves, tp, labels, values)
     assert list((tmp_path / "d").iterdir()) == []
 
-    with S.ShardRowWriter(tmp_path / "d" / "e.parquet", schema) as w:
+    with ShardRowWriter(tmp_path / "d" / "e.parquet", schema) as w:
         w.add("g", packed, moves, tp, labels, values)
         w.finish()
     w.abort()  # after finish: the shard stays

@@ -13,6 +13,7 @@ from gotk.hashing import sha256_file
 from gotk.sgf import read_sgf
 from gotk.shards import decode_features, encoder_description
 from gotk.shards import format as S
+from gotk.shards.row_writer import ShardRowWriter
 from gotk.sources.archives import SgfSource, iter_sources
 
 
@@ -83,7 +84,7 @@ def test_globals_column_written_read_and_checked(tmp_path):
     assert schema.names[-1] == "globals" and str(schema.field("globals").type) == "fixed_size_list<item: float>[2]"
     assert S.schema_globals(schema) == GI.describe() and S.schema_globals(S.shard_schema(desc)) is None
     glob = np.array([[-0.325, 0.0], [0.325, 1.0], [0.0, 0.0]], dtype=np.float32)
-    with S.ShardRowWriter(tmp_path / "g.parquet", schema) as w:
+    with ShardRowWriter(tmp_path / "g.parquet", schema) as w:
         packed = S.pack_features(np.zeros((3, 3, 9, 9), np.uint8), "bit")
         w.add("g0", packed[:2], np.arange(2), np.array([1, -1]), np.zeros(2), np.zeros(2), global_inputs=glob[:2])
         w.add("g1", packed[2:], np.arange(1), np.array([1]), np.zeros(1), np.zeros(1), global_inputs=glob[2:])
@@ -116,7 +117,7 @@ def test_metadata_column_after_globals_written_read_and_checked(tmp_path):
     meta = MI.rows_for(pair, to_play)
     glob = GI.from_to_play(6.5, to_play, 9)
     packed = S.pack_features(np.zeros((3, 3, 9, 9), np.uint8), "bit")
-    with S.ShardRowWriter(tmp_path / "m.parquet", schema) as w:
+    with ShardRowWriter(tmp_path / "m.parquet", schema) as w:
         w.add("g0", packed, np.arange(3), to_play, np.zeros(3), np.zeros(3), global_inputs=glob,
               metadata_inputs=meta)
         with pytest.raises(ValueError, match="metadata_inputs= is required"):

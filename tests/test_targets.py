@@ -19,6 +19,7 @@ from gotk.shards import format as S
 from gotk.shards.assemble import assemble_dataset
 from gotk.shards.manifest import load_manifest, read_games, summary_lines, verify_dataset
 from gotk.shards.position import read_row
+from gotk.shards.row_writer import ShardRowWriter
 
 SIZE = 5
 POINTS = SIZE * SIZE
@@ -133,7 +134,7 @@ def test_target_columns_round_trip_through_both_writers(tmp_path: Path) -> None:
     gs = [game_rows(rng, hexid(rng), n) for n in (7, 3, 11)]
     info = write_shard(tmp_path / "a.parquet", gs, row_group_rows=8)
     schema = S.shard_schema(encoder_desc(), targets=True)
-    with S.ShardRowWriter(tmp_path / "b.parquet", schema, row_group_rows=8) as rw:
+    with ShardRowWriter(tmp_path / "b.parquet", schema, row_group_rows=8) as rw:
         for g in gs:
             rw.add(g["game_id"], S.pack_features(g["planes"], "bit"), g["move_number"], g["to_play"], g["label"],
                    g["value"], g["targets"])
@@ -153,7 +154,7 @@ def test_target_columns_round_trip_through_both_writers(tmp_path: Path) -> None:
     raw = table.column("ownership").chunk(0)[0].as_py()
     assert np.frombuffer(raw, np.int8).tolist() == gs[0]["targets"]["ownership"][0].ravel().tolist()
     with pytest.raises(ValueError, match="targets"):
-        with S.ShardRowWriter(tmp_path / "c.parquet", schema) as rw:
+        with ShardRowWriter(tmp_path / "c.parquet", schema) as rw:
             g = gs[0]
             rw.add(g["game_id"], S.pack_features(g["planes"], "bit"), g["move_number"], g["to_play"], g["label"],
                    g["value"])

@@ -28,6 +28,7 @@ from gotk.jobs.workers import ShardOptions, peak_rss_mib
 from gotk.runfolder import read_done_record, write_done_record
 from gotk.sgf.record import signed_value_targets, value_targets
 from gotk.shards import format as S
+from gotk.shards.row_writer import BATCH_BYTES, ShardRowWriter
 from gotk.storage import Storage, join
 
 _ENCODERS: dict[str, object] = {}
@@ -52,7 +53,7 @@ def shard_done_path(work_dir: str | os.PathLike, split: str, index: int) -> Path
 
 
 class ShardEncoder:
-    """Encodes the pieces of one shard plan into a :class:`~gotk.shards.format.ShardRowWriter`, each piece by the
+    """Encodes the pieces of one shard plan into a :class:`~gotk.shards.row_writer.ShardRowWriter`, each piece by the
     cheapest path the encoder and the piece allow (all give the same rows):
 
     * whole games the encoder's batch loop takes (it has one, the unit's games are on its board, the game
@@ -70,7 +71,7 @@ class ShardEncoder:
     spent encoding (replay, planes, packing into the batch), the writer's :attr:`~ShardRowWriter.write_s`
     excluded."""
 
-    def __init__(self, enc: Encoder, options: ShardOptions, writer: S.ShardRowWriter, storage: Storage) -> None:
+    def __init__(self, enc: Encoder, options: ShardOptions, writer: ShardRowWriter, storage: Storage) -> None:
         self.enc = enc
         self.desc = enc.describe()
         self.options = options
@@ -79,7 +80,7 @@ class ShardEncoder:
         self.include_passes = options.include_passes
         self.skip_first = options.skip_first
         #: long games are encoded a piece at a time: about ``BATCH_BYTES`` of unpacked planes per piece
-        self.chunk_moves = max(256, S.BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
+        self.chunk_moves = max(256, BATCH_BYTES // (enc.num_planes * enc.num_points * enc.np_dtype.itemsize))
         self.packed = self.desc["dtype"] != "int8"  # planes go through scratch to be packed
         self.into = enc.encode_game_into if enc.writes_into else None  # else the game goes by chunks
         self.batchable = enc.writes_into and enc.batchable
@@ -280,7 +281,7 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     ``metadata`` column of the game's metadata: :mod:`gotk.encoders.metadata_inputs`). Returns the
     shard's entry (``file``, ``rows``, ``bytes``, ``sha256``) plus timings.
 
-    The pieces are encoded by a :class:`ShardEncoder` into a :class:`~gotk.shards.format.ShardRowWriter`
+    The pieces are encoded by a :class:`ShardEncoder` into a :class:`~gotk.shards.row_writer.ShardRowWriter`
     (rows straight into its column arrays, one zero-copy Arrow table per batch); once the file is in place,
     a done-record marks the shard finished for ``--resume``."""
     t0 = time.perf_counter()
@@ -289,7 +290,7 @@ def encode_shard(spec: dict, options: ShardOptions) -> dict:
     rows = sum(hi - lo for _, _, lo, hi in spec["pieces"])
     schema = S.shard_schema(enc.describe(), globals_desc=GI.describe() if options.globals else None,
                             metadata_desc=MI.describe() if options.metadata else None)
-    with S.ShardRowWriter(join(options.out_dir, spec["file"]), schema, rows,
+    with ShardRowWriter(join(options.out_dir, spec["file"]), schema, rows,
                           options.row_group_rows, options.zstd_level, storage=st) as writer:
         encoder = ShardEncoder(enc, options, writer, st)
         encoder.encode(spec["pieces"])
