@@ -61,6 +61,34 @@ def test_a_lost_move_is_not_pushed_below_the_floor() -> None:
     assert z.grad[0, 1] < 0  # a won game's improbable move is still raised (descent raises its logit)
 
 
+def test_ratio_clip_by_hand() -> None:
+    # PPO's clipped surrogate, eps 0.2: rows 0 and 3 inside (row 3: a lost move raised since play: the larger
+    # penalty, unclipped), row 1 a lost move already below (1 - eps) mu and row 2 a won one above (1 + eps) mu: no
+    # gradient from them
+    logits = [LOGITS[0], LOGITS[1], LOGITS[0], LOGITS[1]]
+    action, ret, mu = [0, 2, 1, 1], [1.0, -1.0, 1.0, -1.0], [0.6, 0.2, 0.1, 0.5]
+    eps = 0.2
+    want = np.zeros((4, 3))
+    value = 0.0
+    for i, z in enumerate(logits):
+        pi = softmax(z)
+        rho = pi[action[i]] / mu[i]
+        plain, clipped = rho * ret[i], min(max(rho, 1 - eps), 1 + eps) * ret[i]
+        value -= min(plain, clipped)
+        if plain <= clipped:  # d/dz_j of -A rho = -A rho (1[j = a] - pi_j)
+            for j in range(3):
+                want[i, j] = -ret[i] * rho * ((j == action[i]) - pi[j])
+    assert [bool(want[i].any()) for i in range(4)] == [True, False, False, True]
+    z = torch.tensor(logits, requires_grad=True)
+    loss = O.policy_gradient_sum(z, torch.tensor(action), torch.tensor(ret), play_prob=torch.tensor(mu),
+                                 ratio_clip=eps)
+    loss.backward()
+    assert float(loss) == pytest.approx(value, abs=1e-6)
+    assert np.allclose(z.grad.numpy(), want, atol=1e-6)
+    with pytest.raises(ValueError, match="play_prob"):
+        O.policy_gradient_sum(z, torch.tensor(action), torch.tensor(ret), ratio_clip=eps)
+
+
 def test_actor_critic_by_hand() -> None:
     values = [0.25, -0.5]
     c, beta = 0.5, 0.1
@@ -227,6 +255,29 @@ def test_policy_games_recorded_as_experience(experience) -> None:
     assert "move" in _cli("show", str(experience), "--split", "train", "--row", "3").stdout.lower()
 
 
+def test_alphago_s_value_recipe_is_experience_one_position_a_game(experience, tmp_path) -> None:
+    from gotk.datasets.sampling import Sampling, iter_numpy_batches
+
+    out = tmp_path / "value"
+    _cli("selfplay", "--agent", str(experience.parent / "acting.gotk"), "--size", "5", "--games", "12",
+         "--chunk-games", "6", "--policy-only", "--out", str(out), "--seed", "3", "--json")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["experience"]["columns"] == ["return", "play_value", "play_prob", "opponent"]
+    assert "weight" in manifest["targets"]  # and the value recipe's targets: policy weight 0
+    rows = 0
+    for b in iter_numpy_batches(out, "train", sampling=Sampling(batch_size=64, shuffle=False, symmetries="none")):
+        rows += len(b["label"])
+        assert (b["return"] == b["value"]).all() and set(np.unique(b["value"])) <= {-1.0, 1.0}
+        assert ((b["play_prob"] > 0) & (b["play_prob"] <= 1)).all() and (b["weight"] == 0).all()
+        assert (b["policy"][np.arange(len(b["label"])), b["label"]] == 1).all()  # the move then played
+    assert rows == manifest["rows"] and 1 <= rows <= 12  # at most one position a game
+    # a value network trains on it as before; a policy gradient can learn from the same rows
+    for args in (["--head", "value"], ["--head", "policy", "--objective", "policy-gradient"]):
+        _cli("train", "--data", str(out), "--out", str(tmp_path / args[1]), "--model", "resnet", "--blocks", "1",
+             "--filters", "8", "--max-steps", "2", "--batch-size", "8", "--no-progress", "--no-tensorboard", *args)
+        assert (tmp_path / args[1] / "agent.gotk").exists()
+
+
 @pytest.mark.parametrize("objective,head", [("policy-gradient", "policy"), ("actor-critic", "both"),
                                             ("q-learning", "policy")])
 def test_train_each_objective_on_experience(experience, tmp_path, objective, head) -> None:
@@ -261,7 +312,9 @@ def test_objectives_refuse_what_they_cannot_learn_from(experience, tmp_path) -> 
                         ([str(experience), "--objective", "actor-critic", "--head", "policy"],
                          "needs a value head"),
                         ([str(experience), "--objective", "sarsa"], "--objective must be one of"),
-                        ([str(experience), "--objective", "q-learning", "--patience", "2"], "--patience")):
+                        ([str(experience), "--objective", "q-learning", "--patience", "2"], "--patience"),
+                        ([str(experience), "--objective", "policy-gradient", "--ratio-clip", "-0.1"],
+                         "--ratio-clip must be in [0, 1)")):
         r = _cli("train", "--data", *args, "--out", str(tmp_path / "x"), "--max-steps", "1", "--model", "resnet",
                  "--blocks", "1", "--filters", "8", "--no-progress", "--no-tensorboard", check=False)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

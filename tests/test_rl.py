@@ -154,6 +154,7 @@ def test_refusals_come_before_any_work(tmp_path) -> None:
              (["--method", "pg", "--init-agent", "kgs"], "must play 5x5"),
              (["--method", "pg", "--loop", "generations"], "actors and a learner at once"),
              (["--method", "pg", "--baseline", "median"], "--baseline must be one of"),
+             (["--method", "ac", "--ratio-clip", "1.5"], "--ratio-clip in [0, 1)"),
              (["--method", "q", "--random-moves", "1.5"], "--random-moves in [0, 1]")]
     for i, (extra, message) in enumerate(cases):
         r = _rl(tmp_path / f"r{i}", "--generations", "1", *extra, check=False)

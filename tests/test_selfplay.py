@@ -184,7 +184,7 @@ def test_same_seed_same_games_and_policy_only_mode():
     assert all(len(g.label) <= 1 for g in po) and sum(len(g.label) for g in po) >= 1
     for g in po:
         if len(g.label):
-            assert g.weight[0] == 0.0 and g.policy[0][g.label[0]] == 1.0
+            assert g.weight[0] == 0.0 and g.policy[0][g.label[0]] == 1.0 and 0 < g.play_prob[0] <= 1
             assert g.comments[g.move_number[0] - 1] == "random"  # the position after the one random move
 
 

@@ -50,7 +50,8 @@ class GameOptions:
     early_pass: bool = option(False, "--early-pass", help="Pass is a candidate at every move (default: only when no "
                               "sensible move is left, or to answer a pass).")
     policy_only: bool = option(False, "--policy-only", help="No search: moves sampled from the policy, one random "
-                               "move, one position recorded per game (AlphaGo's value data).")
+                               "move, the position after it recorded per game as experience with a value target "
+                               "(AlphaGo's value data).")
     temperature: float | None = option(None, "--temperature", help="Policy games: sampling temperature; 0 with "
                                        "--experience plays the most probable move (epsilon-greedy with "
                                        "--random-moves) [1.0; gotk rl --method q: 0].")
@@ -328,6 +329,9 @@ class LearnerOptions:
                            "play-value (the value recorded at play time).")
     entropy_weight: float = option(_zero("entropy_weight"), "--entropy-weight", help="ac: the entropy bonus's "
                                    "weight.")
+    ratio_clip: float = option(_zero("ratio_clip"), "--ratio-clip", help="pg and ac: clip the ratio of a move's "
+                               "probability now to its probability at play time to 1 ± this (PPO's clipped "
+                               "surrogate; 0: the plain gradient).")
 
 
 @with_options(game=GameOptions, run=LoopOptions, learner=LearnerOptions)
@@ -354,7 +358,7 @@ def rl_cmd(
     try:
         opts = zero_options(game, run, method=learner.method, out=str(out), hours=hours, generations=generations,
                             opponents=learner.opponents, baseline=learner.baseline,
-                            entropy_weight=learner.entropy_weight)
+                            entropy_weight=learner.entropy_weight, ratio_clip=learner.ratio_clip)
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:
         fail(str(e))

@@ -86,6 +86,11 @@ class TrainOptions:
     baseline: str | None = option(None, '--baseline', help="--objective policy-gradient: none | mean (the batch's "
                                                            "mean return) | play-value (the acting network's value "
                                                            "at play time) (default: none, as the book).")
+    ratio_clip: float | None = option(None, '--ratio-clip', help="--objective policy-gradient / actor-critic: clip "
+                                                                 "the ratio of a move's probability now to its "
+                                                                 "probability at play time to 1 ± this (PPO's "
+                                                                 "clipped surrogate; 0: the book's plain gradient) "
+                                                                 "(default: 0.2).")
     clip_grad_norm: float | None = option(None, '--clip-grad-norm', help="Cap the gradient's norm at this before "
                                                                          "each step (default: none; 1.0 with an "
                                                                          "--objective that learns from experience, "

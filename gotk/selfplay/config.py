@@ -53,8 +53,9 @@ class SelfPlayConfig:
     max_moves: int | None = None  # None: 2 · size²
     policy_only: bool = False
     temperature: float = 1.0  # policy-only mode
-    # policy-only mode: record every move as experience (gotk.shards.experience_column) instead of AlphaGo's one
-    # position a game; its moves drawn from gotk.search.choice.behaviour (clip, random_moves), its returns discounted
+    # policy-only mode records experience (gotk.shards.experience_column): every move with ``experience``, else
+    # AlphaGo's one position a game; moves drawn from gotk.search.choice.behaviour (clip, random_moves), returns
+    # discounted
     experience: bool = False
     clip: float = 0.0
     random_moves: float = 0.0
@@ -128,6 +129,12 @@ class SelfPlayConfig:
         t = self.tree
         keys = ("considered", "c_visit", "c_scale") if t.search == "gumbel" else ("c_puct", "fpu")
         return {"search": t.search, "pass_rule": t.pass_rule, **{k: getattr(t, k) for k in keys}}
+
+    def chunk_columns(self) -> tuple[bool, float | None]:
+        """What these games' shards hold beside the position columns, as :func:`gotk.selfplay.run.write_chunk`
+        takes it: ``(targets, experience)``: the self-play target columns (searched games, and AlphaGo's value
+        recipe with policy weight 0) and the discount of the experience columns (policy games; None without)."""
+        return (not self.experience, self.discount if self.policy_only else None)
 
     @property
     def move_cap(self) -> int:

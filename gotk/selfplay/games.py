@@ -28,13 +28,15 @@ Per move (see :class:`SelfPlayConfig`):
   until the stones settle, which is also what area scoring with every stone alive needs;
 * a game ends after two passes (area score, every stone counted alive, komi included) or ``max_moves``.
 
-``policy_only=True`` is AlphaGo's value-data recipe: no search, moves sampled from the network's policy at
-``temperature``, one uniformly random move at a random move number ``U``, and the position after it recorded
-(one row per game, policy weight 0: a value target only). With ``experience=True`` the policy games are instead
-**experience** for learning from them (the book's chapters 9–12): every move the network chose is recorded, drawn
-from :func:`gotk.search.choice.behaviour` (``temperature``, probabilities clipped at ``clip``, a ``random_moves``
-share of uniform moves) with its probability and the network's value at play time; the game's return goes to every
-row at the end (:mod:`gotk.shards.experience_column`).
+``policy_only=True`` plays **policy games**: no search, each move drawn from
+:func:`gotk.search.choice.behaviour` (the network's policy over the sensible moves at ``temperature``, with
+``experience`` its probabilities clipped at ``clip`` and a ``random_moves`` share of uniform moves), and records
+**experience** (:mod:`gotk.shards.experience_column`): the position, the move, the probability the move had and the
+network's value when it was played, the game's return added to every row at the end. Which moves are recorded
+is the recipe: with ``experience=True`` every move the agent chose (the book's chapters 9–12: learning from the
+games); without it AlphaGo's value-data recipe, one uniformly random move at a random move number ``U`` and the
+position after it, one row a game, which also carries the self-play target columns with policy weight 0 (a
+value target only).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class FinishedGame:
     policy: np.ndarray  # (rows, size²+1); experience games: (0, size²+1), none is recorded
     root_value: np.ndarray  # the search's value, or (policy games) the network's at play time
     weight: np.ndarray
-    play_prob: np.ndarray | None = None  # experience: the probability of each row's move at play time
+    play_prob: np.ndarray | None = None  # policy games: the probability of each row's move at play time
 
     def returns(self, discount: float = 1.0) -> np.ndarray:
         """Each row's return: the game's result from its mover's view (+1 won, −1 lost, 0 a draw), times
@@ -322,21 +324,19 @@ class SelfPlayBatch:
         pri = probs[moves]
         total = pri.sum()
         pri = pri / total if total > 0 and np.isfinite(total) else np.full(moves.size, 1.0 / moves.size)
-        if self.cfg.experience:  # every move, with its probability and the value at play time
-            cfg = self.cfg
-            q = C.behaviour(pri, cfg.temperature, cfg.clip, cfg.random_moves)
-            i = int(g.rng.choice(q.size, p=q))
-            choice = int(moves[i])
-            if learner:  # the opponent network's moves are the environment: not recorded
-                g.rows.append((g.root_planes, g.state.move_number, g.state.to_play, choice, None, value, 0.0,
-                               float(q[i])))
-            self._play(g, choice, "")
-            return
-        choice = int(moves[C.sample(pri, self.cfg.temperature, g.rng)])
-        if g.record_next:
-            policy = np.zeros(self.nm, dtype=np.float32)
-            policy[choice] = 1.0
-            g.rows.append((g.root_planes, g.state.move_number, g.state.to_play, choice, policy, value, 0.0))
+        cfg = self.cfg
+        q = C.behaviour(pri, cfg.temperature, cfg.clip, cfg.random_moves)  # the value recipe: clip 0, no random share
+        i = int(g.rng.choice(q.size, p=q))
+        choice = int(moves[i])
+        # experience: every move of the agent's (the opponent network's are the environment, not recorded);
+        # AlphaGo's value recipe: the one position after the random move, its policy target weighted 0
+        if learner and (cfg.experience or g.record_next):
+            policy = None
+            if not cfg.experience:
+                policy = np.zeros(self.nm, dtype=np.float32)
+                policy[choice] = 1.0
+            g.rows.append((g.root_planes, g.state.move_number, g.state.to_play, choice, policy, value, 0.0,
+                           float(q[i])))
             g.record_next = False
         self._play(g, choice, "")
 
@@ -366,7 +366,7 @@ class SelfPlayBatch:
             else np.zeros((0, self.nm), dtype=np.float32),
             root_value=np.array([r[5] for r in g.rows], dtype=np.float32),
             weight=np.array([r[6] for r in g.rows], dtype=np.float32),
-            play_prob=np.array([r[7] for r in g.rows], dtype=np.float32) if self.cfg.experience else None)
+            play_prob=np.array([r[7] for r in g.rows], dtype=np.float32) if self.cfg.policy_only else None)
 
 
 def check_agent(agent, cfg: SelfPlayConfig) -> None:

@@ -99,7 +99,7 @@ def play_chunk(agent_path: str, config: dict, out: str, chunk: int, first: int, 
     root = Path(out)
     write_sgfs(root / "sgf", games, generator, cfg)
     rows = write_chunk(root / "chunks" / f"{chunk_name(chunk)}.parquet", games, agent.encoder.describe(),
-                       experience=cfg.discount if cfg.experience else None)
+                       *cfg.chunk_columns())
     record = {
         "chunk": chunk, "first": first, "count": count, "rows": rows,
         "games": [game_row(g) for g in games],
@@ -139,17 +139,18 @@ def write_sgfs(folder: Path, games: list[FinishedGame], generator: dict, cfg: Se
             Path(tmp).write_text(text)
 
 
-def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict, experience: float | None = None,
-                opponent: str = "self") -> int:
-    """The games' training rows as one shard with the target columns (``aux_weight``: :func:`aux_weight`) and the
-    globals column (each row's komi and side to move); returns the row count. ``experience`` (a discount γ): the
-    rows are experience instead (:mod:`gotk.shards.experience_column`: the return discounted by γ, the value and
-    the move's probability at play time, ``opponent``), without the target columns."""
+def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict, targets: bool = True,
+                experience: float | None = None, opponent: str = "self") -> int:
+    """The games' training rows as one shard with the globals column (each row's komi and side to move); returns
+    the row count. ``targets``: with the self-play target columns (``aux_weight``: :func:`aux_weight`);
+    ``experience`` (a discount γ; policy games, whose rows have their play-time probabilities): with the experience
+    columns (:mod:`gotk.shards.experience_column`: the return discounted by γ, the value and the move's
+    probability at play time, ``opponent``). :meth:`SelfPlayConfig.chunk_columns` says which a run's games have."""
     from gotk.encoders import global_inputs as GI
     from gotk.shards import experience_column as X
     from gotk.shards import format as S
 
-    schema = S.shard_schema(encoder_desc, targets=experience is None, globals_desc=GI.describe(),
+    schema = S.shard_schema(encoder_desc, targets=targets, globals_desc=GI.describe(),
                             experience_desc=None if experience is None else X.describe(experience))
     writer = S.ShardWriter(path, schema)
     rows = 0
@@ -160,14 +161,15 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict, exper
                 continue
             sign = np.where(g.to_play == 1, 1, -1).astype(np.int8)  # +1 where black is to move
             black_won = 1 if g.winner == 1 else -1 if g.winner == 2 else 0
-            if experience is None:
+            extra = {}
+            if targets:
                 own = g.ownership[None].astype(np.int8) * sign[:, None, None]
-                extra = {"targets": {"policy": g.policy.astype(np.float32), "root_value": g.root_value,
-                                     "ownership": own, "score": (sign * _score_target(g)).astype(np.float32),
-                                     "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)}}
-            else:
-                extra = {"experience": {"return": g.returns(experience), "play_value": np.clip(g.root_value, -1, 1),
-                                        "play_prob": g.play_prob, "opponent": opponent}}
+                extra["targets"] = {"policy": g.policy.astype(np.float32), "root_value": g.root_value,
+                                    "ownership": own, "score": (sign * _score_target(g)).astype(np.float32),
+                                    "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)}
+            if experience is not None:
+                extra["experience"] = {"return": g.returns(experience), "play_value": np.clip(g.root_value, -1, 1),
+                                       "play_prob": g.play_prob, "opponent": opponent}
             writer.write(S.rows_table(schema, [game_id_of(g)] * n, g.move_number, g.to_play,
                                       S.pack_features(g.planes, encoder_desc["dtype"]), g.label, sign * black_won,
                                       global_inputs=g.global_inputs, **extra))

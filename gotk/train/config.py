@@ -20,7 +20,7 @@ import torch
 
 from gotk.distributed import DEFAULT_DIST_TIMEOUT
 from gotk.nets.networks import HEADS, MODELS, model_hparams
-from gotk.train.objectives import BASELINES, DEFAULT_ENTROPY_WEIGHT, OBJECTIVES
+from gotk.train.objectives import BASELINES, DEFAULT_ENTROPY_WEIGHT, DEFAULT_RATIO_CLIP, OBJECTIVES
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
 SCHEDULES = ("cosine", "step", "none")
@@ -78,6 +78,9 @@ class TrainConfig:
     objective: str = "supervised"
     entropy_weight: float = DEFAULT_ENTROPY_WEIGHT  # actor-critic: the entropy bonus's weight
     baseline: str = "none"  # policy-gradient: none, mean (the batch's return) or play-value (recorded at play)
+    # policy-gradient and actor-critic: PPO's clip of the ratio of a move's probability now to its probability at
+    # play time (gotk.train.objectives; 0: the book's plain gradient)
+    ratio_clip: float = DEFAULT_RATIO_CLIP
     # the gradient's norm capped at this before each step (None: no cap; learning from experience: 1.0, the book's
     # clipnorm: a policy gradient's steps are as large as its returns and rare moves' log-probabilities make them)
     clip_grad_norm: float | None = None
@@ -156,6 +159,8 @@ class TrainConfig:
         if c.objective != "supervised" and c.patience is not None:
             raise ValueError("--patience stops on the validation top-1, which learning from experience does not aim "
                              "at: leave it out with --objective " + c.objective)
+        if not (math.isfinite(c.ratio_clip) and 0 <= c.ratio_clip < 1):
+            raise ValueError(f"--ratio-clip must be in [0, 1), not {c.ratio_clip}")
         if not (math.isfinite(c.entropy_weight) and c.entropy_weight >= 0):
             raise ValueError(f"--entropy-weight must be a number >= 0, not {c.entropy_weight}")
         if c.clip_grad_norm is None and experience:

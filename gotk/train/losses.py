@@ -66,6 +66,7 @@ class LossWeights:
     objective: str = "supervised"  # gotk.train.objectives.OBJECTIVES
     entropy: float = O.DEFAULT_ENTROPY_WEIGHT  # actor-critic: the entropy bonus's weight
     baseline: str = "none"  # policy gradient: gotk.train.objectives.BASELINES
+    ratio_clip: float = 0.0  # policy gradient and actor-critic: PPO's clip of π / μ (0: none)
 
     @classmethod
     def of(cls, cfg, board_size: int) -> LossWeights:
@@ -74,15 +75,17 @@ class LossWeights:
             else DEFAULT_OWNERSHIP_WEIGHT / (board_size * board_size)
         score = cfg.score_weight if cfg.score_weight is not None else DEFAULT_SCORE_WEIGHT
         return cls(float(cfg.value_weight), float(own), float(score), int(board_size), float(cfg.value_mix),
-                   cfg.objective, float(cfg.entropy_weight), cfg.baseline)
+                   cfg.objective, float(cfg.entropy_weight), cfg.baseline, float(cfg.ratio_clip))
 
     @classmethod
     def default(cls, board_size: int, aux: bool = True, objective: str = "supervised",
-                entropy: float = O.DEFAULT_ENTROPY_WEIGHT, baseline: str = "none") -> LossWeights:
+                entropy: float = O.DEFAULT_ENTROPY_WEIGHT, baseline: str = "none",
+                ratio_clip: float = 0.0) -> LossWeights:
         """The defaults on ``board_size`` boards (value weight 1, KataGo's ownership and score weights; ``aux``
         False: those two at 0) under ``objective``, what losses measured outside a training run use."""
         own = DEFAULT_OWNERSHIP_WEIGHT / (board_size * board_size) if aux else 0.0
-        return cls(1.0, own, DEFAULT_SCORE_WEIGHT if aux else 0.0, int(board_size), 0.0, objective, entropy, baseline)
+        return cls(1.0, own, DEFAULT_SCORE_WEIGHT if aux else 0.0, int(board_size), 0.0, objective, entropy, baseline,
+                   ratio_clip)
 
 
 def soft_policy_sums(p: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -198,15 +201,16 @@ def experience_losses(p: torch.Tensor | None, v: torch.Tensor | None, y: torch.T
     stats = torch.zeros(len(STATS), device=dev)
     stats[0] = n
     ret = batch["return"][:n].to(dev, non_blocking=True).float()
+    mu = batch["play_prob"][:n].to(dev, non_blocking=True).float() if weights.ratio_clip > 0 else None
     if weights.objective == "policy-gradient":
         base = None
         if weights.baseline == "mean":
             base = ret.mean().expand(n)
         elif weights.baseline == "play-value":
             base = batch["play_value"][:n].to(dev, non_blocking=True).float()
-        total = O.policy_gradient_sum(p, y, ret, base)
+        total = O.policy_gradient_sum(p, y, ret, base, mu, weights.ratio_clip)
     elif weights.objective == "actor-critic":
-        pol, val, ent = O.actor_critic_sums(p, v, y, ret)
+        pol, val, ent = O.actor_critic_sums(p, v, y, ret, mu, weights.ratio_clip)
         total = pol + weights.value * val - weights.entropy * ent
     elif weights.objective == "q-learning":
         total = O.q_learning_sum(p, y, ret)

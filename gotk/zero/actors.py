@@ -214,7 +214,7 @@ class ActorPool:
         write_sgfs(self.root / "sgf", games, generator, self.config)
         opponent = "self" if result.get("opponent") is None else f"net-{result['opponent']:03d}"
         rows = write_chunk(self.root / "chunks" / f"{chunk_name(c)}.parquet", games, self.encoder,
-                           experience=self.config.discount if self.config.experience else None, opponent=opponent)
+                           *self.config.chunk_columns(), opponent=opponent)
         with self._lock:
             seq = 1 + max((r.get("seq", 0) for r in self.records.values()), default=0)
         record = {**result, "rows": rows, "games": [game_row(g) for g in games], "seq": seq,

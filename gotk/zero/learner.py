@@ -52,6 +52,7 @@ class LearnerSettings:
     objective: str = "supervised"  # gotk.train.objectives: what the rows teach (searched targets, or experience)
     entropy_weight: float = 0.01
     baseline: str = "none"
+    ratio_clip: float = 0.0
     fresh_rows: int = 1024  # at most this many of a round's new rows are scored before training (~2% of a round)
 
     def allowed_steps(self, rows: int) -> int:
@@ -67,7 +68,7 @@ class LearnerSettings:
         return cls(reuse=o.reuse, batch_size=o.batch_size, steps=o.train_steps, window_rows=o.window_rows,
                    min_rows=o.min_rows, lr=o.lr, optimizer=o.optimizer, warmup=o.warmup, aux_targets=o.aux_targets,
                    threads=o.threads, device=o.device, seed=o.seed, value_mix=o.value_mix, objective=o.objective,
-                   entropy_weight=o.entropy_weight, baseline=o.baseline)
+                   entropy_weight=o.entropy_weight, baseline=o.baseline, ratio_clip=o.ratio_clip)
 
 
 def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, seed: int,
@@ -90,7 +91,7 @@ def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, se
                        schedule="none", val_split="", init_optimizer=str(init_optimizer) if init_optimizer else None,
                        warmup_steps=0 if init_optimizer else s.warmup, threads=s.threads, device=s.device,
                        globals=bool(meta.get("globals")), value_mix=s.value_mix, objective=s.objective,
-                       entropy_weight=s.entropy_weight, baseline=s.baseline,
+                       entropy_weight=s.entropy_weight, baseline=s.baseline, ratio_clip=s.ratio_clip,
                        **({} if s.aux_targets and not experience else NO_AUX))
 
 
@@ -122,7 +123,8 @@ def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dic
     agent = load_agent(agent_path)
     model = agent.model.eval()
     weights = LossWeights.default(agent.board_size, aux=settings.aux_targets, objective=settings.objective,
-                                  entropy=settings.entropy_weight, baseline=settings.baseline)
+                                  entropy=settings.entropy_weight, baseline=settings.baseline,
+                                  ratio_clip=settings.ratio_clip)
     sums = None
     with torch.inference_mode():
         for b in iter_numpy_batches(data, "train",

@@ -82,6 +82,7 @@ class ZeroOptions:
     opponents: str = "self"  # experience: the other colour is the same network, or one of the run's earlier ones
     entropy_weight: float = 0.01  # ac: the entropy bonus's weight
     baseline: str = "none"  # pg: none, mean or play-value (gotk.train.objectives)
+    ratio_clip: float = 0.2  # pg and ac: PPO's clip of a move's probability ratio (gotk.train.objectives; 0: none)
 
     def validate(self) -> ZeroOptions:
         if self.hours is not None and not self.hours > 0:
@@ -142,8 +143,9 @@ class ZeroOptions:
             raise ZeroError(f"--opponents must be self or pool, not {self.opponents!r}")
         from gotk.train.objectives import BASELINES
 
-        if self.baseline not in BASELINES or not self.entropy_weight >= 0:
-            raise ZeroError(f"--baseline must be one of {', '.join(BASELINES)} and --entropy-weight >= 0")
+        if self.baseline not in BASELINES or not self.entropy_weight >= 0 or not 0 <= self.ratio_clip < 1:
+            raise ZeroError(f"--baseline must be one of {', '.join(BASELINES)}, --entropy-weight >= 0 and "
+                            f"--ratio-clip in [0, 1)")
         from gotk.devices import resolve_device
 
         try:
@@ -199,7 +201,7 @@ class ZeroOptions:
         d["gnugo_levels"] = list(self.gnugo_levels)
         d["gnugo_anchors"] = list(self.gnugo_anchors)
         if self.method == "zero":  # a zero run's record reads as before these settings existed
-            for k in ("method", "opponents", "entropy_weight", "baseline"):
+            for k in ("method", "opponents", "entropy_weight", "baseline", "ratio_clip"):
                 d.pop(k)
         return d
 
