@@ -25,7 +25,7 @@ SCORE_TARGET = [1.0, 5.0]  # 2 points off (quadratic part), 25 points off (linea
 
 def _cfg(**over) -> SimpleNamespace:
     kw = dict(value_weight=1.0, ownership_weight=None, score_weight=None, value_mix=0.0, objective="supervised",
-              entropy_weight=0.01, baseline="none")
+              entropy_weight=0.01, baseline="none", ratio_clip=0.0)
     kw.update(over)
     return SimpleNamespace(**kw)
 
