@@ -24,9 +24,8 @@ the step, over every rank under DDP):
   played it, in the direction the advantage asks, the row stops pushing (a won move above ``(1 + ε) μ``, a lost one
   below ``(1 − ε) μ``), and where the network moved it the other way the ``ρ`` weight corrects for the policy that
   played it. Without it the log-probabilities of lost games' moves fall without bound while those of won moves
-  saturate near 1, and the policy runs away from the games it learns from (measured on 19×19 from ``kgs``: the
-  played moves' cross-entropy under the next network rose from 2.4 to 16 nats within 0.25 h, with or without a
-  mean baseline; docs/experiments.md). ``π`` is the softmax over every move, ``μ`` over the moves the player
+  saturate near 1, and the policy runs away from the games it learns from (measured on 19×19 from ``kgs``:
+  docs/experiments.md). ``π`` is the softmax over every move, ``μ`` over the moves the player
   could choose (sensible moves; pass only at the end), so ``ρ`` starts a little below 1 where the network gives
   weight to moves it may not play.
 * ``actor-critic`` (the book's chapter 12): ``L = −Σ_i A_i · log π(a_i | s_i) + c · Σ_i (V(s_i) − R_i)² −
