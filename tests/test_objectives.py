@@ -225,7 +225,8 @@ def test_policy_games_recorded_as_experience(experience) -> None:
     from gotk.datasets.sampling import Sampling, iter_numpy_batches
 
     manifest = json.loads((experience / "manifest.json").read_text())
-    assert manifest["experience"]["columns"] == ["return", "play_value", "play_prob", "opponent"]
+    assert manifest["experience"]["columns"] == ["return", "play_value", "play_prob", "opponent", "choices",
+                                                 "symmetry"]
     from gotk.datasets.symmetry import apply_symmetries_
     from gotk.nets.agent import load_agent
 
@@ -251,7 +252,8 @@ def test_policy_games_recorded_as_experience(experience) -> None:
 
     shard = next((experience / "chunks").glob("*.parquet"))
     assert set(pq.read_table(shard, columns=["opponent"]).column(0).to_pylist()) == {"self"}
-    assert "experience return, play_value, play_prob, opponent" in _cli("inspect", str(experience)).stdout
+    assert "experience return, play_value, play_prob, opponent, choices, symmetry" in _cli("inspect",
+                                                                                          str(experience)).stdout
     assert "move" in _cli("show", str(experience), "--split", "train", "--row", "3").stdout.lower()
 
 
@@ -262,7 +264,8 @@ def test_alphago_s_value_recipe_is_experience_one_position_a_game(experience, tm
     _cli("selfplay", "--agent", str(experience.parent / "acting.gotk"), "--size", "5", "--games", "12",
          "--chunk-games", "6", "--policy-only", "--out", str(out), "--seed", "3", "--json")
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["experience"]["columns"] == ["return", "play_value", "play_prob", "opponent"]
+    assert manifest["experience"]["columns"] == ["return", "play_value", "play_prob", "opponent", "choices",
+                                                 "symmetry"]
     assert "weight" in manifest["targets"]  # and the value recipe's targets: policy weight 0
     rows = 0
     for b in iter_numpy_batches(out, "train", sampling=Sampling(batch_size=64, shuffle=False, symmetries="none")):

@@ -106,9 +106,9 @@ class TrainOptions:
                                                             " --metadata). See docs/human.md.")
     metadata_channels: int | None = option(None, '--metadata-channels', help="Internal units of the metadata encoder "
                                                                              "(default: 64).")
-    init_agent: str | None = option(None, '--init-agent', help="Start from this agent file's weights (the same "
-                                                               "--model, head, hyper-parameters, encoder and board "
-                                                               "size).")
+    init_agent: str | None = option(None, '--init-agent', help="Start from this agent file's weights (its model, "
+                                                               "head and hyper-parameters unless given; the same "
+                                                               "encoder and board size).")
     patience: int | None = option(None, '--patience', help="Stop after this many epochs without a better validation "
                                                            "score.")
     log_every: int | None = option(None, '--log-every', help="Log training metrics every N steps (default: 50).")
@@ -172,6 +172,14 @@ def train_cmd(
     if hp:
         base["hparams"] = {**base.get("hparams", {}), **hp}
     try:
+        if base.get("init_agent") and not (resume and cfg_file.is_file()):  # the agent's network unless told
+            from gotk.train.setup import agent_model_settings
+
+            agent = agent_model_settings(base["init_agent"])
+            for key in ("model", "head", "globals"):
+                base.setdefault(key, agent[key])
+            if base["model"] == agent["model"]:
+                base["hparams"] = {**agent["hparams"], **base.get("hparams", {})}
         cfg = TrainConfig.from_dict(base)
         result = train(cfg, resume=resume)
     except (ValueError, FileNotFoundError, FileExistsError, StorageError) as e:

@@ -157,6 +157,9 @@ class SplitIndex:
             if (experience[-1] is None) != (experience[0] is None):
                 raise ValueError(f"{self.files[i]} has {'no ' if experience[-1] is None else ''}experience columns, "
                                  f"the split's first shard the opposite: a split's shards all have them or none")
+            if experience[-1] is not None and experience[-1]["columns"] != experience[0]["columns"]:
+                raise ValueError(f"{self.files[i]} has the experience columns {experience[-1]['columns']}, the "
+                                 f"split's first shard {experience[0]['columns']}: a split's shards all have the same")
             if targets is None:
                 targets = t
             elif bool(t) != bool(targets):

@@ -16,7 +16,8 @@ A split is never loaded into memory; the dataset may be a local folder or an fss
 4. batches of ``batch_size`` rows are cut from the emitted stream and decoded in one vectorised step
    (:func:`gotk.shards.format.unpack_features` of the packed ``(B, bytes)`` block, no per-row Python loop),
    then one of the 8 board symmetries is applied per sample (``symmetries="random"``), features and label
-   alike (pass stays pass).
+   alike (pass stays pass); experience rows that recorded the symmetry their acting network saw
+   (:mod:`gotk.shards.experience_column`) are shown under that one, their ``choices`` permuted like the labels.
 
 Consequences worth knowing:
 
@@ -230,7 +231,8 @@ class _RowGroupReader:
             f = self._files[rg.file] = self.index.open_file(rg.file)
         extra = list(self.index.file_targets[rg.file]) + ([GLOBALS] if self.index.globals is not None else []) + (
             [METADATA] if self.index.metadata is not None else []) + (
-            list(X.NUMBERS) if self.index.experience is not None else [])
+            list(X.NUMBERS) if self.index.experience is not None else []) + (
+            list(X.PLAY_VIEW) if X.has_play_view(self.index.experience) else [])
         table = f.read_row_group(rg.index, columns=_COLUMNS + extra)
         n = table.num_rows
         feats = table.column("features")
@@ -426,6 +428,8 @@ def batch_layout(index: SplitIndex, rows: int) -> list[tuple[str, np.dtype, tupl
                   ("score", f32, (rows,)), ("weight", f32, (rows,)), ("aux_weight", f32, (rows,))]
     if index.experience is not None:
         specs += [(name, np.dtype(np.float32), (rows,)) for name in X.NUMBERS]
+    if X.has_play_view(index.experience):  # a bool per move: the moves the player could choose
+        specs.append(("choices", np.dtype(bool), (rows, index.shape[1] * index.shape[2] + 1)))
     if index.globals is not None:
         specs.append((GLOBALS, np.dtype(np.float32), (rows, len(index.globals["names"]))))
     if index.metadata is not None:
@@ -466,6 +470,8 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: Sampling, epoch: in
             part = _take(block, slice(lo, min(lo + bs, n)))
             m = len(part["label"])
             syms = sym_rng.integers(0, 8, size=m) if cfg.symmetries == "random" else None
+            if syms is not None and "symmetry" in part:  # experience: each row as the acting network saw it
+                syms = part["symmetry"]
             batch_no += 1
             if batch_no <= skip_batches:
                 continue
@@ -483,6 +489,13 @@ def _iter_slot(index: SplitIndex, cap: _GameCap | None, cfg: Sampling, epoch: in
             if index.experience is not None:  # one number a row: no symmetry changes it
                 for name in X.NUMBERS:
                     out[name][...] = part[name]
+            if "choices" in part:  # permuted like the move labels
+                choices = X.unpack_choices(part["choices"], size * size + 1)
+                if syms is None:
+                    out["choices"][...] = choices
+                else:
+                    out["choices"][...] = False
+                    out["choices"][np.arange(m)[:, None], label_permutations(size)[syms]] = choices
             yield out
 
     def rest(block: _Cols) -> _Cols | None:

@@ -36,7 +36,10 @@ network's value when it was played, the game's return added to every row at the 
 is the recipe: with ``experience=True`` every move the agent chose (the book's chapters 9–12: learning from the
 games); without it AlphaGo's value-data recipe, one uniformly random move at a random move number ``U`` and the
 position after it, one row a game, which also carries the self-play target columns with policy weight 0 (a
-value target only).
+value target only). A policy game ends as a policy player's does: a resignation by the mover's value head (the
+threshold and the share of games played out are self-play's), a pass that wins after the opponent's pass or ends a
+settled game (:func:`gotk.search.choice.settled`), two passes, or the move cap; the passes and resignations are
+not recorded (no move was drawn).
 """
 
 from __future__ import annotations
@@ -46,7 +49,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gotk.datasets.symmetry import NUM_SYMMETRIES
 from gotk.encoders import global_inputs as GI
+from gotk.game.moves import passing_wins
 from gotk.game.state import GameState
 from gotk.search import choice as C
 from gotk.search.core import Search, candidates
@@ -80,6 +85,8 @@ class FinishedGame:
     root_value: np.ndarray  # the search's value, or (policy games) the network's at play time
     weight: np.ndarray
     play_prob: np.ndarray | None = None  # policy games: the probability of each row's move at play time
+    choices: np.ndarray | None = None  # policy games: bool (rows, size²+1), the moves each row's player chose from
+    symmetry: np.ndarray | None = None  # policy games: int8 (rows,), the symmetry the acting network saw
 
     def returns(self, discount: float = 1.0) -> np.ndarray:
         """Each row's return: the game's result from its mover's view (+1 won, −1 lost, 0 a draw), times
@@ -115,6 +122,7 @@ class _Game:
     full: bool = False
     pending: bool = False  # a leaf (or, policy-only, the position) waits for the network
     moves: np.ndarray | None = None  # policy-only: the candidates of the pending position
+    symmetry: int = 0  # policy-only: the board symmetry the network sees the pending position under
     root_planes: np.ndarray | None = None
     resignation: dict[int, C.Resignation] = field(default_factory=dict)  # per colour
     would_resign: int = 0
@@ -211,7 +219,13 @@ class SelfPlayBatch:
                     finished.append(self._finish(g))
             for k, batch in enumerate(batches):
                 if batch:
-                    probs, values = nets[k].evaluate_leaves(room[k], len(batch))
+                    syms = None
+                    if self.cfg.policy_only:  # drawn as the evaluator draws them, and recorded with the move
+                        syms = nets[k].rng.integers(0, NUM_SYMMETRIES, size=len(batch)) if nets[k].symmetries \
+                            else np.zeros(len(batch), dtype=np.int64)
+                        for g, sym in zip(batch, syms, strict=True):
+                            g.symmetry = int(sym)
+                    probs, values = nets[k].evaluate_leaves(room[k], len(batch), syms)
                     for i, g in enumerate(batch):
                         self._absorb(g, probs[i: i + 1], values[i: i + 1], learner=k == 0)
             active = [g for g in active if not g.done]
@@ -226,9 +240,7 @@ class SelfPlayBatch:
 
     def _prepare(self, g: _Game, leaves: Leaves, row: int) -> bool:
         """Advance ``g`` until it needs an evaluation (written into row ``row`` of ``leaves``: True) or ends
-        (False)."""
-        if self.cfg.policy_only:
-            return self._prepare_policy(g, leaves, row)
+        (False). Search games only: :meth:`run` advances policy games by :meth:`_prepare_policy`."""
         search, cfg = g.search, self.cfg
         while True:
             if not g.searching:  # a new move
@@ -294,7 +306,7 @@ class SelfPlayBatch:
         g.comments.append(note)
 
     def _game_over(self, g: _Game) -> bool:
-        if g.state.passes >= 2 or g.state.move_number >= self.cfg.move_cap:
+        if g.resigned_by or g.state.passes >= 2 or g.state.move_number >= self.cfg.move_cap:
             g.done = True
         return g.done
 
@@ -320,6 +332,8 @@ class SelfPlayBatch:
             return True
 
     def _absorb_policy(self, g: _Game, probs: np.ndarray, value: float, learner: bool = True) -> None:
+        if self._policy_game_ends(g, probs, value, (self.agent if learner else self.opponent.agent).has_value):
+            return
         moves = g.moves
         pri = probs[moves]
         total = pri.sum()
@@ -336,9 +350,35 @@ class SelfPlayBatch:
                 policy = np.zeros(self.nm, dtype=np.float32)
                 policy[choice] = 1.0
             g.rows.append((g.root_planes, g.state.move_number, g.state.to_play, choice, policy, value, 0.0,
-                           float(q[i])))
+                           float(q[i]), moves, g.symmetry))
             g.record_next = False
         self._play(g, choice, "")
+
+    def _policy_game_ends(self, g: _Game, probs: np.ndarray, value: float, has_value: bool) -> bool:
+        """A policy game ends as a policy player's game does (:mod:`gotk.play.players`): the mover resigns when
+        its network's value has stayed below the resignation threshold (self-play's rule, in the games whose
+        resignation is enabled), or passes when passing now wins after the opponent's pass or the game is settled
+        (:func:`gotk.search.choice.settled`: its pass as probable as any sensible move, the count agreeing with
+        its value; a network without a value head never resigns and passes a settled game the count does not
+        lose). Neither is recorded: no move was drawn. True when the move is made (or the game over)."""
+        state, mover = g.state, g.state.to_play
+        if has_value and g.resignation[mover].update(value, state.move_number):
+            if g.resign_enabled:
+                g.resigned_by = mover  # the game is over: its next advance finishes it (_game_over)
+                g.comments.append(f"v={value:.3f} resigns")
+                return True
+            if g.would_resign == 0:
+                g.would_resign = mover
+        board = g.moves[g.moves != state.pass_point]
+        if board.size == 0:
+            return False
+        best = float(probs[board].max())
+        if passing_wins(state) or C.settled(state, float(probs[state.pass_point]), best,
+                                            (lambda _: value) if has_value else None):
+            self._play(g, state.pass_point, f"v={value:.3f} pass")
+            g.record_next = False
+            return True
+        return False
 
     # --- the end of a game --------------------------------------------------------------------------
 
@@ -366,7 +406,16 @@ class SelfPlayBatch:
             else np.zeros((0, self.nm), dtype=np.float32),
             root_value=np.array([r[5] for r in g.rows], dtype=np.float32),
             weight=np.array([r[6] for r in g.rows], dtype=np.float32),
-            play_prob=np.array([r[7] for r in g.rows], dtype=np.float32) if self.cfg.policy_only else None)
+            play_prob=np.array([r[7] for r in g.rows], dtype=np.float32) if self.cfg.policy_only else None,
+            choices=self._choices(g.rows) if self.cfg.policy_only else None,
+            symmetry=np.array([r[9] for r in g.rows], dtype=np.int8) if self.cfg.policy_only else None)
+
+    def _choices(self, rows: list[tuple]) -> np.ndarray:
+        """Bool ``(rows, size²+1)``: the moves each recorded row's player chose its move from."""
+        out = np.zeros((len(rows), self.nm), dtype=bool)
+        for i, r in enumerate(rows):
+            out[i, r[8]] = True
+        return out
 
 
 def check_agent(agent, cfg: SelfPlayConfig) -> None:

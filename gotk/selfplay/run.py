@@ -145,7 +145,8 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict, targe
     the row count. ``targets``: with the self-play target columns (``aux_weight``: :func:`aux_weight`);
     ``experience`` (a discount γ; policy games, whose rows have their play-time probabilities): with the experience
     columns (:mod:`gotk.shards.experience_column`: the return discounted by γ, the value and the move's
-    probability at play time, ``opponent``). :meth:`SelfPlayConfig.chunk_columns` says which a run's games have."""
+    probability at play time, ``opponent``, the moves the player chose from and the symmetry its network saw).
+    :meth:`SelfPlayConfig.chunk_columns` says which a run's games have."""
     from gotk.encoders import global_inputs as GI
     from gotk.shards import experience_column as X
     from gotk.shards import format as S
@@ -169,7 +170,8 @@ def write_chunk(path: Path, games: list[FinishedGame], encoder_desc: dict, targe
                                     "weight": g.weight, "aux_weight": np.full(n, aux_weight(g), np.float32)}
             if experience is not None:
                 extra["experience"] = {"return": g.returns(experience), "play_value": np.clip(g.root_value, -1, 1),
-                                       "play_prob": g.play_prob, "opponent": opponent}
+                                       "play_prob": g.play_prob, "opponent": opponent, "choices": g.choices,
+                                       "symmetry": g.symmetry}
             writer.write(S.rows_table(schema, [game_id_of(g)] * n, g.move_number, g.to_play,
                                       S.pack_features(g.planes, encoder_desc["dtype"]), g.label, sign * black_won,
                                       global_inputs=g.global_inputs, **extra))

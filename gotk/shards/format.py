@@ -116,7 +116,7 @@ def shard_schema(encoder_desc: dict, targets: bool = False, globals_desc: dict |
             pa.field("aux_weight", pa.float32(), nullable=False),  # ownership and score: 1 played out, 0 not
         ]
     if experience_desc is not None:
-        fields += X.fields()
+        fields += X.fields(X.check_description(experience_desc), board_points(encoder_desc) + 1)
     fields += V.vector_fields({GLOBALS: globals_desc, V.METADATA: metadata_desc})
     return pa.schema(fields, metadata={METADATA_KEY: meta.encode()})
 
@@ -146,7 +146,8 @@ def schema_experience(source: pa.Schema | dict | None) -> dict | None:
         raw = (source.metadata or {}).get(METADATA_KEY)
         desc = json.loads(raw).get(X.EXPERIENCE) if raw is not None else None
         present = [n for n in X.COLUMNS if n in source.names]
-        if (present and present != list(X.COLUMNS)) or bool(present) != (desc is not None):
+        if (present and tuple(present) not in (X.COLUMNS, X.LEGACY_COLUMNS)) or bool(present) != (desc is not None) \
+                or (desc is not None and present != list(desc.get("columns") or ())):
             raise ValueError(f"the shard's experience columns {present} and its metadata disagree")
         return X.check_description(desc)
     return X.check_description(source.get(X.EXPERIENCE))
@@ -315,7 +316,11 @@ def rows_table(schema: pa.Schema, game_ids: list[str] | pa.Array, move_numbers: 
     if (experience is not None) != (schema_experience(schema) is not None):
         raise ValueError("experience= is required exactly when the shard schema has the experience columns")
     if experience is not None:
-        columns += X.experience_columns(experience, n)
+        listed = tuple(schema_experience(schema)["columns"])
+        given = X.COLUMNS if "choices" in experience or "symmetry" in experience else X.LEGACY_COLUMNS
+        if given != listed:
+            raise ValueError(f"experience= gives the columns {list(given)}, the schema lists {list(listed)}")
+        columns += X.experience_columns({**experience, "label": labels}, n)
     columns += V.vector_columns(schema, {GLOBALS: global_inputs, V.METADATA: metadata_inputs}, n)
     return pa.Table.from_arrays(columns, schema=schema)
 

@@ -198,7 +198,11 @@ def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     if cfg.optimizer == "adadelta":
         return torch.optim.Adadelta(params, lr=cfg.lr, weight_decay=wd)
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=wd)
+        # learning from experience: decoupled decay (a weight shrinks by lr * wd a step), not Adam's coupled L2 term,
+        # which Adam's normalisation turns into a step of about the learning rate towards 0 wherever the objective's
+        # gradient is small
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=wd,
+                                decoupled_weight_decay=cfg.objective != "supervised")
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=wd)
 
 

@@ -202,22 +202,21 @@ def experience_losses(p: torch.Tensor | None, v: torch.Tensor | None, y: torch.T
     stats[0] = n
     ret = batch["return"][:n].to(dev, non_blocking=True).float()
     mu = batch["play_prob"][:n].to(dev, non_blocking=True).float() if weights.ratio_clip > 0 else None
+    choices = batch["choices"][:n].to(dev, non_blocking=True).bool() if "choices" in batch else None
     if weights.objective == "policy-gradient":
         base = None
         if weights.baseline == "mean":
             base = ret.mean().expand(n)
         elif weights.baseline == "play-value":
             base = batch["play_value"][:n].to(dev, non_blocking=True).float()
-        total = O.policy_gradient_sum(p, y, ret, base, mu, weights.ratio_clip)
+        total = O.policy_gradient_sum(p, y, ret, base, mu, weights.ratio_clip, choices)
     elif weights.objective == "actor-critic":
-        pol, val, ent = O.actor_critic_sums(p, v, y, ret, mu, weights.ratio_clip)
+        pol, val, ent = O.actor_critic_sums(p, v, y, ret, mu, weights.ratio_clip, choices)
         total = pol + weights.value * val - weights.entropy * ent
     elif weights.objective == "q-learning":
         total = O.q_learning_sum(p, y, ret)
     else:
         raise ValueError(f"unknown objective {weights.objective!r}")
-    if v is not None and weights.objective != "actor-critic":  # a head the objective does not train joins at 0
-        total = total + 0.0 * v.float().sum()
     loss = total / max(n, 1)
     scaled = total * world / share[0].clamp(min=1.0) if share is not None else torch.zeros((), device=dev)
     with torch.no_grad():

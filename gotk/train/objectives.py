@@ -25,9 +25,10 @@ the step, over every rank under DDP):
   below ``(1 − ε) μ``), and where the network moved it the other way the ``ρ`` weight corrects for the policy that
   played it. Without it the log-probabilities of lost games' moves fall without bound while those of won moves
   saturate near 1, and the policy runs away from the games it learns from (measured on 19×19 from ``kgs``:
-  docs/experiments.md). ``π`` is the softmax over every move, ``μ`` over the moves the player
-  could choose (sensible moves; pass only at the end), so ``ρ`` starts a little below 1 where the network gives
-  weight to moves it may not play.
+  docs/experiments.md). ``π`` is normalised over the moves the player could choose (the rows' ``choices``:
+  sensible moves; pass only at the end), as ``μ`` was, and seen under the symmetry the acting network saw, so
+  that ``ρ`` = 1 for an unchanged network played without exploration (rows from shards without those columns: ``π``
+  over every move).
 * ``actor-critic`` (the book's chapter 12): ``L = −Σ_i A_i · log π(a_i | s_i) + c · Σ_i (V(s_i) − R_i)² −
   β · Σ_i H(π(· | s_i))`` with the advantage ``A_i = R_i − V(s_i)`` taken as a constant (no gradient flows
   through it into the value), ``c`` the value weight (the book: 0.5 beside the policy's 1.0) and ``β`` the
@@ -52,6 +53,11 @@ OBJECTIVES = ("supervised", "policy-gradient", "actor-critic", "q-learning")
 #: the floor of the log-probability of the move played in the policy terms (Keras's epsilon, 1e-7, which the book's
 #: categorical cross-entropy clips its predictions at)
 LOG_PROB_FLOOR = math.log(1e-7)
+#: The heads each objective trains (None: every head the model has). The weights only another head uses are left
+#: as they are: not stepped, not decayed (:func:`gotk.train.setup.head_parameters`), so a policy-gradient run keeps
+#: the value head its start had (which its players resign and judge passes by).
+TRAINED_HEADS: dict[str, tuple[str, ...] | None] = {"supervised": None, "policy-gradient": ("policy",),
+                                                    "actor-critic": ("policy", "value"), "q-learning": ("policy",)}
 BASELINES = ("none", "mean", "play-value")
 DEFAULT_ENTROPY_WEIGHT = 0.01
 #: PPO's clip of the ratio of a move's probability now to its probability at play time (0: the plain gradient)
@@ -67,18 +73,30 @@ def needs(objective: str) -> tuple[tuple[str, ...], bool]:
     return heads, objective != "supervised"
 
 
-def _log_prob(logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-    return torch.log_softmax(logits.float(), 1).gather(1, action[:, None]).squeeze(1)
+def masked_log_softmax(logits: torch.Tensor, choices: torch.Tensor | None = None) -> torch.Tensor:
+    """``log π`` per move, float32; with ``choices`` (bool, a row's moves its player could choose) normalised over
+    those moves, as the behaviour policy ``μ`` was: the others get ``−inf`` and no gradient."""
+    logits = logits.float()
+    if choices is not None:
+        logits = logits.masked_fill(~choices, float("-inf"))
+    return torch.log_softmax(logits, 1)
+
+
+def _log_prob(logits: torch.Tensor, action: torch.Tensor, choices: torch.Tensor | None = None) -> torch.Tensor:
+    return masked_log_softmax(logits, choices).gather(1, action[:, None]).squeeze(1)
 
 
 def policy_gradient_sum(logits: torch.Tensor, action: torch.Tensor, ret: torch.Tensor,
                         baseline: torch.Tensor | None = None, play_prob: torch.Tensor | None = None,
-                        ratio_clip: float = 0.0) -> torch.Tensor:
+                        ratio_clip: float = 0.0, choices: torch.Tensor | None = None) -> torch.Tensor:
     """``−Σ (R − b) · log π(a | s)`` over the rows (module docstring); ``baseline`` ``b`` per row, or None (0).
     ``ratio_clip`` ε > 0 with ``play_prob`` (the move's probability at play time, ``μ``): the clipped surrogate
-    ``−Σ min(ρ · A, clip(ρ, 1 − ε, 1 + ε) · A)``, ``ρ = π(a | s) / μ`` (module docstring)."""
+    ``−Σ min(ρ · A, clip(ρ, 1 − ε, 1 + ε) · A)``, ``ρ = π(a | s) / μ`` (module docstring). ``choices`` (bool
+    ``(rows, moves)``): ``π`` is normalised over each row's choices, so that a step moves probability only among
+    the moves the player could have played (a lost game's move gives its share to the other choices, never to an
+    occupied point or an own eye)."""
     adv = (ret.float() if baseline is None else ret.float() - baseline.float()).detach()
-    logp = _log_prob(logits, action)
+    logp = _log_prob(logits, action, choices)
     if ratio_clip > 0:
         if play_prob is None:
             raise ValueError("a ratio clip needs the moves' probabilities at play time (the play_prob column)")
@@ -88,22 +106,26 @@ def policy_gradient_sum(logits: torch.Tensor, action: torch.Tensor, ret: torch.T
     return -(adv * logp).sum()
 
 
-def entropy_sum(logits: torch.Tensor) -> torch.Tensor:
-    """``Σ H(π(· | s))`` over the rows, ``H = −Σ_m π_m log π_m`` (nats)."""
-    logp = torch.log_softmax(logits.float(), 1)
-    return -(logp.exp() * logp).sum()
+def entropy_sum(logits: torch.Tensor, choices: torch.Tensor | None = None) -> torch.Tensor:
+    """``Σ H(π(· | s))`` over the rows, ``H = −Σ_m π_m log π_m`` (nats), ``π`` over each row's ``choices`` when
+    given."""
+    logp = masked_log_softmax(logits, choices)
+    p = logp.exp()
+    if choices is not None:  # 0 · log 0 = 0, and no NaN in the gradient: the masked log-probabilities read as 0
+        logp = torch.where(choices, logp, torch.zeros((), device=logp.device))
+    return -(p * logp).sum()
 
 
 def actor_critic_sums(logits: torch.Tensor, value: torch.Tensor, action: torch.Tensor, ret: torch.Tensor,
-                      play_prob: torch.Tensor | None = None,
-                      ratio_clip: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                      play_prob: torch.Tensor | None = None, ratio_clip: float = 0.0,
+                      choices: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(policy term −Σ A · log π(a | s), value term Σ (V − R)², entropy Σ H(π))`` over the rows, ``A = R − V``
     with no gradient into ``V`` (module docstring), the policy term clipped as :func:`policy_gradient_sum`'s; the
     caller weighs them ``1``, ``c`` and ``−β``."""
     v = value.float().reshape(-1)
     r = ret.float()
-    policy = policy_gradient_sum(logits, action, r, v.detach(), play_prob, ratio_clip)
-    return policy, ((v - r) ** 2).sum(), entropy_sum(logits)
+    policy = policy_gradient_sum(logits, action, r, v.detach(), play_prob, ratio_clip, choices)
+    return policy, ((v - r) ** 2).sum(), entropy_sum(logits, choices)
 
 
 def q_values(logits: torch.Tensor) -> torch.Tensor:
@@ -117,5 +139,6 @@ def q_learning_sum(logits: torch.Tensor, action: torch.Tensor, ret: torch.Tensor
     return ((q - ret.float()) ** 2).sum()
 
 
-__all__ = ["BASELINES", "DEFAULT_ENTROPY_WEIGHT", "DEFAULT_RATIO_CLIP", "LOG_PROB_FLOOR", "OBJECTIVES",
-           "actor_critic_sums", "entropy_sum", "needs", "policy_gradient_sum", "q_learning_sum", "q_values"]
+__all__ = ["BASELINES", "DEFAULT_ENTROPY_WEIGHT", "DEFAULT_RATIO_CLIP", "LOG_PROB_FLOOR", "OBJECTIVES", "TRAINED_HEADS",
+           "actor_critic_sums", "entropy_sum", "masked_log_softmax", "needs", "policy_gradient_sum", "q_learning_sum",
+           "q_values"]

@@ -56,8 +56,70 @@ def check_objective(cfg: TrainConfig, has_experience: bool) -> None:
         raise ValueError(f"--objective {cfg.objective} needs a {' and a '.join(missing)} head: train with {need}")
     if experience and not has_experience:
         raise ValueError(f"--objective {cfg.objective} learns from experience: {cfg.data} has no experience columns "
-                         "(return, play_value, play_prob, opponent; docs/shards.md): record an agent's games with "
+                         "(return, play_value, play_prob, opponent, ...; docs/shards.md): record an agent's games with "
                          "gotk selfplay --experience or gotk rl")
+
+
+def head_parameters(model: torch.nn.Module, heads: tuple[str, ...]) -> set[str]:
+    """The names of ``model``'s parameters that the outputs ``heads`` (``policy``, ``value``) depend on: those on
+    the autograd graph of one forward pass (eval mode, a zero input) from the input to those outputs, whatever the
+    model's layout. The others serve only heads an objective does not train."""
+    x = torch.zeros(1, model.num_planes, model.board_size, model.board_size)
+    glob = torch.zeros(1, model.num_globals) if model.num_globals else None
+    meta = torch.zeros(1, model.num_metadata) if model.num_metadata else None
+    named = [(n, w) for n, w in model.named_parameters() if w.requires_grad]
+    was = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            p, v = model(x, glob=glob, meta=meta)
+            outs = (("policy", p), ("value", v))
+            roots = [out.float().sum() for name, out in outs if name in heads and out is not None]
+            if not roots:
+                return set()
+            grads = torch.autograd.grad(sum(roots), [w for _, w in named], allow_unused=True)
+    finally:
+        model.train(was)
+    return {n for (n, _), g in zip(named, grads, strict=True) if g is not None}
+
+
+def freeze_untrained(model: torch.nn.Module, objective: str) -> list[str]:
+    """Stop the parameters that only heads ``objective`` does not train serve
+    (:data:`gotk.train.objectives.TRAINED_HEADS`) from changing: ``requires_grad`` off, so the optimizer (made over
+    the parameters that require one) neither steps nor decays them. Returns their names."""
+    from gotk.train.objectives import TRAINED_HEADS
+
+    heads = TRAINED_HEADS[objective]
+    if heads is None:
+        return []
+    keep = head_parameters(model, heads)
+    frozen = [n for n, w in model.named_parameters() if n not in keep]
+    for n, w in model.named_parameters():
+        if n not in keep:
+            w.requires_grad_(False)
+    return frozen
+
+
+def freeze_batch_norm(model: torch.nn.Module) -> None:
+    """Every batch-norm layer of ``model`` in eval mode: it normalises by the statistics the network was trained
+    with and leaves them as they are (learning from experience: the network's own positions must not re-estimate
+    the statistics its start learnt from human games, and the learner's forward must be the actors' forward)."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.eval()
+
+
+def agent_model_settings(path: str) -> dict:
+    """The ``model``, ``head``, ``hparams`` and ``globals`` (whether it takes the global inputs) of agent file
+    ``path`` (ValueError when it cannot be read): what a run that starts from it builds unless told otherwise."""
+    from gotk.nets.agent_file import AgentError, read_agent_files
+
+    try:
+        meta, _ = read_agent_files(path)
+    except AgentError as e:
+        raise ValueError(f"--init-agent: {e}") from e
+    m = meta["model"]
+    return {"model": m["name"], "head": m["head"], "hparams": dict(m["hparams"]), "globals": bool(meta.get("globals"))}
 
 
 def make_datasets(cfg: TrainConfig, manifest: dict, rank: int, world: int) -> tuple[ShardDataset, ShardDataset | None]:

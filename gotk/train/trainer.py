@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from gotk.devices import resolve_device
 from gotk.distributed import dist_info, init_distributed
 from gotk.nets.networks import build_model, count_parameters
+from gotk.shards.experience_column import has_play_view
 from gotk.shards.manifest import read_manifest
 from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from gotk.train.config import TrainConfig, amp_dtype, lr_factor, lr_factor_at, make_optimizer
@@ -63,6 +64,8 @@ from gotk.train.setup import (
     check_data,
     check_objective,
     fit_value_baseline,
+    freeze_batch_norm,
+    freeze_untrained,
     load_init_agent,
     load_init_optimizer,
     make_datasets,
@@ -158,7 +161,11 @@ class Trainer:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if cfg.compile:  # the training forward only: validation and the agent use the plain module
             self.net = torch.compile(self.net, backend=cfg.compile)
-        self.optimizer = make_optimizer(cfg, self.model.parameters())
+        # learning from experience: the weights of heads the objective does not train stay as they are, and batch
+        # norm keeps its statistics (train_step)
+        self.experience = cfg.objective != "supervised"
+        self.frozen = freeze_untrained(self.model, cfg.objective)
+        self.optimizer = make_optimizer(cfg, [w for w in self.model.parameters() if w.requires_grad])
         if cfg.init_optimizer and not resume:  # a resumed run's optimizer comes from its checkpoint
             load_init_optimizer(self.optimizer, cfg.init_optimizer, cfg)
         use_scaler = self.amp and self.device.type == "cuda" and self.amp_dtype == torch.float16
@@ -351,6 +358,8 @@ class Trainer:
             batch["metadata"] = torch.zeros(1, self.num_metadata)
         if self.cfg.objective != "supervised":
             batch.update({name: torch.zeros(1) for name in ("return", "play_value", "play_prob")})
+            if has_play_view(self.train_ds.index.experience):
+                batch["choices"] = torch.ones(1, h * w + 1, dtype=torch.bool)
         if self.targets:  # the same graph as the other ranks' steps
             batch.update(policy=torch.zeros(1, h * w + 1), root_value=torch.zeros(1), ownership=torch.zeros(1, h, w),
                          score=torch.zeros(1), weight=torch.zeros(1), aux_weight=torch.zeros(1))
@@ -370,10 +379,14 @@ class Trainer:
         empty = batch is None
         if self.world == 1:
             self.net.train()
+            if self.experience:
+                freeze_batch_norm(self.model)
             loss, stats = self._losses(batch)
             report = loss.detach()
         else:
             self.net.train(not empty)
+            if self.experience:
+                freeze_batch_norm(self.model)
             if empty:
                 batch = self._empty_batch()
             share = torch.zeros(4, dtype=torch.float64, device=self.device)

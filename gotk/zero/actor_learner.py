@@ -154,8 +154,8 @@ class ActorLearnerRun(ZeroRun):
                 f, t = rec["fresh"], rec["train"]
                 log(f"{rec['network']}: {rec['games']} games, {rows} rows, {rec['steps_done']} steps "
                     f"({rec['samples_per_position']} samples per position); loss {t.get('loss')}, fresh policy "
-                    f"{f.get('policy_soft_ce', f.get('policy_loss'))} value {f.get('value_mse')}; "
-                    f"{rec['hours']:.3f} h")
+                    f"{f.get('policy_soft_ce', f.get('policy_loss'))} value {f.get('value_mse')}; KL to the start "
+                    f"{rec['drift'].get('kl_start')}; {rec['hours']:.3f} h")
         finally:
             pool.stop(drain=True)
             executor.shutdown(wait=True, cancel_futures=True)

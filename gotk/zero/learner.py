@@ -15,7 +15,9 @@ rows, and the learner's share of the host follows from the reuse and the actors'
    up instead);
 4. **publish** the network as ``networks/net-NNN.gotk`` (atomically, with the search it was trained with), then the
    optimizer state after it (``learner/optimizer-NNN.pt``); the run's state records the round last, so a killed round
-   is done again, from the same network and optimizer state.
+   is done again, from the same network and optimizer state;
+5. **drift**: the new network's policy against the run's first network on a fixed probe set, the first chunk's
+   positions (:func:`start_drift`: KL to the start and how often both rank the same move first).
 """
 
 from __future__ import annotations
@@ -152,6 +154,35 @@ def fresh_losses(agent_path: Path, data: Path, settings: LearnerSettings) -> dic
     return {k: round(out[k], 6) for k in keys if k in out and out[k] is not None}
 
 
+def start_drift(start_path: Path, agent_path: Path, data: Path, rows: int = 512) -> dict:
+    """How far the policy of ``agent_path`` has moved from the run's start ``start_path`` on a fixed probe set (the
+    first ``rows`` rows of ``data``, as stored: no symmetry): ``kl_start``, the mean KL(π ‖ π_start) in nats over
+    every output, and ``agree_start``, the share of positions where both rank the same move first. A learner from
+    experience that walks away from a strong start shows it here before any match does."""
+    import torch
+
+    from gotk.datasets.sampling import Sampling, iter_numpy_batches
+    from gotk.nets.agent import load_agent
+    from gotk.shards.globals_column import GLOBALS
+
+    start, agent = load_agent(start_path), load_agent(agent_path)
+    kl = agree = n = 0.0
+    for b in iter_numpy_batches(data, "train", sampling=Sampling(batch_size=256, shuffle=False, symmetries="none")):
+        x = b["features"][: rows - int(n)]
+        glob = b[GLOBALS][: len(x)] if GLOBALS in b else None
+        lp0, _ = start.predict(x, glob if start.num_globals else None)
+        lp1, _ = agent.predict(x, glob if agent.num_globals else None)
+        lp0, lp1 = torch.from_numpy(lp0).double(), torch.from_numpy(lp1).double()
+        kl += float((lp1.exp() * (lp1 - lp0)).sum())
+        agree += float((lp0.argmax(1) == lp1.argmax(1)).sum())
+        n += len(x)
+        if n >= rows:
+            break
+    if not n:
+        return {}
+    return {"kl_start": round(kl / n, 6), "agree_start": round(agree / n, 4), "probe_positions": int(n)}
+
+
 class Learner:
     """Rounds of training and publishing in a run folder (see the module docstring)."""
 
@@ -202,8 +233,13 @@ class Learner:
         st = load_checkpoint(work / "train" / CHECKPOINT)
         save_optimizer_state(self.folder / optimizer_name(version + 1), st["config"]["optimizer"], st["optimizer"])
         summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last_step_record(work / "train")}
+        probe = work / "probe"  # the run's first chunk: the start's own games, the same every round
+        first = next(r for r in records if r["rows"] > 0)
+        chunks_dataset(probe, chunks, [first], self.encoder, {"probe": first["chunk"]}, {"name": "gotk zero"})
+        drift = start_drift(self.network_path(0), nxt, probe)
         rows = sum(r["rows"] for r in window)
         rec = {"version": version + 1, "network": nxt.name.removesuffix(".gotk"), "train": summary, "fresh": fresh,
+               "drift": drift,
                "window": {"chunks": len(window), "rows": rows, "first_chunk": window[0]["chunk"],
                           "last_chunk": window[-1]["chunk"]},
                "new_chunks": len(new), "steps_done": steps_done + s.steps}
@@ -213,4 +249,4 @@ class Learner:
         return rec
 
 
-__all__ = ["Learner", "LearnerSettings", "fresh_losses", "round_config", "window_records"]
+__all__ = ["Learner", "LearnerSettings", "fresh_losses", "round_config", "start_drift", "window_records"]

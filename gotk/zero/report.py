@@ -35,7 +35,8 @@ def generation_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
 def network_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
     """One row per network the learner of a ``--loop actors`` run published: learning hours, games and rows so far,
     self-play speed over the learning time, samples trained per position, the training and fresh losses (the
-    network before it, on the rows it had not seen), the network's Elo and win rates."""
+    network before it, on the rows it had not seen), its drift from the run's first network on the probe set
+    (``kl_start``, ``agree_start``: :func:`gotk.zero.learner.start_drift`), the network's Elo and win rates."""
     rows = []
     evals = state.get("evaluations", {})
     for rec in state.get("networks", []):
@@ -54,6 +55,8 @@ def network_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
             "fresh_policy_loss": fresh.get("policy_soft_ce", fresh.get("policy_loss")),
             "fresh_value_mse": fresh.get("value_mse"),
             "fresh_positions": fresh.get("positions"),
+            "kl_start": (rec.get("drift") or {}).get("kl_start"),
+            "agree_start": (rec.get("drift") or {}).get("agree_start"),
             "elo": rating.get("elo"), "elo_ci95": rating.get("ci95"), **evals.get(rec["network"], {}),
             "round_s": rec.get("round_s"), "learner_peak_rss_mb": rec.get("learner_peak_rss_mb"),
             "actors_peak_rss_mb": rec.get("actors_peak_rss_mb"),
