@@ -201,6 +201,14 @@ class LoopOptions:
                                      f"[zero: {_zero('window_rows')}; rl: {_rl('window_rows')}].")
     min_rows: int | None = option(None, "--min-rows", help="Actors: rows played before the first training round "
                                   f"[zero: {_zero('min_rows')}; rl: {_rl('min_rows')}].")
+    window_growth: float = option(_zero("window_growth"), "--window-growth", help="Actors: the window grows with "
+                                  "the rows played, by KataGo's power law c(1 + b((rows/c)^a - 1)/a), c = "
+                                  "--window-rows, b this, a --window-exponent (0: fixed).")
+    window_exponent: float = option(_zero("window_exponent"), "--window-exponent", help="Actors: the growing "
+                                    "window's exponent a (KataGo's 0.65).")
+    lr_schedule: str = option(_zero("lr_schedule"), "--lr-schedule", help="The learning rate over the run's "
+                              "budget: constant, or cosine (down to 0.05 of --lr at the end of --hours or "
+                              "--generations).")
     reuse: float | None = option(None, "--reuse", help="Actors: samples trained per new position (the learner "
                                  f"waits for new rows beyond it) [zero: {_zero('reuse')}; rl: {_rl('reuse')}].")
     train_steps: int | None = option(None, "--train-steps", help="Training steps per network (a generation, or a "

@@ -138,7 +138,8 @@ class ActorLearnerRun(ZeroRun):
                 last_seq = self.state["networks"][-1]["last_seq"] if self.state["networks"] else 0
                 new = [r for r in records if r["seq"] > last_seq]
                 t_round = time.time()
-                rec = learner.round(version, records, new, steps_done)
+                rec = learner.round(version, records, new, steps_done,
+                                    o.progress(self.learning_s() / 3600, version))
                 version += 1
                 pool.publish(Network.read(version, self.agent_path(version)))
                 rec.update(hours=round(self.learning_s() / 3600, 4), games=sum(r["count"] for r in records),

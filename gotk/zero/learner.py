@@ -8,11 +8,13 @@ rows, and the learner's share of the host follows from the reuse and the actors'
 
 1. **fresh losses**: the current network's policy and value losses on the rows committed since the last round,
    before any training on them (held out by time: what the network has not seen), beside the training loss;
-2. **window**: a dataset over the newest chunks (at least ``window_rows`` rows; nothing copied), every row in its
-   ``train`` split;
+2. **window**: a dataset over the newest chunks (at least :meth:`LearnerSettings.window_size` rows: ``window_rows``,
+   or a window that grows with the rows played, KataGo's power law; nothing copied), every row in its ``train``
+   split;
 3. **train** ``steps`` steps (:func:`gotk.train.trainer.train`) from the current network's weights and the
    optimizer state the last round left (Adam's moments and step count; the first round warms the learning rate
-   up instead);
+   up instead), at the learning rate the run's schedule gives at the round's share of the budget
+   (:meth:`LearnerSettings.lr_factor`);
 4. **publish** the network as ``networks/net-NNN.gotk`` (atomically, with the search it was trained with), then the
    optimizer state after it (``learner/optimizer-NNN.pt``); the run's state records the round last, so a killed round
    is done again, from the same network and optimizer state;
@@ -25,10 +27,15 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gotk.atomic import atomic_path
+
+
+#: The learner's learning-rate schedules over the run's budget (:meth:`LearnerSettings.lr_factor`)
+LR_SCHEDULES = ("constant", "cosine")
+LR_FLOOR = 0.05  # the cosine schedule's last multiplier: the last rounds still follow the newest games
 
 
 def optimizer_name(version: int) -> str:
@@ -56,6 +63,30 @@ class LearnerSettings:
     baseline: str = "none"
     ratio_clip: float = 0.0
     fresh_rows: int = 1024  # at most this many of a round's new rows are scored before training (~2% of a round)
+    lr_schedule: str = "constant"  # LR_SCHEDULES: the learning rate over the run's budget
+    window_growth: float = 0.0  # KataGo's expand-window-per-row (0: a window of window_rows rows)
+    window_exponent: float = 0.65  # KataGo's taper-window-exponent
+
+    def window_size(self, rows: int) -> int:
+        """The rows trained on once ``rows`` rows are committed: ``c = window_rows`` up to ``c`` rows, then KataGo's
+        power law ``c · (1 + β · ((rows / c)^α − 1) / α)`` (``β = window_growth``, ``α = window_exponent``): a
+        window that grows with the data, ever slower, so that early rounds train on the newest networks' games and
+        late ones on many networks' (shuffle.py's rule; β = 0: fixed)."""
+        c = self.window_rows
+        if self.window_growth <= 0 or rows <= c:
+            return c
+        a = self.window_exponent
+        return int(c * (1 + self.window_growth * ((rows / c) ** a - 1) / a))
+
+    def lr_factor(self, progress: float) -> float:
+        """The learning rate's multiplier for a round that starts after ``progress`` (0..1) of the run's budget:
+        ``constant`` 1; ``cosine`` from 1 down to ``LR_FLOOR`` at the end (the last networks trained at a low rate
+        average out the noise of single steps, as a supervised run's schedule does)."""
+        if self.lr_schedule == "constant":
+            return 1.0
+        from gotk.train.config import lr_factor_at
+
+        return LR_FLOOR + (1.0 - LR_FLOOR) * lr_factor_at(self.lr_schedule, progress)
 
     def allowed_steps(self, rows: int) -> int:
         """Steps the learner may have taken in all once ``rows`` rows are committed."""
@@ -70,15 +101,17 @@ class LearnerSettings:
         return cls(reuse=o.reuse, batch_size=o.batch_size, steps=o.train_steps, window_rows=o.window_rows,
                    min_rows=o.min_rows, lr=o.lr, optimizer=o.optimizer, warmup=o.warmup, aux_targets=o.aux_targets,
                    threads=o.threads, device=o.device, seed=o.seed, value_mix=o.value_mix, objective=o.objective,
-                   entropy_weight=o.entropy_weight, baseline=o.baseline, ratio_clip=o.ratio_clip)
+                   entropy_weight=o.entropy_weight, baseline=o.baseline, ratio_clip=o.ratio_clip,
+                   lr_schedule=o.lr_schedule, window_growth=o.window_growth, window_exponent=o.window_exponent)
 
 
 def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, seed: int,
-                 init_optimizer: Path | None, log_every: int):
+                 init_optimizer: Path | None, log_every: int, lr_factor: float = 1.0):
     """The :class:`~gotk.train.config.TrainConfig` of one round of training, a learner's or a generation's: ``s.steps``
     steps of ``s.batch_size`` from the network ``init_agent`` (its model, hyper-parameters and global inputs) on the
     dataset ``data``, written to ``out``; the optimizer state ``init_optimizer`` carried on (no warm-up), else a
-    fresh one warmed up over ``s.warmup`` steps; no schedule, hold-out or checkpoints. The heads trained are the
+    fresh one warmed up over ``s.warmup`` steps; the base learning rate times ``lr_factor`` (the run's schedule:
+    a round has no schedule of its own), no hold-out or checkpoints. The heads trained are the
     network's own, under the settings' objective (AlphaZero's targets, or one that learns from experience)."""
     from gotk.nets.agent import load_agent
     from gotk.train.config import TrainConfig
@@ -86,7 +119,7 @@ def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, se
 
     meta = load_agent(init_agent).meta
     experience = s.objective != "supervised"
-    return TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head=meta["model"]["head"],
+    cfg = TrainConfig(data=str(data), out=str(out), model=meta["model"]["name"], head=meta["model"]["head"],
                        hparams=meta["model"]["hparams"], max_steps=s.steps, batch_size=s.batch_size, lr=s.lr,
                        optimizer=s.optimizer, positions_per_game=10_000, progress=False, checkpoint_every=10 ** 9,
                        log_every=log_every, seed=seed, init_agent=str(init_agent), tensorboard=False,
@@ -94,7 +127,10 @@ def round_config(s: LearnerSettings, data: Path, out: Path, init_agent: Path, se
                        warmup_steps=0 if init_optimizer else s.warmup, threads=s.threads, device=s.device,
                        globals=bool(meta.get("globals")), value_mix=s.value_mix, objective=s.objective,
                        entropy_weight=s.entropy_weight, baseline=s.baseline, ratio_clip=s.ratio_clip,
-                       **({} if s.aux_targets and not experience else NO_AUX))
+                      **({} if s.aux_targets and not experience else NO_AUX))
+    if lr_factor != 1.0:
+        cfg = replace(cfg, lr=cfg.resolved().lr * lr_factor)
+    return cfg
 
 
 def window_records(records: list[dict], window_rows: int) -> list[dict]:
@@ -198,10 +234,11 @@ class Learner:
     def network_path(self, version: int) -> Path:
         return self.root / "networks" / f"net-{version:03d}.gotk"
 
-    def round(self, version: int, records: list[dict], new: list[dict], steps_done: int) -> dict:
+    def round(self, version: int, records: list[dict], new: list[dict], steps_done: int,
+              progress: float = 0.0) -> dict:
         """Train network ``version + 1`` from network ``version`` on the window of ``records`` (commit order),
-        scoring ``new`` (the chunks committed since the last round) first; publish it and return the round's
-        record."""
+        scoring ``new`` (the chunks committed since the last round) first, at the learning rate of ``progress``
+        (the share of the run's budget spent); publish it and return the round's record."""
         from gotk.nets.agent import convert_agent
         from gotk.selfplay.run import chunks_dataset
         from gotk.train.checkpoint import CHECKPOINT, load_checkpoint, save_optimizer_state
@@ -219,14 +256,16 @@ class Learner:
             fresh_data = work / "fresh"
             chunks_dataset(fresh_data, chunks, new, self.encoder, {"fresh": True}, {"name": "gotk zero"})
             fresh = fresh_losses(prev, fresh_data, s)
-        window = window_records(records, s.window_rows)
+        committed = sum(r["rows"] for r in records)
+        window = window_records(records, s.window_size(committed))
         data = work / "window"
         chunks_dataset(data, chunks, window, self.encoder, {"window": [window[0]["chunk"], window[-1]["chunk"]]},
                        {"name": "gotk zero"})
         opt_path = self.folder / optimizer_name(version)
         carried = opt_path.is_file() and version > 0
+        factor = s.lr_factor(progress)
         cfg = round_config(s, data, work / "train", prev, s.seed + version, opt_path if carried else None,
-                           max(1, s.steps // 4))
+                           max(1, s.steps // 4), factor)
         result = train(cfg)
         nxt = self.network_path(version + 1)
         convert_agent(work / "train" / "agent.gotk", nxt, fp16=False, search=self.search)
@@ -242,11 +281,11 @@ class Learner:
                "drift": drift,
                "window": {"chunks": len(window), "rows": rows, "first_chunk": window[0]["chunk"],
                           "last_chunk": window[-1]["chunk"]},
-               "new_chunks": len(new), "steps_done": steps_done + s.steps}
+               "new_chunks": len(new), "steps_done": steps_done + s.steps, "lr": cfg.resolved().lr}
         with atomic_path(self.folder / f"round-{version:04d}.json") as tmp:
             Path(tmp).write_text(json.dumps(rec, indent=2) + "\n")
         shutil.rmtree(work, ignore_errors=True)  # the checkpoint and window are not needed again
         return rec
 
 
-__all__ = ["Learner", "LearnerSettings", "fresh_losses", "round_config", "start_drift", "window_records"]
+__all__ = ["LR_FLOOR", "LR_SCHEDULES", "Learner", "LearnerSettings", "fresh_losses", "round_config", "start_drift", "window_records"]

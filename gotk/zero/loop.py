@@ -240,10 +240,12 @@ class ZeroRun:
         log(f"generation {g}: training {o.train_steps} steps on {data}"
             + (f", the optimizer from {carried.parent.name}" if carried else f", a fresh optimizer ({o.warmup} "
                f"warm-up steps)"))
-        cfg = round_config(LearnerSettings.of(o), data, out, prev, o.seed + g, carried, max(1, o.train_steps // 5))
+        settings = LearnerSettings.of(o)
+        factor = settings.lr_factor(o.progress(self.state["elapsed_s"] / 3600, g))
+        cfg = round_config(settings, data, out, prev, o.seed + g, carried, max(1, o.train_steps // 5), factor)
         result = train(cfg)
         last = last_step_record(out)
-        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), **last,
+        summary = {"steps": result.get("step"), "seconds": result.get("seconds"), "lr": cfg.resolved().lr, **last,
                    "optimizer_from": carried.parent.name if carried else None}
         # the network carries the search it was trained with: gotk gtp / match and the evaluations below play it so
         convert_agent(out / "agent.gotk", nxt, fp16=False, search=o.selfplay.agent_search())

@@ -74,6 +74,9 @@ class ZeroOptions:
     loop: str = "actors"  # "actors": actors and a learner at once; "generations": self-play, train, evaluate in turn
     reuse: float = 4.0  # actors: samples trained per new position (KataGo caps it at 8)
     window_rows: int = 10_000  # actors: the newest rows trained on (a few networks' games: fresher wins)
+    window_growth: float = 0.0  # actors: the window grows with the rows played (KataGo's power law; 0: fixed)
+    window_exponent: float = 0.65  # actors: the power law's exponent (KataGo's taper-window-exponent)
+    lr_schedule: str = "constant"  # the learning rate over the run's budget (gotk.zero.learner.LR_SCHEDULES)
     min_rows: int = 2_000  # actors: rows before the first training round
     executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
     scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
@@ -99,6 +102,15 @@ class ZeroOptions:
             raise ZeroError(f"--reuse must be in (0, 64], not {self.reuse}")
         if self.window_rows < 1 or self.min_rows < 1:
             raise ZeroError("--window-rows and --min-rows must be >= 1")
+        if self.window_growth < 0 or not 0 < self.window_exponent <= 1:
+            raise ZeroError(f"--window-growth must be >= 0 and --window-exponent in (0, 1] (a window that never "
+                            f"shrinks), not {self.window_growth} and {self.window_exponent}")
+        from gotk.zero.learner import LR_SCHEDULES
+
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ZeroError(f"--lr-schedule must be one of {', '.join(LR_SCHEDULES)}, not {self.lr_schedule!r}")
+        if self.lr_schedule != "constant" and self.hours is None and self.generations is None:
+            raise ZeroError(f"--lr-schedule {self.lr_schedule} spans the run's budget: give --hours or --generations")
         if not 0 <= self.value_mix <= 1:
             raise ZeroError(f"--value-mix must be in 0..1, not {self.value_mix}")
         if self.calibrate_s < 0:
@@ -184,6 +196,13 @@ class ZeroOptions:
     def warmup(self) -> int:
         """Steps of learning-rate warm-up of a generation whose optimizer starts fresh."""
         return self.warmup_steps if self.warmup_steps is not None else min(DEFAULT_WARMUP_STEPS, self.train_steps)
+
+    def progress(self, hours: float, networks: int) -> float:
+        """The share of the run's budget spent after ``hours`` of learning and ``networks`` networks (the larger
+        of the two when both bound it): what the learning-rate schedule follows."""
+        shares = [hours / self.hours] if self.hours else []
+        shares += [networks / self.generations] if self.generations else []
+        return min(1.0, max(shares, default=0.0))
 
     def record(self) -> dict:
         d = asdict(self)
