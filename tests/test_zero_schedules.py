@@ -28,8 +28,8 @@ def test_a_fixed_window_by_default_and_kataGo_s_power_law_when_it_grows():
     assert s.window_size(640_000) == pytest.approx(10_000 * (1 + 0.4 * (64 ** 0.65 - 1) / 0.65), abs=1)
     assert 95_000 < s.window_size(640_000) < 96_000
     sizes = [s.window_size(n) for n in range(10_000, 2_000_000, 50_000)]
-    assert all(b >= a for a, b in zip(sizes, sizes[1:]))  # never shrinks
-    steps = [b - a for a, b in zip(sizes, sizes[1:])]
+    assert all(b >= a for a, b in zip(sizes, sizes[1:], strict=False))  # never shrinks
+    steps = [b - a for a, b in zip(sizes, sizes[1:], strict=False)]
     assert steps[-1] < steps[1]  # ever slower: sub-linear in the rows played
     # exponent 1: linear, b new window rows per row played
     lin = replace(BASE, window_growth=0.5, window_exponent=1.0)
@@ -43,7 +43,7 @@ def test_the_learning_rate_over_the_budget():
     assert cos.lr_factor(1.0) == pytest.approx(LR_FLOOR)
     assert cos.lr_factor(0.5) == pytest.approx(LR_FLOOR + (1 - LR_FLOOR) * 0.5)
     f = [cos.lr_factor(p / 20) for p in range(21)]
-    assert all(b < a for a, b in zip(f, f[1:]))
+    assert all(b < a for a, b in zip(f, f[1:], strict=False))
     assert cos.lr_factor(1.7) == pytest.approx(LR_FLOOR)  # a budget overrun stays at the floor
 
 
@@ -83,7 +83,7 @@ def test_a_run_records_each_round_s_learning_rate_and_window(tmp_path):
     want = [0.002 * (LR_FLOOR + (1 - LR_FLOOR) * 0.5 * (1 + math.cos(math.pi * v / 4))) for v in range(4)]
     assert lrs == pytest.approx(want)
     state = json.loads((out / "zero.json").read_text())
-    for rec, net in zip(rounds, state["networks"]):
+    for rec, net in zip(rounds, state["networks"], strict=True):
         # the window holds at least the power law's rows of those committed when the round began (exponent 1:
         # 40 + (rows - 40)), whole chunks, and never more than were committed
         need = 40 + max(0, net["rows"] - 40)

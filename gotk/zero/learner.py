@@ -32,7 +32,6 @@ from pathlib import Path
 
 from gotk.atomic import atomic_path
 
-
 #: The learner's learning-rate schedules over the run's budget (:meth:`LearnerSettings.lr_factor`)
 LR_SCHEDULES = ("constant", "cosine")
 LR_FLOOR = 0.05  # the cosine schedule's last multiplier: the last rounds still follow the newest games
@@ -288,4 +287,5 @@ class Learner:
         return rec
 
 
-__all__ = ["LR_FLOOR", "LR_SCHEDULES", "Learner", "LearnerSettings", "fresh_losses", "round_config", "start_drift", "window_records"]
+__all__ = ["LR_FLOOR", "LR_SCHEDULES", "Learner", "LearnerSettings", "fresh_losses", "round_config", "start_drift",
+           "window_records"]
