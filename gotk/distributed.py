@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
+import time
 
 DEFAULT_DIST_TIMEOUT = 300.0
 
@@ -47,3 +49,25 @@ def init_distributed(device: str = "auto", timeout: float = DEFAULT_DIST_TIMEOUT
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=timeout))
     return True
+
+
+# failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
+# responding instead (sleeps), so that the others hit --dist-timeout
+KILL_ENV = "GOTK_DEBUG_KILL_RANK_AT_STEP"
+
+
+def debug_kill_step() -> tuple[int, bool] | None:
+    """``(step, hang)`` when ``GOTK_DEBUG_KILL_RANK_AT_STEP=RANK:STEP[:hang]`` names this rank, else None."""
+    spec = os.environ.get(KILL_ENV)
+    if not spec:
+        return None
+    rank, step, *mode = spec.split(":")
+    return (int(step), mode == ["hang"]) if int(rank) == dist_info()[0] else None
+
+
+def debug_kill(rank: int, step: int, hang: bool) -> None:
+    print(f"gotk: {KILL_ENV}: rank {rank} {'hangs' if hang else 'exits'} after step {step}", file=sys.stderr,
+          flush=True)
+    if hang:
+        time.sleep(24 * 3600)
+    os._exit(13)

@@ -10,8 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from test_playouts import board
-from test_search import material_agent_file, tiny_agent_file
+from helpers import board, material_agent_file, tiny_agent_file
 
 from gotk import coords
 from gotk.game.moves import sensible_moves

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_train_cli import invoke, sample_dataset, trained_run
+from helpers import invoke, sample_dataset, trained_run
 
 from gotk.train.evaluate import Metrics, empty_points, phase_index
 

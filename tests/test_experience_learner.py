@@ -56,10 +56,10 @@ def start(tmp_path_factory) -> Path:
 
 def _config(start: Path, out: Path, objective: str, **kw) -> TrainConfig:
     meta, _ = read_agent_files(start / "start.gotk")
-    kw = {"batch_size": 64, **kw}
+    kw = {"batch_size": 64, "max_steps": 3, "lr": 1e-2, "optimizer": "adam", **kw}
     return TrainConfig(data=str(start / "exp"), out=str(out), model="resnet", head="both",
                        hparams=meta["model"]["hparams"], init_agent=str(start / "start.gotk"), objective=objective,
-                       max_steps=3, lr=1e-2, optimizer="adam", val_split="", progress=False,
+                       val_split="", progress=False,
                        tensorboard=False, checkpoint_every=10 ** 9, globals=False, **kw)
 
 
@@ -195,3 +195,83 @@ def test_policy_games_end_by_resignation_as_a_player_s_games_do() -> None:
     # a network sure it wins plays on to the end
     won = play(_sure_agent(0.99), resign_disabled=0.0)
     assert not any(g.resigned for g in won) and all(g.winner in (1, 2) for g in won)
+
+
+def test_the_kl_term_is_zero_at_the_anchor_and_kl_elsewhere() -> None:
+    from gotk.train.objectives import kl_sum
+
+    torch.manual_seed(0)
+    a, b = torch.randn(5, 10), torch.randn(5, 10)
+    assert float(kl_sum(a, a)) == pytest.approx(0.0, abs=1e-6)
+    want = torch.nn.functional.kl_div(torch.log_softmax(b, 1), torch.log_softmax(a, 1), log_target=True,
+                                      reduction="sum")
+    assert float(kl_sum(a, b)) == pytest.approx(float(want), rel=1e-5) and float(want) > 0
+    choices = torch.rand(5, 10) > 0.4
+    choices[:, 0] = True
+    masked = float(kl_sum(a, b, choices))
+    pa = torch.log_softmax(a.masked_fill(~choices, float("-inf")), 1)
+    pb = torch.log_softmax(b.masked_fill(~choices, float("-inf")), 1)
+    by_hand = sum(float((pa[i].exp() * (pa[i] - pb[i]))[choices[i]].sum()) for i in range(5))
+    assert masked == pytest.approx(by_hand, rel=1e-5) and np.isfinite(masked)
+
+
+def test_an_anchor_holds_a_learner_near_its_start(start, tmp_path) -> None:
+    """The same policy-gradient steps (a large rate) without and with KL(π ‖ π_start) in the loss: the anchored
+    network's policy ends nearer the start's on the rows it learnt from."""
+    from gotk.nets.agent import load_agent
+    from gotk.train.objectives import kl_sum
+    from gotk.train.trainer import train
+
+    kls = {}
+    for name, kw in (("free", {}), ("anchored", {"anchor": str(start / "start.gotk"), "anchor_weight": 20.0})):
+        train(_config(start, tmp_path / name, "policy-gradient", lr=3e-2, max_steps=6, **kw))
+        kls[name] = tmp_path / name / "agent.gotk"
+    trainer = Trainer(_config(start, tmp_path / "probe", "policy-gradient"))
+    batch = next(iter(trainer.train_ds))
+    start_p = load_agent(start / "start.gotk").model.eval()
+    with torch.no_grad():
+        p0, _ = start_p(batch["features"].float())
+        out = {}
+        for name, path in kls.items():
+            p, _ = load_agent(path).model.eval()(batch["features"].float())
+            out[name] = float(kl_sum(p, p0)) / batch["label"].shape[0]
+    assert out["free"] > 0.002 and out["anchored"] < 0.5 * out["free"], out
+    with pytest.raises(ValueError, match="--anchor-weight"):
+        _config(start, tmp_path / "bad", "policy-gradient", anchor_weight=1.0).resolved()
+
+
+def test_the_anchor_s_weight_follows_the_kl_target() -> None:
+    from gotk.zero.learner import KL_WEIGHT_RANGE, LearnerSettings
+
+    s = LearnerSettings(reuse=1, batch_size=16, steps=2, window_rows=100, min_rows=10, lr=None, optimizer=None,
+                        warmup=0, aux_targets=False, threads=1, device="cpu", seed=0, kl_target=0.1)
+    assert s.next_kl_weight(0.4, 0.2) == 0.8 and s.next_kl_weight(0.4, 0.05) == 0.2
+    assert s.next_kl_weight(0.4, 0.1) == 0.4 and s.next_kl_weight(0.4, None) == 0.4
+    assert s.next_kl_weight(KL_WEIGHT_RANGE[1], 9.0) == KL_WEIGHT_RANGE[1]
+    assert s.next_kl_weight(KL_WEIGHT_RANGE[0], 0.0) == KL_WEIGHT_RANGE[0]
+
+
+def test_a_step_over_several_batches_sums_their_gradients(start, tmp_path) -> None:
+    """With ``accumulate`` 2 the first batch moves no weight and the second takes one step with the mean of the two
+    batches' gradients: the same weights as one step on the two batches joined (batch norm frozen: an experience
+    step, so the batch's make-up changes no statistic; plain SGD, whose step is the gradient itself)."""
+    trainer = Trainer(_config(start, tmp_path / "acc", "policy-gradient", accumulate=2, batch_size=32,
+                              clip_grad_norm=1e9, optimizer="sgd", weight_decay=0.0))
+    it = iter(trainer.train_ds)
+    b1, b2 = next(it), next(it)
+    w0 = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trainer.train_step(b1)
+    assert trainer.step == 0 and trainer.micro == 1
+    assert all(torch.equal(w0[k], v) for k, v in trainer.model.state_dict().items())
+    trainer.train_step(b2)
+    assert trainer.step == 1 and trainer.micro == 0
+    acc = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    one = Trainer(_config(start, tmp_path / "one", "policy-gradient", batch_size=64, clip_grad_norm=1e9,
+                          optimizer="sgd", weight_decay=0.0))
+    joined = {k: torch.cat([b1[k], b2[k]]) for k in b1 if isinstance(b1[k], torch.Tensor) and b1[k].dim() > 0
+              and b1[k].shape[0] == b1["label"].shape[0]}
+    one.train_step(joined)
+    moved = [k for k in acc if not torch.equal(w0[k], acc[k])]
+    assert moved
+    for k in moved:  # the two batches are equal halves: the mean of their means is the joined batch's mean
+        assert torch.allclose(acc[k], one.model.state_dict()[k], atol=1e-6), k

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_train_cli import invoke, sample_dataset, trained_run
+from helpers import invoke, sample_dataset, trained_run
 
 from gotk.shards import manifest as M
 from gotk.shards.where import WhereError, compile_where
@@ -193,7 +193,7 @@ def test_eval_by_rank(tmp_path_factory, dataset):
 
 
 def test_train_where_reads_only_the_kept_games(tmp_path, dataset):
-    from test_train_cli import TINY
+    from helpers import TINY
 
     games = pq.read_table(dataset / "games.parquet").to_pandas()
     rows = int(games[(games.split == "train") & (games.white_rank >= 8)].positions.sum())

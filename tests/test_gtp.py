@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_agent_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,20 +29,9 @@ REQUIRED = ("protocol_version", "name", "version", "known_command", "list_comman
             "set_free_handicap", "final_score", "time_settings", "time_left", "gotk-policy")
 
 
-def make_agent_file(path: Path, size: int = 9, head: str = "both") -> Path:
-    """A real (untrained, seeded) agent package: resnet 1 block × 8 filters on sevenplane."""
-    from gotk.encoders import get_encoder
-    from gotk.nets import build_model, save_agent
-
-    torch.manual_seed(0)
-    enc = get_encoder("sevenplane", size)
-    model = build_model("resnet", enc.num_planes, size, head=head, blocks=1, filters=8)
-    return save_agent(path, model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
-
-
 @pytest.fixture(scope="module")
 def agent_file(tmp_path_factory) -> Path:
-    return make_agent_file(tmp_path_factory.mktemp("gtp-agent") / "agent.gotk")
+    return tiny_agent_file(tmp_path_factory.mktemp("gtp-agent") / "agent.gotk")
 
 
 def ask(engine: GtpEngine, line: str) -> str:

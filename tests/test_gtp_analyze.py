@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_search import tiny_agent_file
+from helpers import tiny_agent_file
 
 REPO = Path(__file__).resolve().parents[1]
 LZ_INFO = re.compile(r"info move (?P<move>[A-HJ-T][0-9]{1,2}|pass) visits (?P<visits>[0-9]+) winrate (?P<win>[0-9]+) "

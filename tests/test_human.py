@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import archive_slice
-from test_train_cli import invoke
+from helpers import invoke
 
 from gotk.encoders import metadata_inputs as MI
 from gotk.game.state import GameState

@@ -82,9 +82,9 @@ def test_match_against_random_subprocess(tmp_path: Path) -> None:
 
 def test_cli_match_json_with_agent_file(tmp_path: Path) -> None:
     """``gotk match --agent FILE --json`` end to end, the opponent being ``gotk gtp --agent FILE``."""
-    from test_gtp import make_agent_file
+    from helpers import tiny_agent_file
 
-    agent = make_agent_file(tmp_path / "agent.gotk", size=9, head="policy")
+    agent = tiny_agent_file(tmp_path / "agent.gotk", size=9, head="policy")
     out = tmp_path / "games"
     opponent = shlex.join([sys.executable, "-m", "gotk", "gtp", "--agent", str(agent), "--temperature", "1", "--seed",
                            "3"])  # the gtp CLI with an agent
@@ -174,7 +174,7 @@ def test_searched_game_ends_with_gnugos_count(tmp_path: Path) -> None:
     opens E5; the agent's first move is A9, after which GNU Go passes, counting A9 dead (B+73.5). Every stone alive,
     a pass would win White the game by komi; by the final count it loses, so the search plays on, and the game,
     played out to two passes, ends with both counts naming the same winner."""
-    from test_search import material_agent_file
+    from helpers import material_agent_file
 
     from gotk.play.factory import make_search_player
     from gotk.search import SearchConfig
@@ -333,12 +333,12 @@ def test_both_counts_of_every_scored_game_and_their_disagreements(tmp_path: Path
 
 
 def test_agent_resignation_ends_the_game(tmp_path: Path) -> None:
-    from test_gtp import make_agent_file
+    from helpers import tiny_agent_file
 
     from gotk.nets import load_agent
     from gotk.play.players import PolicyPlayer
 
-    agent = load_agent(make_agent_file(tmp_path / "agent.gotk", size=9, head="both"))
+    agent = load_agent(tiny_agent_file(tmp_path / "agent.gotk", size=9, head="both"))
     script = tmp_path / "fake_gtp.py"
     script.write_text(FAKE_ENGINE)
     player = PolicyPlayer(agent, resign_threshold=1.01, resign_moves=2)  # the value is always below 1.01

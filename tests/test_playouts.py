@@ -6,30 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import SETTLED, board
 
 from gotk import coords
 from gotk.game import kernels as K
 from gotk.game.moves import sensible_moves
 from gotk.game.playouts import Playouts, playout
 from gotk.game.scoring import area_score
-from gotk.game.state import BLACK, WHITE, GameState, Rules, new_engine, position_arrays
-
-SETTLED = [  # 5x5: Black owns the two left columns with three one-point eyes, White the three right ones
-    ". B W . W",
-    "B B W W W",
-    ". B W . W",
-    "B B W W W",
-    ". B W . W",
-]
-
-
-def board(rows: list[str], to_play: int = BLACK, komi: float = 0.0, suicide: bool = False) -> GameState:
-    size = len(rows)
-    black, white = [], []
-    for r, row in enumerate(rows):
-        for c, ch in enumerate(row.split()):
-            (black if ch == "B" else white if ch == "W" else []).append(coords.from_rc(r, c, size))
-    return GameState(size, Rules(suicide=suicide), komi).setup(black, white, to_play=to_play)
+from gotk.game.state import BLACK, WHITE, GameState, new_engine, position_arrays
 
 
 @pytest.mark.parametrize("to_play, suicide", [(BLACK, False), (WHITE, False), (BLACK, True)])

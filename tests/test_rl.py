@@ -82,8 +82,14 @@ def test_evaluation_against_the_start_and_the_report(pool_run) -> None:
     names = {r["name"] for r in report["ratings"]}
     assert {"net-000", "net-003", "random"} <= names  # the start is rated beside the last network
     last = report["generations"][-1]
-    assert last["network"] == "net-003" and 0 <= last["vs_start"] <= 1 and 0 <= last["vs_random"] <= 1
-    assert (pool_run / "eval" / "net-003" / "vs-net-000.json").is_file()
+    assert last["network"] == "net-003"
+    # the report's win rates are the matches' own counts (draws half; the games on record)
+    for key, name in (("vs_start", "vs-net-000"), ("vs_random", "vs-random")):
+        games = json.loads((pool_run / "eval" / "net-003" / f"{name}.json").read_text())["per_game"]
+        won = sum((g["winner"] == g["agent_colour"]) + 0.5 * (g["winner"] is None and g["result"] != "Void")
+                  for g in games)
+        decided = sum(g["result"] != "Void" for g in games)
+        assert len(games) == 2 and last[key] == pytest.approx(won / decided), key
     assert (pool_run / "eval" / "net-000" / "vs-random.json").is_file()
     m = json.loads((pool_run / "selfplay" / "manifest.json").read_text())
     assert m["experience"]["columns"][0] == "return"  # the run's games: a dataset gotk train --objective reads
@@ -105,6 +111,68 @@ def test_each_method_publishes_networks(tmp_path, method, objective) -> None:
         assert max(probs) > 0.98 and all(p > 0.98 or p < 0.01 for p in probs)
     report = json.loads((out / "report.json").read_text())
     assert report["ratings"] == []  # no evaluation games: the picture says so instead of an empty axis
+
+
+def test_expert_iteration_distils_the_search_into_the_raw_policy(tmp_path) -> None:
+    out = tmp_path / "exit"
+    r = _rl(out, "--method", "exit", "--generations", "2", "--workers", "1", "--eval-games", "2", "--visits", "4",
+            "--fast-visits", "2", "--eval-every", "2")
+    assert "2 networks" in r.stdout
+    state = json.loads((out / "zero.json").read_text())
+    o = state["options"]
+    assert o["method"] == "exit" and not o["selfplay"]["policy_only"] and not o["selfplay"]["experience"]
+    assert (o["reuse"], o["window_rows"], o["train_steps"]) == (2.0, 200, 2)  # the method's reuse, the given rest
+    # searched games: the rows carry the search's policy target, not the experience columns
+    table = pq.read_table(next((out / "selfplay" / "chunks").glob("*.parquet")))
+    assert "policy" in table.column_names and "return" not in table.column_names
+    # the raw policies judged against the start (sampled at T = 1: no search in these games)
+    vs = json.loads((out / "eval" / "net-002" / "vs-net-000.json").read_text())
+    assert len(vs["per_game"]) == 2 and "net-002" in state["evaluations"]
+    assert 0 <= state["evaluations"]["net-002"]["vs_start"] <= 1
+    # a fine-tuned start: the learner's rate, and batch norm's statistics, are the fine-tuning ones
+    from gotk.train.config import EXPERIENCE_LR
+
+    assert state["networks"][0]["lr"] == pytest.approx(EXPERIENCE_LR)
+
+
+def test_a_learner_step_over_whole_games_each_used_once(tmp_path) -> None:
+    out = tmp_path / "games"
+    _rl(out, "--method", "pg", "--generations", "3", "--workers", "1", "--eval-games", "0", "--games-per-step", "4",
+        "--positions-per-game", "8", "--batch-size", "16")
+    # another run scored on this one's games, held out: each network's top-1 and value error, and the start's
+    held = tmp_path / "held"
+    r = _rl(held, "--method", "pg", "--generations", "2", "--workers", "1", "--eval-games", "0", "--heldout",
+            str(out / "selfplay" / "sgf"), "--heldout-positions", "100")
+    assert "held-out top-1" in r.stderr
+    report = json.loads((held / "report.json").read_text())
+    assert report["heldout_start"]["positions"] == 100 and 0 <= report["heldout_start"]["top1"] <= 1
+    for row in report["generations"]:
+        assert 0 <= row["heldout_top1"] <= 1 and row["heldout_value_mse"] >= 0
+    r = _rl(tmp_path / "nowhere", "--method", "pg", "--generations", "1", "--heldout", str(tmp_path / "none"),
+            check=False)
+    assert r.returncode == 2 and "--heldout" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    state = json.loads((out / "zero.json").read_text())
+    nets = state["networks"]
+    assert [n["version"] for n in nets] == [1, 2, 3]
+    # 4 games x 8 positions = 32 rows a step: 2 batches of 16
+    assert all(n["batches_per_step"] == 2 for n in nets)
+    # each round trains on the games played since the round before (the first: those before it), never again
+    windows = [(n["window"]["first_chunk"], n["window"]["last_chunk"]) for n in nets]
+    assert all(b[0] > a[1] for a, b in zip(windows, windows[1:], strict=False)), windows
+    # 2 steps a round over 4 games each: a round waits for 8 new games
+    games = [n["games"] for n in nets]
+    assert all(g >= 8 * (k + 1) for k, g in enumerate(games)), games
+
+
+def test_a_kl_target_adapts_the_anchor_round_by_round(tmp_path) -> None:
+    out = tmp_path / "kl"
+    _rl(out, "--method", "pg", "--generations", "3", "--workers", "1", "--eval-games", "0", "--kl-target", "1e-6",
+        "--kl-weight", "0.5", "--lr", "0.05")
+    nets = json.loads((out / "zero.json").read_text())["networks"]
+    # a target far below any drift: the weight doubles every round, from the one given
+    assert [n["kl_weight"] for n in nets] == [0.5, 1.0, 2.0]
+    assert [n["next_kl_weight"] for n in nets] == [1.0, 2.0, 4.0]
+    assert all(n["drift"]["kl_start"] > 1e-6 for n in nets)
 
 
 def test_a_killed_rl_run_resumes_without_losing_a_game(tmp_path) -> None:
@@ -145,10 +213,16 @@ def test_rl_actors_on_a_dask_local_cluster(tmp_path) -> None:
 
 
 def test_refusals_come_before_any_work(tmp_path) -> None:
-    from test_search import tiny_agent_file
+    from helpers import tiny_agent_file
 
     policy_only = tiny_agent_file(tmp_path / "p.gotk", size=5, head="policy")
-    cases = [(["--method", "zero"], "--method must be pg, ac or q"),
+    cases = [(["--method", "zero"], "--method must be one of pg, ac, q, exit"),
+             (["--method", "exit", "--visits", "0"], "--visits"),
+             (["--method", "exit", "--opponents", "pool"], "--opponents pool is for"),
+             (["--method", "pg", "--kl-target", "0"], "--kl-target anchors"),
+             (["--method", "pg", "--games-per-step", "64"], "do not fit --window-rows 200"),
+             (["--method", "pg", "--positions-per-game", "4"], "give --games-per-step"),
+             (["--method", "pg", "--kl-target", "-1"], "--kl-target anchors"),
              (["--method", "pg", "--opponents", "crowd"], "--opponents must be self or pool"),
              (["--method", "ac", "--init-agent", str(policy_only)], "with policy and value heads"),
              (["--method", "pg", "--init-agent", "kgs"], "must play 5x5"),

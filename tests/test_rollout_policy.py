@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_playouts import SETTLED, board
-from test_train_cli import invoke, sample_dataset
+from helpers import SETTLED, board, invoke, sample_dataset
 
 from gotk import coords
 from gotk.game import patterns as P

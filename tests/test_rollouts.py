@@ -4,14 +4,15 @@ one-line refusals of settings that cannot be searched."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import SETTLED, board
 from serve_helpers import make_agent
-from test_playouts import SETTLED, board
 
 from gotk.game.state import BLACK, WHITE, GameState
 from gotk.nets.agent import load_agent
@@ -39,21 +40,24 @@ def test_rollout_value_of_a_settled_position(to_play, value) -> None:
         ev.write(leaves, 0, GameState(9))
 
 
-def test_threads_do_not_change_the_values() -> None:
-    """The batch's leaves shared among threads (the playouts release the GIL): the same values for a seed, run after
-    run, and every thread's share played."""
+def test_threads_play_fixed_shares_from_their_own_generators() -> None:
+    """The batch's leaves shared among threads (the playouts release the GIL): thread t plays leaves t, t + k, ...
+    from its own generator (seed + 1000 t), so the values for a seed are the same run after run whatever the
+    threads' timing, and each thread's share is exactly what one thread with that generator plays."""
     states = [GameState(9).play(p) for p in (10, 20, 30, 40, 50)]
 
-    def values(threads: int) -> np.ndarray:
-        ev = RolloutEvaluator(9, playouts=6, seed=4, threads=threads)
-        leaves = ev.leaves(5)
-        for i, st in enumerate(states):
-            ev.write(leaves, i, st)
-        return ev.evaluate_leaves(leaves, 5)[1]
+    def values(threads: int, seed: int, which: list[int]) -> np.ndarray:
+        ev = RolloutEvaluator(9, playouts=6, seed=seed, threads=threads)
+        leaves = ev.leaves(len(which))
+        for i, k in enumerate(which):
+            ev.write(leaves, i, states[k])
+        return ev.evaluate_leaves(leaves, len(which))[1]
 
-    a, b = values(2), values(2)
+    every = list(range(5))
+    a, b = values(2, 4, every), values(2, 4, every)
     assert np.array_equal(a, b) and np.all(np.abs(a) <= 1) and len(set(a.tolist())) > 1
-    assert np.all(np.abs(values(1)) <= 1)
+    assert np.array_equal(a[0::2], values(1, 4, [0, 2, 4]))  # thread 0's share, one thread, its generator
+    assert np.array_equal(a[1::2], values(1, 4 + 1000, [1, 3]))  # thread 1's
 
 
 def test_mixed_leaf_value_is_alphagos_mix(tmp_path: Path) -> None:
@@ -93,7 +97,7 @@ def test_mcts_beats_random_through_the_cli() -> None:
     import json
 
     report = json.loads(res.stdout)
-    assert report["agent"] == "gotk-mcts-300v" and report["wins"] == 2
+    assert report["agent"].startswith("gotk-mcts-300v") and report["wins"] == 2
 
 
 def test_gtp_with_mixed_leaves_and_mcts_genmove() -> None:
@@ -103,7 +107,9 @@ def test_gtp_with_mixed_leaves_and_mcts_genmove() -> None:
                              capture_output=True, text=True, timeout=300)
         assert res.returncode == 0, res.stderr
         moves = [line[2:] for line in res.stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
-        assert len(moves) == 2 and moves[0] != moves[1] and "pass" not in moves
+        # two moves on the board, on two points (GTP vertices of 19x19: no I column), neither pass nor resign
+        assert len(moves) == 2 and moves[0] != moves[1], res.stdout
+        assert all(re.fullmatch(r"[A-HJ-T](1[0-9]|[1-9])", m.upper()) for m in moves), moves
 
 
 @pytest.mark.parametrize("args, words", [
@@ -127,3 +133,22 @@ def test_rollout_evaluator_refuses_bad_settings() -> None:
         RolloutEvaluator(9, playouts=0)
     with pytest.raises(SearchSetupError, match="--lambda"):
         SearchConfig(leaf_lambda=-0.1).validate()
+
+
+def test_mcts_plays_the_shipped_pattern_policy_on_every_board_size_unless_asked_for_uniform() -> None:
+    from gotk.play.factory import make_search_player
+
+    player = make_search_player("mcts", SearchConfig(visits=20, seed=1))
+    assert player.rollout_policy is not None and player.rollout_policy.any_size and player.board_size is None
+    for size in (9, 13, 19):
+        p = player.policy(GameState(size).play(size + 1))
+        assert p.shape == (size * size + 1,) and abs(p.sum() - 1) < 1e-6 and p.max() > 2.0 / (size * size)
+    uniform = make_search_player("mcts", SearchConfig(visits=20, seed=1), rollout_policy="uniform")
+    assert uniform.rollout_policy is None and uniform.name == "gotk-mcts-20v"
+    res = subprocess.run([*GOTK, "gtp", "--agent", "mcts", "--playouts", "30", "--seed", "1"],
+                         input="boardsize 9\nclear_board\ngenmove b\nboardsize 13\nclear_board\ngenmove b\nquit\n",
+                         capture_output=True, text=True, timeout=300)
+    answers = [line for line in res.stdout.splitlines() if line.startswith(("=", "?"))]
+    assert res.returncode == 0 and not any(a.startswith("?") for a in answers), res.stdout + res.stderr
+    moves = [a[2:] for a in answers if a[2:].strip()]
+    assert len(moves) == 2 and all(re.fullmatch(r"[A-HJ-T](1[0-9]|[1-9])", m.upper()) for m in moves), moves

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from helpers import material_agent_file, tiny_agent_file
 
 from gotk import coords
 from gotk.game.moves import passing_wins
@@ -28,52 +28,6 @@ from tests.test_scoring import EYE_WITH_DEAD_STONE
 
 REPO = Path(__file__).resolve().parents[1]
 GNUGO = Path("/usr/games/gnugo")
-
-
-def tiny_agent_file(path: Path, size: int = 9, head: str = "both", encoder: str = "sevenplane", seed: int = 0) -> Path:
-    """A real (untrained, seeded) agent package: resnet 1 block × 8 filters."""
-    from gotk.encoders import get_encoder
-    from gotk.nets import build_model, save_agent
-
-    torch.manual_seed(seed)
-    enc = get_encoder(encoder, size)
-    model = build_model("resnet", enc.num_planes, size, head=head, blocks=1, filters=8)
-    return save_agent(path, model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
-
-
-def material_agent_file(path: Path, size: int = 9, scale: float = 0.3) -> Path:
-    """A resnet whose weights are set by hand: a uniform policy and the value ``tanh(scale · (own stones −
-    opponent stones))`` read off the sevenplane planes (stones are a capture's gain). A real agent package."""
-    from gotk.encoders import get_encoder
-    from gotk.nets import build_model, save_agent
-
-    enc = get_encoder("sevenplane", size)
-    model = build_model("resnet", enc.num_planes, size, head="both", blocks=1, filters=8)
-    n = size * size
-    with torch.no_grad():
-        for p in model.parameters():
-            p.zero_()
-        for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.zero_()
-                m.running_var.fill_(1.0)
-                m.weight.fill_(1.0)
-                m.bias.zero_()
-        stem = model.stem[0].weight  # (8, 7, 3, 3): channel 0 = own stones, 1 = opponent stones
-        stem[0, 0:3, 1, 1] = 1.0
-        stem[1, 3:6, 1, 1] = 1.0
-        model.blocks[0].b2.weight.zero_()  # the residual branch adds nothing: the block passes its input on
-        conv, bn, _, _, fc1, _, fc2 = model.value_head
-        conv.weight[0, 0, 0, 0] = 1.0
-        conv.weight[0, 1, 0, 0] = -1.0
-        bn.bias.fill_(1.0)  # own 2, empty 1, opponent 0 (all ≥ 0 through the ReLU)
-        fc1.weight[0, :] = 1.0
-        fc1.bias[0] = -n  # own − opponent
-        fc1.weight[1, :] = -1.0
-        fc1.bias[1] = n  # opponent − own
-        fc2.weight[0, 0] = scale
-        fc2.weight[0, 1] = -scale
-    return save_agent(path, model, "resnet", {"blocks": 1, "filters": 8}, enc.describe())
 
 
 @pytest.fixture(scope="module")

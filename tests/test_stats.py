@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_train_cli import invoke, sample_dataset
+from helpers import invoke, sample_dataset
 
 MONTH = "KGS-2017_01-19-733-"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import archive_slice
-from test_train_cli import TINY, invoke, sample_dataset
+from helpers import TINY, invoke, sample_dataset
 
 
 @pytest.fixture(scope="module")

@@ -8,43 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
-
-from gotk.cli.main import app
-
-runner = CliRunner()
-
-# tiny and fast: one torch thread (robust on a busy 2-core machine), a 2-block residual net
-TINY = ["--model", "resnet", "--blocks", "2", "--filters", "16", "--batch-size", "64", "--optimizer", "adam",
-        "--lr", "3e-3", "--threads", "1", "--no-progress", "--device", "cpu"]
-
-
-def invoke(args: list[str]):
-    res = runner.invoke(app, args)
-    return res
-
-
-def sample_dataset(tmp_path_factory) -> Path:
-    """The built-in held-out archive (525 real KGS games) encoded once per session with `gotk encode`."""
-    from gotk.data import HELDOUT_ARCHIVE
-
-    out = tmp_path_factory.getbasetemp() / "models-sample"
-    if not (out / "manifest.json").is_file():
-        res = invoke(["encode", str(HELDOUT_ARCHIVE), "--encoder", "sevenplane", "--out", str(out),
-                      "--split", "train=0.8,val=0.1,test=0.1", "--workers", "1"])
-        assert res.exit_code == 0, res.output
-    return out
-
-
-def trained_run(tmp_path_factory) -> Path:
-    """A tiny policy+value network trained for 4 epochs (8 positions per game each) on the sample."""
-    data = sample_dataset(tmp_path_factory)
-    run = tmp_path_factory.getbasetemp() / "models-run"
-    if not (run / "agent.gotk").is_file():
-        res = invoke(["train", "--data", str(data), "--out", str(run), *TINY, "--head", "both", "--epochs", "4",
-                      "--log-every", "20", "--max-val-positions", "1500"])
-        assert res.exit_code == 0, res.output
-    return run
+from helpers import TINY, invoke, sample_dataset, trained_run
 
 
 @pytest.fixture(scope="module")

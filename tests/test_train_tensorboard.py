@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_train_cli import TINY, invoke, sample_dataset
+from helpers import TINY, invoke, sample_dataset
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_train_cli import invoke, sample_dataset, trained_run
+from helpers import invoke, sample_dataset, trained_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def agent_path(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def test_only(tmp_path_factory) -> Path:
+def only_test_split(tmp_path_factory) -> Path:
     """The built-in held-out archive encoded as its own dataset: one split, ``test``."""
     from gotk.data import HELDOUT_ARCHIVE
 
@@ -79,18 +79,18 @@ def test_agent_records_its_baseline_and_both_validation_mses(agent_path: Path, d
             assert stored.value(handicap, komi, colour) == pytest.approx(refit.value(handicap, komi, colour))
 
 
-def test_eval_on_a_test_only_dataset_uses_the_recorded_baseline(agent_path: Path, test_only: Path,
+def test_eval_on_a_test_only_dataset_uses_the_recorded_baseline(agent_path: Path, only_test_split: Path,
                                                                  tmp_path: Path) -> None:
-    r = _eval_json("--agent", str(agent_path), "--data", str(test_only), "--split", "test")
+    r = _eval_json("--agent", str(agent_path), "--data", str(only_test_split), "--split", "test")
     assert r["positions"] > 0 and "notes" not in r
     kh = r["baselines"]["value"]["komi_handicap"]
     assert 0.5 < kh["value_mse"] < 1.5
     # an agent file without the record: one note says why the baseline is left out, no traceback
     bare = with_meta(agent_path, tmp_path / "bare.gotk", lambda m: m.pop("value_baseline"))
-    r = _eval_json("--agent", str(bare), "--data", str(test_only), "--split", "test", "--max-positions", "500")
+    r = _eval_json("--agent", str(bare), "--data", str(only_test_split), "--split", "test", "--max-positions", "500")
     assert "komi_handicap" not in r["baselines"]["value"] and r["value_mse"] is not None
     assert len(r["notes"]) == 1 and "komi/handicap baseline left out" in r["notes"][0]
-    res = invoke(["eval", "--agent", str(bare), "--data", str(test_only), "--split", "test", "--max-positions",
+    res = invoke(["eval", "--agent", str(bare), "--data", str(only_test_split), "--split", "test", "--max-positions",
                   "500", "--device", "cpu", "--no-plot"])
     assert res.exit_code == 0 and "Traceback" not in res.output
     assert "komi/handicap baseline left out" in res.output

@@ -67,7 +67,9 @@ def test_actors_and_a_learner_publish_networks_the_actors_play(run):
         assert n["window"]["rows"] >= min(300, n["rows"]) or n["window"]["first_chunk"] == 0
     assert [n["steps_done"] for n in nets] == [3, 6, 9]
     # fresh losses: the network before, on rows it never trained on (the first round: every row so far)
-    assert nets[0]["fresh"]["positions"] == min(nets[0]["rows"], 1024) and nets[0]["fresh"]["value_mse"] >= 0
+    assert nets[0]["fresh"]["positions"] == min(nets[0]["rows"], 1024)
+    # the first network's value output starts at 0 (a zero output layer): its squared error on results of +-1 is 1
+    assert nets[0]["fresh"]["value_mse"] == pytest.approx(1.0)
     assert all(0 < n["fresh"]["policy_soft_ce"] < 10 for n in nets if n["fresh"])
     # the optimizer went on from round to round: Adam's step count is the learner's
     import torch

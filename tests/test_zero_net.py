@@ -258,7 +258,7 @@ def test_cli_options_and_plain_data(zero_run: Path, target_dataset: Path, tmp_pa
 
 def test_zero_trains_on_plain_data(tmp_path_factory, tmp_path: Path) -> None:
     """Without target columns the zero model trains like any model (hard labels, outcomes)."""
-    from test_train_cli import sample_dataset
+    from helpers import sample_dataset
 
     data = sample_dataset(tmp_path_factory)
     run = tmp_path / "plain"

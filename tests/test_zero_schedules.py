@@ -36,6 +36,23 @@ def test_a_fixed_window_by_default_and_kataGo_s_power_law_when_it_grows():
     assert lin.window_size(30_000) == 10_000 + 10_000
 
 
+def test_gotk_zero_anneals_by_default_and_a_run_recorded_before_the_schedule_kept_a_constant_rate(tmp_path):
+    from gotk.cli.selfplay import GameOptions, LoopOptions, zero_options
+
+    assert zero_options(GameOptions(), LoopOptions(), out="x", hours=1.0).lr_schedule == "cosine"
+    assert zero_options(GameOptions(), LoopOptions(), method="pg", out="x", hours=1.0).lr_schedule == "constant"
+    out = tmp_path / "old"
+    r = _zero(out, "--generations", "1", "--lr-schedule", "constant")
+    assert r.returncode == 0, r.stderr
+    state = json.loads((out / "zero.json").read_text())
+    del state["options"]["lr_schedule"]  # as a run of an earlier gotk recorded it
+    (out / "zero.json").write_text(json.dumps(state))
+    r = _zero(out, "--generations", "2")  # today's default: another run
+    assert r.returncode == 2 and "lr_schedule" in r.stderr
+    r = _zero(out, "--generations", "2", "--lr-schedule", "constant")
+    assert r.returncode == 0, r.stderr
+
+
 def test_the_learning_rate_over_the_budget():
     assert [BASE.lr_factor(p) for p in (0.0, 0.5, 1.0)] == [1.0, 1.0, 1.0]
     cos = replace(BASE, lr_schedule="cosine")
@@ -90,7 +107,8 @@ def test_a_run_records_each_round_s_learning_rate_and_window(tmp_path):
         assert min(need, net["rows"]) <= rec["window"]["rows"] <= net["rows"]
     assert rounds[-1]["window"]["rows"] > 40  # it grew past --window-rows
     # the run's settings are its identity: another schedule in the same folder is refused
-    r = _zero(out, "--generations", "5", "--lr", "0.002", "--window-growth", "1.0", "--window-exponent", "1.0")
+    r = _zero(out, "--generations", "5", "--lr", "0.002", "--lr-schedule", "constant", "--window-growth", "1.0",
+              "--window-exponent", "1.0")
     assert r.returncode == 2 and "lr_schedule" in r.stderr and "Traceback" not in r.stderr
 
 

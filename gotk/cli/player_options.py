@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gotk.cli.common import fail
 from gotk.cli.options import option, with_options
+from gotk.search.config import PLAYER_RESIGN_THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class PlayerOptions:
                             "ones (epsilon-greedy, as a Q-learning agent plays; docs/rl.md); the policy alone.")
     resign: bool = option(True, "--resign/--no-resign",
                            help="Allow resignation (only agents with a value head resign).")
-    resign_threshold: float = option(-0.95, "--resign-threshold",
+    resign_threshold: float = option(PLAYER_RESIGN_THRESHOLD, "--resign-threshold",
                                       help="Resign when the value (mover's view, -1..1) stays below this.")
     resign_moves: int = option(3, "--resign-moves", help="... for this many consecutive own moves.")
     threads: int = option(1, help="torch CPU threads for inference (0: torch's default).")
@@ -61,8 +62,9 @@ class PlayerOptions:
     rollouts: int | None = option(None, "--rollouts", help="Playouts per leaf where rollouts take part "
                                   "[1].")
     rollout_policy: Path | None = option(None, "--rollout-policy", help="A fast rollout policy (gotk train --model "
-                                         "rollout) plays the rollouts, and gives --agent mcts its priors "
-                                         "[uniform] (docs/rollouts.md).")
+                                         "rollout) plays the rollouts, and gives --agent mcts its priors; "
+                                         "'uniform': uniform ones [--agent mcts: kgs-rollout, on any board size; "
+                                         "else none] (docs/rollouts.md).")
     depth: int | None = option(None, "--depth", help="--agent alphabeta: the plies its minimax searches, alpha-beta "
                                "pruned, valued by the capture difference (the book's chapter 4) or by --value-agent's "
                                "value head [3].")

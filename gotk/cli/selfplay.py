@@ -173,7 +173,7 @@ def _zero(name: str):
 
 
 def _rl(name: str):
-    from gotk.zero.options import RL_DEFAULTS
+    from gotk.zero.methods import RL_DEFAULTS
 
     return RL_DEFAULTS[name]
 
@@ -206,9 +206,24 @@ class LoopOptions:
                                   "--window-rows, b this, a --window-exponent (0: fixed).")
     window_exponent: float = option(_zero("window_exponent"), "--window-exponent", help="Actors: the growing "
                                     "window's exponent a (KataGo's 0.65).")
-    lr_schedule: str = option(_zero("lr_schedule"), "--lr-schedule", help="The learning rate over the run's "
-                              "budget: constant, or cosine (down to 0.05 of --lr at the end of --hours or "
-                              "--generations).")
+    games_per_step: int | None = option(None, "--games-per-step", help="Actors: a learner step over the rows of "
+                                        "this many whole new games, each game used once (AlphaGo's RL policy: 128) "
+                                        "[a step per batch at --reuse].")
+    positions_per_game: int | None = option(None, "--positions-per-game", help="Actors, with --games-per-step: at "
+                                            "most this many positions of a game, drawn at random [all].")
+    epochs_per_batch: int = option(1, "--epochs-per-batch", help="Actors, with --games-per-step: passes over each "
+                                   "round's games.")
+    heldout: str | None = option(None, "--heldout", help="Score every published network on these held-out "
+                                 "positions (a dataset's test split, or SGF files / archives): top-1, NLL and value "
+                                 "MSE in the report, the start's too.")
+    heldout_positions: int = option(_zero("heldout_positions"), "--heldout-positions", help="With --heldout: at "
+                                    "most this many positions per network (the learner's time).")
+    grow: str = option("", "--grow", help="Actors: grow the network at shares of the budget, comma separated "
+                       "AT=[MODEL:]BLOCKSxFILTERS (e.g. 0.5=6x64): the same function, more capacity "
+                       "(gotk.nets.growth), trained on from there with a fresh optimizer.")
+    lr_schedule: str | None = option(None, "--lr-schedule", help="The learning rate over the run's budget: "
+                                     "constant, or cosine (down to 0.05 of --lr at the end of --hours or "
+                                     f"--generations) [zero: {_zero('lr_schedule')}; rl: {_rl('lr_schedule')}].")
     reuse: float | None = option(None, "--reuse", help="Actors: samples trained per new position (the learner "
                                  f"waits for new rows beyond it) [zero: {_zero('reuse')}; rl: {_rl('reuse')}].")
     train_steps: int | None = option(None, "--train-steps", help="Training steps per network (a generation, or a "
@@ -275,21 +290,25 @@ _RENAMED = {"games_per_generation": "games", "globals_": "globals"}
 def zero_options(game: GameOptions, run: LoopOptions, method: str = "zero", **given) -> ZeroOptions:
     """The run's :class:`ZeroOptions` from the command line's groups, field by field (a LoopOptions field is the
     ZeroOptions field of its name, :data:`_RENAMED` aside; the flags that are spelt otherwise converted here) and
-    ``given`` (out, the budget, a learner's settings). ``method`` other than zero: policy games recorded as
-    experience, and the learner settings that ``None`` left to the method (:data:`gotk.zero.options.RL_DEFAULTS`).
+    ``given`` (out, the budget, a learner's settings). ``method`` (:data:`gotk.zero.methods.METHODS`) says what the
+    games record (policy games as experience, or searched games) and the learner settings that ``None`` left to
+    it.
     Raises :class:`gotk.errors.GotkError` for a bad value."""
     from dataclasses import asdict
 
-    from gotk.zero.options import RL_DEFAULTS
+    from gotk.zero.methods import METHODS, RL_DEFAULTS
 
     values = {_RENAMED.get(k, k): v for k, v in asdict(run).items() if k not in ("no_aux", "gnugo_levels",
-                                                                                  "gnugo_anchors", "init_agent")}
+                                                                                  "gnugo_anchors", "init_agent",
+                                                                                  "grow")}
     values.update(aux_targets=not run.no_aux, gnugo_levels=run.levels(),
                   gnugo_anchors=tuple(a.strip() for a in run.gnugo_anchors.split(",") if a.strip()),
+                  grow=tuple(a.strip() for a in run.grow.split(",") if a.strip()),
                   init_agent=str(run.init_agent) if run.init_agent else None)
-    defaults = RL_DEFAULTS if method != "zero" else {k: default_of(ZeroOptions, k) for k in RL_DEFAULTS}
+    recipe = METHODS[method]
+    defaults = recipe.defaults or {k: default_of(ZeroOptions, k) for k in RL_DEFAULTS}
     values.update({k: v for k, v in defaults.items() if values.get(k) is None})
-    return ZeroOptions(size=game.size, selfplay=game.config(experience=method != "zero", greedy=method == "q"),
+    return ZeroOptions(size=game.size, selfplay=game.config(experience=recipe.experience, greedy=recipe.greedy),
                        method=method,
                        **values, **given)
 
@@ -330,7 +349,8 @@ class LearnerOptions:
 
     method: str = option("pg", "--method", help="pg: policy gradient (REINFORCE; AlphaGo's RL policy); ac: "
                          "actor-critic (a policy and a value head); q: Q-learning (an action value per move, "
-                         "epsilon-greedy play).")
+                         "epsilon-greedy play); exit: expert iteration (the network's searched games, --visits, "
+                         "the search's policy its raw policy's target).")
     opponents: str = option("self", "--opponents", help="self: the network plays both colours; pool: the other "
                             "colour is one of the run's networks so far, drawn uniformly each chunk (AlphaGo).")
     baseline: str = option(_zero("baseline"), "--baseline", help="pg: none (the book) | mean (the batch's return) | "
@@ -340,6 +360,11 @@ class LearnerOptions:
     ratio_clip: float = option(_zero("ratio_clip"), "--ratio-clip", help="pg and ac: clip the ratio of a move's "
                                "probability now to its probability at play time to 1 ± this (PPO's clipped "
                                "surrogate; 0: the plain gradient).")
+    kl_target: float | None = option(None, "--kl-target", help="Anchor the learner to its start: KL(pi || "
+                                     "pi_start) joins the loss, its weight doubled or halved each round to keep the "
+                                     "KL on the probe set near this many nats (PPO's adaptive KL) [none].")
+    kl_weight: float = option(_zero("kl_weight"), "--kl-weight", help="With --kl-target: the anchor's weight in "
+                              "the first round.")
 
 
 @with_options(game=GameOptions, run=LoopOptions, learner=LearnerOptions)
@@ -361,12 +386,17 @@ def rl_cmd(
 
     if hours is None and generations is None:
         fail("give --hours H and/or --generations N (the run's budget)")
-    if learner.method == "zero" or learner.method not in ("pg", "ac", "q"):
-        fail(f"--method must be pg, ac or q, not {learner.method!r}")
+    from gotk.zero.methods import RL_METHODS, find_method
+
+    try:
+        find_method(learner.method, RL_METHODS)
+    except ValueError as e:
+        fail(str(e))
     try:
         opts = zero_options(game, run, method=learner.method, out=str(out), hours=hours, generations=generations,
                             opponents=learner.opponents, baseline=learner.baseline,
-                            entropy_weight=learner.entropy_weight, ratio_clip=learner.ratio_clip)
+                            entropy_weight=learner.entropy_weight, ratio_clip=learner.ratio_clip,
+                            kl_target=learner.kl_target, kl_weight=learner.kl_weight)
         report = zero(opts, log=lambda line: typer.echo(line, err=True))
     except GotkError as e:
         fail(str(e))

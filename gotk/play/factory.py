@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from gotk.errors import GotkError
 from gotk.play.players import PolicyPlayer, RandomPlayer, profile_temperature
-from gotk.search.config import SearchConfig, SearchSetupError
+from gotk.search.config import PLAYER_RESIGN_THRESHOLD, SearchConfig, SearchSetupError
 
 if TYPE_CHECKING:
     from gotk.play.analysis_engine import AnalysisEngine
@@ -46,7 +46,7 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
             raise SearchSetupError("--profile needs an agent conditioned on metadata, not mcts")
         from gotk.search.player import SearchPlayer
 
-        return SearchPlayer(None, None, config, rollout_policy=rollout_policy_file(rollout_policy))
+        return SearchPlayer(None, None, config, rollout_policy=mcts_rollout_policy(rollout_policy))
     if rollout_policy is not None and not config.searches:
         raise SearchSetupError("--rollout-policy plays a search's rollouts: give --visits N (N >= 2) or --seconds S")
     if not config.searches:
@@ -72,14 +72,27 @@ def make_search_player(agent: str | None, config: SearchConfig, value_agent: str
     return search_player(policy, config, value, keep, warn, rollout_policy_file(rollout_policy))
 
 
-def rollout_policy_file(path: str | None):
-    """The fast rollout policy in the agent file ``path`` (None: none); :class:`~gotk.nets.AgentError` when the file
-    is not one."""
-    if path is None:
+#: ``--rollout-policy`` naming uniform playouts and priors
+UNIFORM_ROLLOUTS = "uniform"
+#: The network-free search's rollout policy unless one is named: the shipped pattern policy, on every board size
+#: (its weights are local), what every measured mcts run used (BENCHMARKS.md, "Rollouts and alpha-beta")
+MCTS_ROLLOUT_POLICY = "kgs-rollout"
+
+
+def rollout_policy_file(path: str | None, any_size: bool = False):
+    """The fast rollout policy in the agent file ``path`` (None or ``uniform``: none); ``any_size``: it plays every
+    board size; :class:`~gotk.nets.AgentError` when the file is not one."""
+    if path is None or path == UNIFORM_ROLLOUTS:
         return None
     from gotk.train.rollout import load_rollout_policy
 
-    return load_rollout_policy(path)
+    return load_rollout_policy(path, any_size=any_size)
+
+
+def mcts_rollout_policy(path: str | None):
+    """The rollout policy of the search without a network: the file ``path`` (its own board size; ``uniform``:
+    none), else :data:`MCTS_ROLLOUT_POLICY` on every board size."""
+    return rollout_policy_file(MCTS_ROLLOUT_POLICY, any_size=True) if path is None else rollout_policy_file(path)
 
 
 def search_player(policy, config: SearchConfig, value=None, keep: Collection[str] = (),
@@ -122,7 +135,8 @@ def policy_from_file(agent: str | None, seed: int | None = None, threads: int | 
 
 
 def policy_player(agent, temperature: float = 0.0, pass_threshold: float = 1e-3, resign: bool = True,
-                  resign_threshold: float | None = -0.95, resign_moves: int = 3, seed: int | None = None,
+                  resign_threshold: float | None = PLAYER_RESIGN_THRESHOLD, resign_moves: int = 3,
+                  seed: int | None = None,
                   profile: str | None = None, profile_argmax: bool = False, path: str | None = None,
                   epsilon: float = 0.0) -> PolicyPlayer:
     """The :class:`PolicyPlayer` of a loaded agent. ``profile``: a conditioned agent plays as that human-SL profile,
@@ -192,11 +206,12 @@ def _mcts_analysis_engine(config: SearchConfig, value_agent: str | None, human_a
 
     if value_agent or human_agent:
         raise GotkError("bad_search", "--agent mcts has no network: --value-agent and --human-agent do not apply")
-    policy = rollout_policy_file(rollout_policy)
-    size = board_size or (policy.board_size if policy is not None else 19)
+    policy = mcts_rollout_policy(rollout_policy)
+    own = policy is not None and not policy.any_size  # a policy of one board size
+    size = board_size or (policy.board_size if own else 19)
     if not coords.MIN_SIZE <= size <= coords.MAX_SIZE:
         raise GotkError("bad_search", f"--board-size must be {coords.MIN_SIZE}..{coords.MAX_SIZE}, not {size}")
-    if policy is not None and policy.board_size != size:
+    if own and policy.board_size != size:
         raise GotkError("bad_search", f"the rollout policy is for {policy.board_size}x{policy.board_size}, "
                                       f"--board-size {size}")
     options.pop("warn", None)
@@ -255,4 +270,4 @@ def build_analysis_engine(agent: str, config: SearchConfig, value_agent: str | N
 
 __all__ = ["alphabeta_from_files", "alphabeta_player", "build_analysis_engine", "make_search_player",
            "policy_from_file", "policy_player", "random_player",
-           "rollout_policy_file", "search_player"]
+           "mcts_rollout_policy", "rollout_policy_file", "search_player"]

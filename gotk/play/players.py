@@ -35,6 +35,7 @@ from gotk.errors import GotkError
 from gotk.game.moves import passing_wins, sensible_moves
 from gotk.game.state import GameState
 from gotk.search.choice import RESIGN, Resignation, policy_choice
+from gotk.search.config import PLAYER_RESIGN_THRESHOLD
 
 
 class Player(Protocol):
@@ -106,8 +107,9 @@ class PolicyPlayer:
     :mod:`gotk.train.objectives`); the pass rules 1 and 2 still come first."""
 
     def __init__(self, agent, temperature: float = 0.0, pass_threshold: float = 1e-3,
-                 resign_threshold: float | None = -0.95, resign_moves: int = 3, seed: int | None = None,
-                 name: str | None = None, profile: str | None = None, epsilon: float = 0.0) -> None:
+                 resign_threshold: float | None = PLAYER_RESIGN_THRESHOLD, resign_moves: int = 3,
+                 seed: int | None = None, name: str | None = None, profile: str | None = None,
+                 epsilon: float = 0.0) -> None:
         if temperature < 0:
             raise ValueError("temperature must be >= 0")
         if not 0.0 <= epsilon <= 1.0:

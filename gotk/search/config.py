@@ -25,6 +25,13 @@ from dataclasses import dataclass, fields, replace
 
 from gotk.errors import GotkError
 
+#: Resignation's thresholds (the mover's value, −1..1), each named once. Self-play's searches resign at
+#: SEARCH_RESIGN_THRESHOLD to save the games' compute, their false resignations measured on the games played on
+#: (docs/zero.md); the players a user meets (gtp, match, analysis, serve; a policy player's single value-head
+#: evaluation per move is noisier than a search's) resign only when surer, at PLAYER_RESIGN_THRESHOLD.
+SEARCH_RESIGN_THRESHOLD = -0.9
+PLAYER_RESIGN_THRESHOLD = -0.95
+
 MAX_VISITS = 10_000_000
 ROOTS = ("puct", "gumbel")
 PASS_RULES = ("answer", "always")
@@ -66,7 +73,7 @@ class SearchConfig:
     temperature: float = 0.0
     pass_rule: str = "answer"
     pass_prior: float = 0.1  # least prior of a pass that would end the game (the opponent just passed)
-    resign_threshold: float | None = -0.9  # resign when the search's value stays below this...
+    resign_threshold: float | None = SEARCH_RESIGN_THRESHOLD  # resign when the search's value stays below this...
     resign_moves: int = 3  # ... at this many consecutive own moves ...
     resign_min_move: int = 30  # ... and never before this move number
     symmetries: bool = True  # a random board symmetry per evaluation

@@ -63,7 +63,8 @@ class SearchPlayer:
     def board_size(self) -> int | None:
         if self.agent is not None:
             return self.agent.board_size
-        return self.rollout_policy.board_size if self.rollout_policy is not None else None
+        pol = self.rollout_policy
+        return pol.board_size if pol is not None and not pol.any_size else None
 
     def reset(self) -> None:
         """A new game: fresh tree, resignation streak and clock (random streams continue)."""
@@ -76,7 +77,7 @@ class SearchPlayer:
         """The network's policy; without one, the rollout policy's, else uniform over the sensible moves (pass when
         none is left)."""
         if self.agent is None and self.rollout_policy is not None:
-            return self.rollout_policy.probabilities(state)
+            return self.rollout_policy.at_size(state.size).probabilities(state)
         if self.agent is None:
             probs = np.zeros(state.size * state.size + 1)
             moves = sensible_moves(state)

@@ -43,12 +43,12 @@ class RolloutEvaluator:
                  threads: int | None = None, policy=None, priors: bool = True) -> None:
         if playouts < 1:
             raise SearchSetupError(f"--rollouts must be >= 1, not {playouts}")
-        if policy is not None and board_size not in (None, policy.board_size):
+        if policy is not None and not policy.any_size and board_size not in (None, policy.board_size):
             raise SearchSetupError(f"the rollout policy is for {policy.board_size}x{policy.board_size}, the search "
                                    f"for {board_size}x{board_size}")
         self.policy = policy  # a RolloutPolicy (gotk.train.rollout): the playouts' moves, and the priors
         self.pattern_priors = policy is not None and priors
-        if policy is not None:
+        if policy is not None and not policy.any_size:
             board_size = policy.board_size
         self.board_size = board_size  # None: any size (playout engines per size met)
         self.playouts = playouts
@@ -65,8 +65,12 @@ class RolloutEvaluator:
         engine = self.engines.get((size, thread))
         if engine is None:
             seed = None if self.seed is None else self.seed + 1000 * thread + size
-            engine = self.engines[(size, thread)] = Playouts(size, seed=seed, policy=self.policy)
+            engine = self.engines[(size, thread)] = Playouts(size, seed=seed, policy=self._policy(size))
         return engine
+
+    def _policy(self, size: int):
+        """The rollout policy for ``size`` boards (None: uniform playouts)."""
+        return None if self.policy is None else self.policy.at_size(size)
 
     def _check(self, state) -> None:
         if self.board_size is not None and state.size != self.board_size:
@@ -135,7 +139,7 @@ class RolloutEvaluator:
         size = leaves.states[0].size if rows else (self.board_size or 19)
         n = size * size + 1
         if self.pattern_priors:
-            priors = np.stack([self.policy.probabilities(st) for st in leaves.states[:rows]]) if rows \
+            priors = np.stack([self._policy(st.size).probabilities(st) for st in leaves.states[:rows]]) if rows \
                 else np.zeros((0, n))
         else:
             priors = np.full((rows, n), 1.0 / n)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from gotk.errors import GotkError
-from gotk.search.config import ROOTS, SearchConfig, SearchSetupError
+from gotk.search.config import ROOTS, SEARCH_RESIGN_THRESHOLD, SearchConfig, SearchSetupError
 
 SEARCHES = ROOTS
 
@@ -46,7 +46,7 @@ class SelfPlayConfig:
     fast_visits: int = 8  # simulations of a fast search (not recorded)
     full_fraction: float = 0.25  # share of moves searched fully
     sample_moves: int | None = None  # None: size² / 8
-    resign_threshold: float | None = -0.9
+    resign_threshold: float | None = SEARCH_RESIGN_THRESHOLD
     resign_moves: int = 2
     resign_min_move: int | None = None  # None: size² / 2 (no resignation in the opening)
     resign_disabled: float = 0.2

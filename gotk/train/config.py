@@ -20,7 +20,7 @@ import torch
 
 from gotk.distributed import DEFAULT_DIST_TIMEOUT
 from gotk.nets.networks import HEADS, MODELS, model_hparams
-from gotk.train.objectives import BASELINES, DEFAULT_ENTROPY_WEIGHT, DEFAULT_RATIO_CLIP, OBJECTIVES
+from gotk.train.objectives import BASELINES, DEFAULT_ENTROPY_WEIGHT, DEFAULT_RATIO_CLIP, objective
 
 OPTIMIZERS = ("sgd", "adagrad", "adadelta", "adam", "adamw")
 SCHEDULES = ("cosine", "step", "none")
@@ -81,9 +81,16 @@ class TrainConfig:
     # policy-gradient and actor-critic: PPO's clip of the ratio of a move's probability now to its probability at
     # play time (gotk.train.objectives; 0: the book's plain gradient)
     ratio_clip: float = DEFAULT_RATIO_CLIP
+    # KL(pi || pi_anchor) per row times this joins the loss, pi_anchor the policy of the agent file ``anchor`` (the
+    # start a learner from experience should not walk away from; 0: none)
+    anchor: str | None = None
+    anchor_weight: float = 0.0
     # the gradient's norm capped at this before each step (None: no cap; learning from experience: 1.0, the book's
     # clipnorm: a policy gradient's steps are as large as its returns and rare moves' log-probabilities make them)
     clip_grad_norm: float | None = None
+    # one optimizer step per this many batches, their gradients summed (each batch's loss / accumulate): a step over
+    # more rows than one batch holds (a learner's step over whole games)
+    accumulate: int = 1
     init_agent: str | None = None  # an agent file whose weights the new model starts from (same model and shape)
     # an optimizer state file (gotk.train.checkpoint.save_optimizer_state) the new optimizer starts from: the same
     # optimizer over the same model (what gotk zero carries from one generation to the next)
@@ -125,19 +132,20 @@ class TrainConfig:
             raise ValueError(f"--schedule must be one of {', '.join(SCHEDULES)}")
         if c.device not in ("auto", "cpu", "cuda") and not c.device.startswith("cuda:"):
             raise ValueError("--device must be auto, cpu or cuda")
-        experience = c.objective != "supervised"
-        if c.lr is None and experience:
+        obj = objective(c.objective)  # ValueError for an unknown one
+        experience = obj.experience
+        if c.lr is None and obj.fine_tunes:
             c.lr = EXPERIENCE_LR
         if c.lr is None:
             own = c.optimizer == defaults.get("optimizer", DEFAULT_OPTIMIZER) and "lr" in defaults
             c.lr = defaults["lr"] if own else DEFAULT_LR[c.optimizer]
         c.lr = float(c.lr)
         # imitation caps a game's correlated positions for the value head; experience learns from every move
-        if c.positions_per_game is None and c.head in ("value", "both") and c.objective == "supervised":
+        if c.positions_per_game is None and c.head in ("value", "both") and not experience:
             c.positions_per_game = DEFAULT_POSITIONS_PER_GAME
         if c.epochs is None and c.max_steps is None and c.max_minutes is None:
             c.epochs = 1
-        for name in ("epochs", "batch_size", "log_every", "checkpoint_every", "metadata_channels"):
+        for name in ("epochs", "batch_size", "log_every", "checkpoint_every", "metadata_channels", "accumulate"):
             if getattr(c, name) is not None and getattr(c, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         if c.max_steps is not None and c.max_steps < 1:
@@ -152,18 +160,18 @@ class TrainConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be a number >= 0, not {v}")
         if not 0 <= c.value_mix <= 1:
             raise ValueError(f"--value-mix must be in 0..1, not {c.value_mix}")
-        if c.objective not in OBJECTIVES:
-            raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {c.objective!r}")
         if c.baseline not in BASELINES:
             raise ValueError(f"--baseline must be one of {', '.join(BASELINES)}, not {c.baseline!r}")
-        if c.objective != "supervised" and c.patience is not None:
-            raise ValueError("--patience stops on the validation top-1, which learning from experience does not aim "
-                             "at: leave it out with --objective " + c.objective)
+        if obj.fine_tunes and c.patience is not None:
+            raise ValueError("--patience stops on the validation top-1, which learning from a start's own games "
+                             "does not aim at: leave it out with --objective " + c.objective)
         if not (math.isfinite(c.ratio_clip) and 0 <= c.ratio_clip < 1):
             raise ValueError(f"--ratio-clip must be in [0, 1), not {c.ratio_clip}")
         if not (math.isfinite(c.entropy_weight) and c.entropy_weight >= 0):
             raise ValueError(f"--entropy-weight must be a number >= 0, not {c.entropy_weight}")
-        if c.clip_grad_norm is None and experience:
+        if not (math.isfinite(c.anchor_weight) and c.anchor_weight >= 0) or (c.anchor_weight > 0 and not c.anchor):
+            raise ValueError(f"--anchor-weight must be a number >= 0 with an --anchor agent, not {c.anchor_weight}")
+        if c.clip_grad_norm is None and obj.fine_tunes:
             c.clip_grad_norm = EXPERIENCE_CLIP_GRAD_NORM
         if c.clip_grad_norm is not None and not (math.isfinite(c.clip_grad_norm) and c.clip_grad_norm > 0):
             raise ValueError(f"--clip-grad-norm must be a number > 0, not {c.clip_grad_norm}")
@@ -202,7 +210,7 @@ def make_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
         # which Adam's normalisation turns into a step of about the learning rate towards 0 wherever the objective's
         # gradient is small
         return torch.optim.Adam(params, lr=cfg.lr, weight_decay=wd,
-                                decoupled_weight_decay=cfg.objective != "supervised")
+                                decoupled_weight_decay=objective(cfg.objective).fine_tunes)
     return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=wd)
 
 

@@ -125,7 +125,7 @@ def batch_losses(p: torch.Tensor | None, v: torch.Tensor | None, own: torch.Tens
     """``(loss, scaled loss, stats)`` of one batch from the network's outputs (policy logits, value, ownership
     logits and score; None where the model has no such output) and the labels ``y``; ``stats`` as
     :data:`STATS`. ``scaled`` is zero unless ``share`` is given (DDP)."""
-    if weights.objective != "supervised":
+    if O.objective(weights.objective).experience:
         return experience_losses(p, v, y, batch, weights, world, share)
     dev = y.device
     stats = torch.zeros(len(STATS), device=dev)
@@ -203,20 +203,7 @@ def experience_losses(p: torch.Tensor | None, v: torch.Tensor | None, y: torch.T
     ret = batch["return"][:n].to(dev, non_blocking=True).float()
     mu = batch["play_prob"][:n].to(dev, non_blocking=True).float() if weights.ratio_clip > 0 else None
     choices = batch["choices"][:n].to(dev, non_blocking=True).bool() if "choices" in batch else None
-    if weights.objective == "policy-gradient":
-        base = None
-        if weights.baseline == "mean":
-            base = ret.mean().expand(n)
-        elif weights.baseline == "play-value":
-            base = batch["play_value"][:n].to(dev, non_blocking=True).float()
-        total = O.policy_gradient_sum(p, y, ret, base, mu, weights.ratio_clip, choices)
-    elif weights.objective == "actor-critic":
-        pol, val, ent = O.actor_critic_sums(p, v, y, ret, mu, weights.ratio_clip, choices)
-        total = pol + weights.value * val - weights.entropy * ent
-    elif weights.objective == "q-learning":
-        total = O.q_learning_sum(p, y, ret)
-    else:
-        raise ValueError(f"unknown objective {weights.objective!r}")
+    total = O.objective(weights.objective).terms(O.Terms(p, v, y, ret, batch, mu, choices), weights)
     loss = total / max(n, 1)
     scaled = total * world / share[0].clamp(min=1.0) if share is not None else torch.zeros((), device=dev)
     with torch.no_grad():

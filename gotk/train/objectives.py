@@ -40,37 +40,25 @@ the step, over every rank under DDP):
   one pass (what DQN does), and keeps the models, encoders and exports unchanged. A Q agent plays ε-greedy over
   its sensible moves (``gotk gtp``/``gotk match --epsilon``); its ``policy`` is ``softmax(z)``, whose order is Q's.
 
-:func:`needs` says which heads and columns each asks for, checked before any work.
+:class:`Objective` carries everything an objective decides (the heads it needs and trains, whether it learns from
+experience, its terms); :data:`OBJECTIVES` registers them by name, and the trainer, the losses and the loop's learner
+ask the object, never the name. A new objective is one :class:`Objective` here.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
-OBJECTIVES = ("supervised", "policy-gradient", "actor-critic", "q-learning")
 #: the floor of the log-probability of the move played in the policy terms (Keras's epsilon, 1e-7, which the book's
 #: categorical cross-entropy clips its predictions at)
 LOG_PROB_FLOOR = math.log(1e-7)
-#: The heads each objective trains (None: every head the model has). The weights only another head uses are left
-#: as they are: not stepped, not decayed (:func:`gotk.train.setup.head_parameters`), so a policy-gradient run keeps
-#: the value head its start had (which its players resign and judge passes by).
-TRAINED_HEADS: dict[str, tuple[str, ...] | None] = {"supervised": None, "policy-gradient": ("policy",),
-                                                    "actor-critic": ("policy", "value"), "q-learning": ("policy",)}
-BASELINES = ("none", "mean", "play-value")
 DEFAULT_ENTROPY_WEIGHT = 0.01
 #: PPO's clip of the ratio of a move's probability now to its probability at play time (0: the plain gradient)
 DEFAULT_RATIO_CLIP = 0.2
-
-
-def needs(objective: str) -> tuple[tuple[str, ...], bool]:
-    """``(heads the model must have, whether the data must have the experience columns)`` for ``objective``."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
-    heads = {"supervised": (), "policy-gradient": ("policy",), "actor-critic": ("policy", "value"),
-             "q-learning": ("policy",)}[objective]
-    return heads, objective != "supervised"
 
 
 def masked_log_softmax(logits: torch.Tensor, choices: torch.Tensor | None = None) -> torch.Tensor:
@@ -128,6 +116,18 @@ def actor_critic_sums(logits: torch.Tensor, value: torch.Tensor, action: torch.T
     return policy, ((v - r) ** 2).sum(), entropy_sum(logits, choices)
 
 
+def kl_sum(logits: torch.Tensor, anchor_logits: torch.Tensor, choices: torch.Tensor | None = None) -> torch.Tensor:
+    """``Σ_rows KL(π ‖ π_anchor)`` in nats, both policies over each row's ``choices`` when given: the penalty that
+    keeps a learner near the network it started from (PPO's KL penalty, piKL's anchor); no gradient into the
+    anchor."""
+    logp = masked_log_softmax(logits, choices)
+    loga = masked_log_softmax(anchor_logits.detach(), choices)
+    diff = logp - loga
+    if choices is not None:  # off the choices both are -inf: 0 · (−inf − −inf) reads as 0
+        diff = torch.where(choices, diff, torch.zeros((), device=diff.device))
+    return (logp.exp() * diff).sum()
+
+
 def q_values(logits: torch.Tensor) -> torch.Tensor:
     """Q(s, m) for every move: ``tanh`` of the policy head's logits (module docstring)."""
     return torch.tanh(logits.float())
@@ -139,6 +139,89 @@ def q_learning_sum(logits: torch.Tensor, action: torch.Tensor, ret: torch.Tensor
     return ((q - ret.float()) ** 2).sum()
 
 
-__all__ = ["BASELINES", "DEFAULT_ENTROPY_WEIGHT", "DEFAULT_RATIO_CLIP", "LOG_PROB_FLOOR", "OBJECTIVES", "TRAINED_HEADS",
-           "actor_critic_sums", "entropy_sum", "masked_log_softmax", "needs", "policy_gradient_sum", "q_learning_sum",
-           "q_values"]
+#: The policy-gradient baselines ``b`` per row, by name (module docstring): ``(returns, batch, rows) -> b or None``
+BASELINES: dict[str, Callable[[torch.Tensor, dict, int], torch.Tensor | None]] = {
+    "none": lambda ret, batch, n: None,
+    "mean": lambda ret, batch, n: ret.mean().expand(n),
+    "play-value": lambda ret, batch, n: batch["play_value"][:n].to(ret.device, non_blocking=True).float(),
+}
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What an objective's terms see of one batch: the network's policy logits ``p`` and value ``v`` (None where
+    the model has none), the actions ``y`` (the labels), the returns, the batch's columns, the moves' probabilities
+    at play time ``mu`` (None without a ratio clip) and the rows' ``choices`` (None in shards without them)."""
+
+    p: torch.Tensor
+    v: torch.Tensor | None
+    y: torch.Tensor
+    ret: torch.Tensor
+    batch: dict
+    mu: torch.Tensor | None
+    choices: torch.Tensor | None
+
+
+def _pg(t: Terms, w) -> torch.Tensor:
+    base = BASELINES[w.baseline](t.ret, t.batch, t.y.shape[0])
+    return policy_gradient_sum(t.p, t.y, t.ret, base, t.mu, w.ratio_clip, t.choices)
+
+
+def _ac(t: Terms, w) -> torch.Tensor:
+    pol, val, ent = actor_critic_sums(t.p, t.v, t.y, t.ret, t.mu, w.ratio_clip, t.choices)
+    return pol + w.value * val - w.entropy * ent
+
+
+def _q(t: Terms, w) -> torch.Tensor:
+    return q_learning_sum(t.p, t.y, t.ret)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a network learns from a batch, and all that follows from it (module docstring).
+
+    ``heads``: the heads the model must have; ``trains``: the heads stepped (None: every head the model has; the
+    weights only another head uses are left as they are, not stepped, not decayed:
+    :func:`gotk.train.setup.head_parameters`, so a policy-gradient run keeps the value head its start had, which
+    its players resign and judge passes by); ``experience``: it learns from rows with the experience columns (an
+    agent's own moves and results) and never caps a game's positions; ``fine_tunes``: it steps a start on that
+    start's own games: its run keeps its last network rather than the best validated one, decays the weights
+    decoupled from Adam's step, keeps batch norm's statistics (the start's positions, not its own games', set
+    them) and starts from ``EXPERIENCE_LR``; ``terms``: the loss summed over a batch's rows (:class:`Terms`, the
+    run's :class:`~gotk.train.losses.LossWeights`), None for imitation's terms
+    (:func:`gotk.train.losses.batch_losses`: the move played, or the search's policy on searched games);
+    ``policy_metric``: the figure that tells how well its policy fits rows it has not seen."""
+
+    name: str
+    heads: tuple[str, ...]
+    trains: tuple[str, ...] | None
+    experience: bool
+    fine_tunes: bool
+    terms: Callable[[Terms, object], torch.Tensor] | None
+    policy_metric: str
+
+
+#: Every objective by name (``gotk train --objective``)
+OBJECTIVES: dict[str, Objective] = {o.name: o for o in (
+    Objective("supervised", (), None, False, False, None, "policy_soft_ce"),
+    # imitation of the search's policy on a start's own searched games (expert iteration): a fine-tuned start
+    Objective("expert-iteration", ("policy", "value"), None, False, True, None, "policy_soft_ce"),
+    Objective("policy-gradient", ("policy",), ("policy",), True, True, _pg, "policy_loss"),
+    Objective("actor-critic", ("policy", "value"), ("policy", "value"), True, True, _ac, "policy_loss"),
+    Objective("q-learning", ("policy",), ("policy",), True, True, _q, "policy_loss"),
+)}
+
+
+def objective(name: str | Objective) -> Objective:
+    """The registered :class:`Objective` of ``name`` (an Objective is returned as it is); ValueError for another
+    name."""
+    if isinstance(name, Objective):
+        return name
+    if name not in OBJECTIVES:
+        raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, not {name!r}")
+    return OBJECTIVES[name]
+
+
+__all__ = ["BASELINES", "DEFAULT_ENTROPY_WEIGHT", "DEFAULT_RATIO_CLIP", "LOG_PROB_FLOOR", "OBJECTIVES", "Objective",
+           "Terms", "actor_critic_sums", "entropy_sum", "kl_sum", "masked_log_softmax", "objective",
+           "policy_gradient_sum", "q_learning_sum", "q_values"]

@@ -154,8 +154,13 @@ class RolloutPolicy:
     """A rollout policy: its weights (:data:`~gotk.game.patterns.N_WEIGHTS` float64) for ``board_size`` boards, and
     what its agent file recorded (``meta``)."""
 
-    def __init__(self, weights: np.ndarray, board_size: int, meta: dict | None = None) -> None:
+    def __init__(self, weights: np.ndarray, board_size: int, meta: dict | None = None,
+                 any_size: bool = False) -> None:
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        # any_size: its weights are local (3x3 patterns, responses, edge distance), so they play every board size
+        # (at_size), as gotk agent convert --board-size carries them; else its own size only
+        self.any_size = any_size
+        self._sizes: dict[int, RolloutPolicy] = {}
         if self.weights.shape != (P.N_WEIGHTS,):
             raise ValueError(f"a rollout policy has {P.N_WEIGHTS} weights, not {self.weights.shape}")
         self.board_size = int(board_size)
@@ -164,6 +169,15 @@ class RolloutPolicy:
         self.exp_weights = np.exp(self.weights)  # what playouts multiply
         self._scratch: Scratch | None = None
         self.name = self.meta.get("name", "rollout")
+
+    def at_size(self, size: int) -> RolloutPolicy:
+        """This policy for ``size`` boards: itself on its own size, else the same weights for that size (one per size,
+        kept)."""
+        if size == self.board_size:
+            return self
+        if size not in self._sizes:
+            self._sizes[size] = RolloutPolicy(self.weights, size, {**self.meta, "resized_from": self.board_size})
+        return self._sizes[size]
 
     def scratch(self) -> Scratch:
         if self._scratch is None:
@@ -236,12 +250,15 @@ def is_rollout_meta(meta: dict) -> bool:
     return isinstance(meta.get("model"), dict) and meta["model"].get("name") == MODEL
 
 
-def load_rollout_policy(path: str | os.PathLike) -> RolloutPolicy:
-    """The rollout policy in an agent file (:class:`~gotk.nets.agent_file.AgentError` when it is not one)."""
+def load_rollout_policy(path: str | os.PathLike, any_size: bool = False) -> RolloutPolicy:
+    """The rollout policy in an agent file (:class:`~gotk.nets.agent_file.AgentError` when it is not one);
+    ``any_size``: it plays every board size (:meth:`RolloutPolicy.at_size`)."""
     from gotk.nets.agent_file import read_agent_files
 
     meta, tensors = read_agent_files(path)
-    return rollout_policy_from_parts(meta, tensors, path)
+    pol = rollout_policy_from_parts(meta, tensors, path)
+    pol.any_size = any_size
+    return pol
 
 
 def rollout_policy_from_parts(meta: dict, tensors: dict, path: str | os.PathLike) -> RolloutPolicy:

@@ -46,9 +46,10 @@ def check_data(cfg: TrainConfig, manifest: dict, main: bool) -> None:
 def check_objective(cfg: TrainConfig, has_experience: bool) -> None:
     """ValueError unless ``cfg.objective`` can learn with the heads of ``cfg.head`` from data that has (or not) the
     experience columns, which the objectives that learn from experience need (:mod:`gotk.train.objectives`)."""
-    from gotk.train.objectives import needs
+    from gotk.train.objectives import objective
 
-    heads, experience = needs(cfg.objective)
+    obj = objective(cfg.objective)
+    heads, experience = obj.heads, obj.experience
     have = {"policy": cfg.head in ("policy", "both"), "value": cfg.head in ("value", "both")}
     missing = [h for h in heads if not have[h]]
     if missing:
@@ -83,13 +84,13 @@ def head_parameters(model: torch.nn.Module, heads: tuple[str, ...]) -> set[str]:
     return {n for (n, _), g in zip(named, grads, strict=True) if g is not None}
 
 
-def freeze_untrained(model: torch.nn.Module, objective: str) -> list[str]:
-    """Stop the parameters that only heads ``objective`` does not train serve
-    (:data:`gotk.train.objectives.TRAINED_HEADS`) from changing: ``requires_grad`` off, so the optimizer (made over
-    the parameters that require one) neither steps nor decays them. Returns their names."""
-    from gotk.train.objectives import TRAINED_HEADS
+def freeze_untrained(model: torch.nn.Module, name: str) -> list[str]:
+    """Stop the parameters that only heads the objective ``name`` does not train serve
+    (:attr:`gotk.train.objectives.Objective.trains`) from changing: ``requires_grad`` off, so the optimizer (made
+    over the parameters that require one) neither steps nor decays them. Returns their names."""
+    from gotk.train.objectives import objective
 
-    heads = TRAINED_HEADS[objective]
+    heads = objective(name).trains
     if heads is None:
         return []
     keep = head_parameters(model, heads)
@@ -98,6 +99,19 @@ def freeze_untrained(model: torch.nn.Module, objective: str) -> list[str]:
         if n not in keep:
             w.requires_grad_(False)
     return frozen
+
+
+def load_anchor(path: str, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """The network of the agent file ``path`` that a learner's KL term holds it near (eval mode, no gradient) on
+    ``device``; ValueError unless it is a policy over the same input planes and board as ``model``."""
+    from gotk.nets.agent import load_agent
+
+    a = load_agent(path, device=device)
+    m = a.model
+    if (m.num_planes, m.board_size, m.num_moves) != (model.num_planes, model.board_size, model.num_moves) \
+            or not a.has_policy:
+        raise ValueError(f"--anchor {path}: not a policy of the same input planes and board")
+    return m.eval().requires_grad_(False)
 
 
 def freeze_batch_norm(model: torch.nn.Module) -> None:

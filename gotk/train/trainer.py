@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import random
 import sys
 import time
@@ -43,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from gotk.devices import resolve_device
-from gotk.distributed import dist_info, init_distributed
+from gotk.distributed import debug_kill, debug_kill_step, dist_info, init_distributed
 from gotk.nets.networks import build_model, count_parameters
 from gotk.shards.experience_column import has_play_view
 from gotk.shards.manifest import read_manifest
@@ -60,12 +59,14 @@ from gotk.train.metrics import (
     tensorboard_available,
     trim_after,
 )
+from gotk.train.objectives import kl_sum, objective
 from gotk.train.setup import (
     check_data,
     check_objective,
     fit_value_baseline,
     freeze_batch_norm,
     freeze_untrained,
+    load_anchor,
     load_init_agent,
     load_init_optimizer,
     make_datasets,
@@ -77,28 +78,6 @@ from gotk.train.setup import (
 from gotk.train.validation import VAL_SHARE, Validation, val_score
 
 AGENT = "agent.gotk"
-# failure drills: "RANK:STEP" makes that rank os._exit(13) after step STEP; "RANK:STEP:hang" makes it stop
-# responding instead (sleeps), so that the others hit --dist-timeout
-KILL_ENV = "GOTK_DEBUG_KILL_RANK_AT_STEP"
-
-
-def _debug_kill_step() -> tuple[int, bool] | None:
-    """``(step, hang)`` when ``GOTK_DEBUG_KILL_RANK_AT_STEP=RANK:STEP[:hang]`` names this rank, else None."""
-    spec = os.environ.get(KILL_ENV)
-    if not spec:
-        return None
-    rank, step, *mode = spec.split(":")
-    return (int(step), mode == ["hang"]) if int(rank) == dist_info()[0] else None
-
-
-def _debug_kill(rank: int, step: int, hang: bool) -> None:
-    print(f"gotk: {KILL_ENV}: rank {rank} {'hangs' if hang else 'exits'} after step {step}", file=sys.stderr,
-          flush=True)
-    if hang:
-        time.sleep(24 * 3600)
-    os._exit(13)
-
-
 class Trainer:
     """One training run; ``Trainer(cfg, resume=...).run()`` returns the final summary dict."""
 
@@ -163,8 +142,10 @@ class Trainer:
             self.net = torch.compile(self.net, backend=cfg.compile)
         # learning from experience: the weights of heads the objective does not train stay as they are, and batch
         # norm keeps its statistics (train_step)
-        self.experience = cfg.objective != "supervised"
-        self.frozen = freeze_untrained(self.model, cfg.objective)
+        self.experience = objective(cfg.objective).experience  # rows with the experience columns
+        self.fine_tunes = objective(cfg.objective).fine_tunes
+        freeze_untrained(self.model, cfg.objective)
+        self.anchor = load_anchor(cfg.anchor, self.model, self.device) if cfg.anchor_weight > 0 else None
         self.optimizer = make_optimizer(cfg, [w for w in self.model.parameters() if w.requires_grad])
         if cfg.init_optimizer and not resume:  # a resumed run's optimizer comes from its checkpoint
             load_init_optimizer(self.optimizer, cfg.init_optimizer, cfg)
@@ -187,6 +168,7 @@ class Trainer:
         self._t_budget = time.perf_counter()
         # counters
         self.step = 0
+        self.micro = 0  # batches of the optimizer step in progress (cfg.accumulate per step)
         self.epoch = 0
         self.loader_state: dict | None = None
         self.best: float | None = None
@@ -328,6 +310,14 @@ class Trainer:
             else:
                 p, v = self.net(x, glob=glob, meta=meta)
         loss, scaled, stats = batch_losses(p, v, own, score, y, batch, self.loss_weights, self.world, share)
+        if self.anchor is not None:  # KL(pi || pi_anchor), averaged over the rows
+            with torch.no_grad(), self._autocast():
+                pa, _ = self.anchor(x, glob=glob if self.anchor.num_globals else None)
+            choices = batch["choices"][: y.shape[0]].to(dev).bool() if "choices" in batch else None
+            kl = self.cfg.anchor_weight * kl_sum(p, pa, choices)
+            loss = loss + kl / max(1, y.shape[0])
+            if share is not None:
+                scaled = scaled + kl * self.world / share[0].clamp(min=1.0)
         if share is not None:
             return scaled, loss.detach(), stats
         return loss, stats
@@ -356,7 +346,7 @@ class Trainer:
             batch["globals"] = torch.zeros(1, self.num_globals)
         if self.num_metadata:
             batch["metadata"] = torch.zeros(1, self.num_metadata)
-        if self.cfg.objective != "supervised":
+        if self.experience:
             batch.update({name: torch.zeros(1) for name in ("return", "play_value", "play_prob")})
             if has_play_view(self.train_ds.index.experience):
                 batch["choices"] = torch.ones(1, h * w + 1, dtype=torch.bool)
@@ -366,7 +356,9 @@ class Trainer:
         return batch
 
     def train_step(self, batch: dict | None) -> torch.Tensor:
-        """One optimizer step on ``batch``; the stats in the order of :data:`~gotk.train.metrics.STAT_FIELDS`.
+        """One batch of an optimizer step (the step itself once ``cfg.accumulate`` batches summed their gradients; a
+        step the data ends inside is not taken); the batch's stats in the order of
+        :data:`~gotk.train.metrics.STAT_FIELDS`.
         Under DDP ``batch=None`` is an empty step: this rank joins the step with zero weight (eval mode, so
         batch-norm statistics are not touched) and its stats are all zero."""
         cfg = self.cfg
@@ -379,13 +371,13 @@ class Trainer:
         empty = batch is None
         if self.world == 1:
             self.net.train()
-            if self.experience:
+            if self.fine_tunes:
                 freeze_batch_norm(self.model)
             loss, stats = self._losses(batch)
             report = loss.detach()
         else:
             self.net.train(not empty)
-            if self.experience:
+            if self.fine_tunes:
                 freeze_batch_norm(self.model)
             if empty:
                 batch = self._empty_batch()
@@ -399,14 +391,18 @@ class Trainer:
             loss, report, stats = self._losses(batch, share.float())
             if empty:
                 loss, stats = loss * 0.0, stats * 0.0
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        if cfg.clip_grad_norm:  # the gradient's norm capped (the book's clipnorm for its policy-gradient agents)
-            self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_grad_norm)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.step += 1
+        if self.micro == 0:
+            self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss / cfg.accumulate if cfg.accumulate > 1 else loss).backward()
+        self.micro += 1
+        if self.micro == cfg.accumulate:  # the step's last batch: the summed gradient steps the weights
+            self.micro = 0
+            if cfg.clip_grad_norm:  # the gradient's norm capped (the book's clipnorm for its policy-gradient agents)
+                self.scaler.unscale_(self.optimizer)
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_grad_norm)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.step += 1
         if empty:
             return torch.zeros(len(STAT_FIELDS), device=self.device)
         return torch.cat([stats[:6], report.reshape(1), torch.ones(1, device=self.device), stats[6:]])
@@ -432,7 +428,7 @@ class Trainer:
             if self._coverage is None:
                 self._coverage = metadata_coverage(self.cfg)
             extra["trained_on"] = self._coverage
-        if self.cfg.objective != "supervised":  # a q-learning agent's policy head holds action values
+        if self.experience:  # a q-learning agent's policy head holds action values
             extra["objective"] = self.cfg.objective
         save_agent(self.out / AGENT, self.model, self.cfg.model, self.cfg.hparams, self.encoder,
                    self.manifest_sha256, metrics, extra=extra)
@@ -451,8 +447,8 @@ class Trainer:
             rec.update({f"val_{k}": v for k, v in val.items() if k != "by_phase"})
         self.log(rec)
         stop = False
-        # learning from experience keeps its last model: agreement with the moves once played is not its aim
-        score = val_score(val) if val is not None and self.cfg.objective == "supervised" else None
+        # a fine-tuned start keeps its last model: agreement with the moves once played is not its aim
+        score = val_score(val) if val is not None and not self.fine_tunes else None
         metrics = {"step": self.step, "epoch": self.epoch, **train_summary,
                    **({f"val_{k}": v for k, v in val.items() if k != "by_phase"} if val else {})}
         if score is None:
@@ -505,8 +501,10 @@ class Trainer:
             self.window += s
             self.epoch_sums += s
             self.loader_state = {**self.train_ds.state_dict(done), "steps_taken": taken}
+            if self.micro:  # inside an optimizer step: its batches go on (nothing logged, kept or stopped mid-step)
+                continue
             if kill_at is not None and self.step >= kill_at[0]:
-                _debug_kill(self.rank, self.step, kill_at[1])
+                debug_kill(self.rank, self.step, kill_at[1])
             if self.step % cfg.log_every == 0:
                 now = time.perf_counter()
                 rec = {"kind": "step", "step": self.step, "epoch": self.epoch,
@@ -542,7 +540,7 @@ class Trainer:
             bar = tqdm(total=total, initial=min(self.step, total or self.step), unit="step", desc="train",
                        dynamic_ncols=True, disable=None)
         self._t_budget = time.perf_counter()
-        kill_at = _debug_kill_step()
+        kill_at = debug_kill_step()
         stop = cfg.max_steps is not None and self.step >= cfg.max_steps
         if stop:
             self.ended_by = "max_steps"

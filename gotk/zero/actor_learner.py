@@ -96,6 +96,11 @@ class ActorLearnerRun(ZeroRun):
             log(f"host: {c['cpu_model']} ({', '.join(c['flags']) or 'no avx2'}), load {c['load_average'][0]}; "
                 f"{c['evals_per_s_batch32']} evaluations/s at batch 32, {c['tree_walks_per_s']} tree walks/s "
                 f"(one thread)")
+        if o.heldout and "heldout_start" not in self.state:  # the start's score, and a data check before any work
+            from gotk.zero.learner import heldout_score
+
+            self.state["heldout_start"] = heldout_score(self.agent_path(0), o.heldout, o.heldout_positions)
+            log(f"{net_name(0)} on {o.heldout}: {self.state['heldout_start']}")
         self.state["sessions"].append(session)
         self._save()
         import torch
@@ -132,20 +137,25 @@ class ActorLearnerRun(ZeroRun):
                 records = pool.snapshot()
                 rows = sum(r["rows"] for r in records)
                 steps_done = o.train_steps * version
-                if not s.ready(rows, steps_done):
+                if not s.ready(rows, steps_done, sum(r["count"] for r in records)):
                     time.sleep(0.25)
                     continue
                 last_seq = self.state["networks"][-1]["last_seq"] if self.state["networks"] else 0
                 new = [r for r in records if r["seq"] > last_seq]
                 t_round = time.time()
-                rec = learner.round(version, records, new, steps_done,
-                                    o.progress(self.learning_s() / 3600, version))
+                progress = o.progress(self.learning_s() / 3600, version)
+                nets = self.state["networks"]
+                kl_weight = (nets[-1].get("next_kl_weight", s.kl_weight) if nets else s.kl_weight) \
+                    if s.kl_target is not None else 0.0
+                rec = learner.round(version, records, new, steps_done, progress, o.grown_size(progress), kl_weight)
                 version += 1
                 pool.publish(Network.read(version, self.agent_path(version)))
                 rec.update(hours=round(self.learning_s() / 3600, 4), games=sum(r["count"] for r in records),
                            rows=rows, last_seq=max(r["seq"] for r in records), learner_peak_rss_mb=peak_rss_mb(),
                            actors_peak_rss_mb=max((r.get("peak_rss_mb") or 0.0 for r in new), default=None),
-                           samples_per_position=round(rec["steps_done"] * o.batch_size / rows, 3),
+                           samples_per_position=round(sum(n["train"].get("steps", 0) * n.get("batches_per_step", 1)
+                                                          for n in [*self.state["networks"], rec]) * o.batch_size
+                                                      / rows, 3),
                            round_s=round(time.time() - t_round, 2))
                 self.state["networks"].append(rec)
                 self._tick()
@@ -156,7 +166,9 @@ class ActorLearnerRun(ZeroRun):
                 log(f"{rec['network']}: {rec['games']} games, {rows} rows, {rec['steps_done']} steps "
                     f"({rec['samples_per_position']} samples per position); loss {t.get('loss')}, fresh policy "
                     f"{f.get('policy_soft_ce', f.get('policy_loss'))} value {f.get('value_mse')}; KL to the start "
-                    f"{rec['drift'].get('kl_start')}; {rec['hours']:.3f} h")
+                    f"{rec['drift'].get('kl_start')}"
+                    + (f", held-out top-1 {rec['drift']['heldout'].get('top1')}" if "heldout" in rec["drift"] else "")
+                    + f"; {rec['hours']:.3f} h")
         finally:
             pool.stop(drain=True)
             executor.shutdown(wait=True, cancel_futures=True)
@@ -189,7 +201,7 @@ class ActorLearnerRun(ZeroRun):
         learner from experience, the start: its anchors' games say where it began)."""
         n = len(self.state["networks"])
         every = self.opts.eval_every
-        start = {0} if self.opts.method != "zero" else set()
+        start = {0} if self.opts.recipe.against_start else set()
         return sorted({v for v in range(1, n + 1) if v % every == 0} | ({n} if n else set()) | start)
 
     def evaluate(self, log=print) -> dict:
@@ -205,7 +217,7 @@ class ActorLearnerRun(ZeroRun):
             results[name] = play_anchors(self.agent_path(v), name, self.root / "eval" / name, o.eval_games,
                                          o.gnugo_levels, o.gnugo, o.size, o.selfplay.komi, self.eval_visits, v, log,
                                          o.gnugo_anchors)
-            if v and o.method != "zero":  # against the network it started from, as the book judges its agents
+            if v and o.recipe.against_start:  # against the network it started from, as the book judges its agents
                 results[name]["vs_start"] = self.play_start(v, log)["win_rate"]
             self.state["eval_s"] = round(self.state["eval_s"] + time.time() - t0, 3)
             t0 = time.time()
@@ -242,7 +254,8 @@ class ActorLearnerRun(ZeroRun):
         cores = os.cpu_count() or 1
         cpu["host_share_selfplay"] = round(cpu["actors_s"] / (wall * cores), 4) if wall else None
         extra = {"loop": "actors", "cpu": cpu, "eval_hours": round(self.state.get("eval_s", 0.0) / 3600, 4),
-                 "sessions": self.state.get("sessions", [])}
+                 "sessions": self.state.get("sessions", []),
+                 **({"heldout_start": self.state["heldout_start"]} if "heldout_start" in self.state else {})}
         return write_report(self.root, self.state, self.ratings(), network_rows(self.state, self.ratings()), extra)
 
 
@@ -270,6 +283,7 @@ def evaluate_run(out: str | os.PathLike, games: int | None = None, log=print) ->
                        selfplay=SelfPlayConfig.from_record(stored["selfplay"]))
     opts.gnugo_levels = tuple(opts.gnugo_levels)
     opts.gnugo_anchors = tuple(opts.gnugo_anchors)
+    opts.grow = tuple(opts.grow)
     if games is not None:
         if games < 1:
             raise ZeroError(f"--games must be >= 1, not {games}")

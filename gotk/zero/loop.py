@@ -74,6 +74,8 @@ class ZeroRun:
             stored = self.state.get("options")
             if isinstance(stored, dict):  # a run recorded before an option existed ran with its default
                 old = {"loop": "generations", "workers": 1} if "loop" not in stored else {}
+                if "lr_schedule" not in stored:  # recorded before the schedule: a constant rate
+                    old["lr_schedule"] = "constant"
                 stored = {**{k: v for k, v in defaults().items() if k in rec and k not in stored}, **old, **stored}
                 stored["selfplay"] = recorded_selfplay(stored.get("selfplay"))
             if stored != rec:
@@ -218,7 +220,7 @@ class ZeroRun:
     def eval_visits(self) -> int:
         """Visits of the networks' searches in evaluation games: ``--eval-visits``, else self-play's; a learner
         from experience plays its policy (0) unless ``--eval-visits`` asks for a search."""
-        if self.opts.method != "zero":
+        if self.opts.recipe.raw_policy:
             return self.opts.eval_visits or 0
         return self.opts.eval_visits or max(2, self.opts.selfplay.tree.visits)
 

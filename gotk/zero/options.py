@@ -10,18 +10,12 @@ from pathlib import Path
 from gotk.errors import GotkError
 from gotk.selfplay import DEFAULT_ENCODER
 from gotk.selfplay.config import SelfPlayConfig
+from gotk.zero.methods import METHODS, RL_DEFAULTS, Method, find_method
 
 STATE_NAME = "zero.json"
 DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
 LOOPS = ("actors", "generations")
-#: The loop's learners: what the actors record and which objective the learner applies (gotk.train.objectives).
-#: ``zero``: searched self-play and AlphaZero's targets (``gotk zero``); the others learn from policy games recorded
-#: as experience (``gotk rl``).
-METHODS = {"zero": "supervised", "pg": "policy-gradient", "ac": "actor-critic", "q": "q-learning"}
 OPPONENTS = ("self", "pool")
-#: The learner's settings of ``gotk rl`` where the command line leaves them (``gotk zero`` keeps ZeroOptions'):
-#: on-policy learning uses each new move about once, soon after it was played, in short rounds
-RL_DEFAULTS = {"reuse": 1.0, "window_rows": 8192, "min_rows": 4096, "train_steps": 32}
 NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
 
 
@@ -76,16 +70,25 @@ class ZeroOptions:
     window_rows: int = 10_000  # actors: the newest rows trained on (a few networks' games: fresher wins)
     window_growth: float = 0.0  # actors: the window grows with the rows played (KataGo's power law; 0: fixed)
     window_exponent: float = 0.65  # actors: the power law's exponent (KataGo's taper-window-exponent)
-    lr_schedule: str = "constant"  # the learning rate over the run's budget (gotk.zero.learner.LR_SCHEDULES)
+    lr_schedule: str = "cosine"  # the learning rate over the run's budget (gotk.zero.learner.LR_SCHEDULES): the last
+    # networks at a low rate beat those of a constant one 27 of 40 at equal compute (BENCHMARKS.md, "Zero loop")
+    grow: tuple[str, ...] = ()  # actors: AT=[MODEL:]BLOCKSxFILTERS, the network grown at that share of the budget
     min_rows: int = 2_000  # actors: rows before the first training round
     executor: str = "local"  # actors: local processes or a Dask cluster (not part of the run's identity)
     scheduler: str | None = None  # actors: the Dask scheduler's address (None: a LocalCluster)
     calibrate_s: float = 60.0  # actors: seconds of host calibration at each session's start (0: none)
-    method: str = "zero"  # METHODS: zero, or a learner from experience (gotk rl)
+    method: str = "zero"  # gotk.zero.methods.METHODS: zero, or a learner from experience (gotk rl)
     opponents: str = "self"  # experience: the other colour is the same network, or one of the run's earlier ones
     entropy_weight: float = 0.01  # ac: the entropy bonus's weight
     baseline: str = "none"  # pg: none, mean or play-value (gotk.train.objectives)
     ratio_clip: float = 0.2  # pg and ac: PPO's clip of a move's probability ratio (gotk.train.objectives; 0: none)
+    games_per_step: int | None = None  # actors: a learner step over this many whole new games (AlphaGo's 128)
+    positions_per_game: int | None = None  # actors, with games_per_step: at most this many rows of a game
+    epochs_per_batch: int = 1  # actors, with games_per_step: passes over each round's games
+    heldout: str | None = None  # a dataset (its test split) or SGF files each network is scored on (not identity)
+    heldout_positions: int = 2000  # at most this many of its positions per network
+    kl_target: float | None = None  # rl: KL(pi || pi_start) on the probe set the anchor's weight aims at (None: none)
+    kl_weight: float = 0.1  # rl: the anchor's weight in the first round (gotk.zero.learner.DEFAULT_KL_WEIGHT)
 
     def validate(self) -> ZeroOptions:
         if self.hours is not None and not self.hours > 0:
@@ -111,6 +114,26 @@ class ZeroOptions:
             raise ZeroError(f"--lr-schedule must be one of {', '.join(LR_SCHEDULES)}, not {self.lr_schedule!r}")
         if self.lr_schedule != "constant" and self.hours is None and self.generations is None:
             raise ZeroError(f"--lr-schedule {self.lr_schedule} spans the run's budget: give --hours or --generations")
+        self.growth()
+        if self.heldout is not None:
+            from gotk.storage import is_url
+
+            if not is_url(self.heldout) and not Path(self.heldout).exists():
+                raise ZeroError(f"--heldout {self.heldout}: no such dataset or SGF file")
+            if self.heldout_positions < 1:
+                raise ZeroError(f"--heldout-positions must be >= 1, not {self.heldout_positions}")
+        if self.games_per_step is not None:
+            per_game = self.positions_per_game or self.size * self.size
+            if self.games_per_step < 1 or (self.positions_per_game is not None and self.positions_per_game < 1) \
+                    or self.epochs_per_batch < 1:
+                raise ZeroError("--games-per-step, --positions-per-game and --epochs-per-batch must be >= 1")
+            if self.games_per_step * per_game > self.window_rows:
+                raise ZeroError(f"--games-per-step {self.games_per_step} games of up to {per_game} rows "
+                                f"(--positions-per-game) do not fit --window-rows {self.window_rows}: raise "
+                                f"--window-rows or lower them")
+        elif self.positions_per_game is not None or self.epochs_per_batch != 1:
+            raise ZeroError("--positions-per-game and --epochs-per-batch shape a step over whole games: give "
+                            "--games-per-step")
         if not 0 <= self.value_mix <= 1:
             raise ZeroError(f"--value-mix must be in 0..1, not {self.value_mix}")
         if self.calibrate_s < 0:
@@ -139,18 +162,24 @@ class ZeroOptions:
             raise ZeroError("--eval-games must be >= 0, --gating-games >= 1, --eval-visits >= 2, --eval-every >= 1")
         self.selfplay.size = self.size
         self.selfplay.validate()
-        if self.method not in METHODS:
-            raise ZeroError(f"--method must be one of {', '.join(METHODS)}, not {self.method!r}")
-        if self.method == "zero":
+        try:
+            m = find_method(self.method)
+        except ValueError as e:
+            raise ZeroError(str(e)) from None
+        if not m.experience:
             if self.selfplay.policy_only:
                 raise ZeroError("--policy-only games record no search targets: the loop trains on searched games")
             if self.opponents != "self":
                 raise ZeroError("--opponents pool is for the learners from experience (gotk rl)")
-        else:
-            if not (self.selfplay.policy_only and self.selfplay.experience):
-                raise ZeroError(f"--method {self.method} learns from policy games recorded as experience")
-            if self.loop != "actors" or self.gating:
-                raise ZeroError("gotk rl runs actors and a learner at once (no --loop generations, no --gating)")
+        elif not (self.selfplay.policy_only and self.selfplay.experience):
+            raise ZeroError(f"--method {self.method} learns from policy games recorded as experience")
+        if m.against_start and (self.loop != "actors" or self.gating):
+            raise ZeroError("gotk rl runs actors and a learner at once (no --loop generations, no --gating)")
+        if self.kl_target is not None and (not self.kl_target > 0 or not m.against_start):
+            raise ZeroError(f"--kl-target anchors a learner to its start (gotk rl): it must be > 0 nats, not "
+                            f"{self.kl_target}")
+        if not 0 < self.kl_weight <= 100:
+            raise ZeroError(f"--kl-weight must be in (0, 100], not {self.kl_weight}")
         if self.opponents not in OPPONENTS:
             raise ZeroError(f"--opponents must be self or pool, not {self.opponents!r}")
         from gotk.train.objectives import BASELINES
@@ -171,13 +200,12 @@ class ZeroOptions:
     def _check_init_agent(self) -> None:
         """ZeroError unless ``init_agent`` plays this board size with the heads the method trains."""
         from gotk.nets.agent_file import AgentError, read_agent_files
-        from gotk.train.objectives import needs
 
         try:
             meta, _ = read_agent_files(self.init_agent)
         except AgentError as e:
             raise ZeroError(str(e)) from None
-        heads = ("policy", "value") if self.method == "zero" else needs(self.objective)[0]
+        heads = self.recipe.init_heads
         head = meta["model"]["head"]
         have = {"policy": head in ("policy", "both"), "value": head in ("value", "both")}
         if meta["board_size"] != self.size or not all(have[h] for h in heads):
@@ -186,16 +214,69 @@ class ZeroOptions:
                             f"{meta['board_size']}x{meta['board_size']}, head {head})")
         if meta.get("metadata"):
             raise ZeroError(f"{self.init_agent}: an agent conditioned on metadata plays as a profile, not here")
+        steps = self.growth()
+        if steps:
+            hp = meta["model"]["hparams"]
+            first = steps[0]
+            if meta["model"]["name"] != self.model or not (hp.get("blocks", 0) <= first[1]
+                                                          and hp.get("filters", 0) <= first[2]):
+                raise ZeroError(f"{self.init_agent}: --grow grows a {self.model} network no larger than "
+                                f"{first[1]}x{first[2]} (it is {meta['model']['name']} "
+                                f"{hp.get('blocks')}x{hp.get('filters')})")
+
+    @property
+    def recipe(self) -> Method:
+        """The run's method (:data:`gotk.zero.methods.METHODS`)."""
+        return METHODS[self.method]
 
     @property
     def objective(self) -> str:
-        """The learner's objective (:data:`METHODS`)."""
-        return METHODS[self.method]
+        """The name of the learner's objective (the method's)."""
+        return self.recipe.objective_name
 
     @property
     def warmup(self) -> int:
         """Steps of learning-rate warm-up of a generation whose optimizer starts fresh."""
         return self.warmup_steps if self.warmup_steps is not None else min(DEFAULT_WARMUP_STEPS, self.train_steps)
+
+    def growth(self) -> list[tuple[float, int, int]]:
+        """The ``--grow`` steps as ``(share of the budget, blocks, filters)`` in order; ZeroError for a step that
+        cannot be parsed, names an unknown model or one that does not grow, shrinks the network, or comes without a
+        budget or outside the actors loop."""
+        from gotk.nets.growth import GROWABLE
+        from gotk.nets.networks import MODELS
+
+        steps, size = [], (self.blocks, self.filters)
+        for spec in self.grow:
+            at, _, shape = spec.partition("=")
+            name, _, dims = shape.rpartition(":")
+            try:
+                share = float(at)
+                blocks, filters = (int(n) for n in dims.lower().split("x"))
+            except ValueError:
+                raise ZeroError(f"--grow: {spec!r} is not AT=[MODEL:]BLOCKSxFILTERS (e.g. 0.5=zero:6x64)") from None
+            name = name or self.model
+            if name not in MODELS:
+                raise ZeroError(f"--grow: unknown model {name!r}; choose from {', '.join(MODELS)}")
+            if name != self.model or name not in GROWABLE:
+                raise ZeroError(f"--grow: the run's {self.model!r} network grows into a larger one of its model "
+                                f"(models that grow: {', '.join(GROWABLE)}), not into {name!r}")
+            if not 0 < share < 1 or (steps and share <= steps[-1][0]):
+                raise ZeroError(f"--grow: the shares of the budget must rise within (0, 1): {spec!r}")
+            if blocks < size[0] or filters < size[1] or (blocks, filters) == size:
+                raise ZeroError(f"--grow: {spec!r} does not grow the {size[0]}x{size[1]} network before it")
+            steps.append((share, blocks, filters))
+            size = (blocks, filters)
+        if steps and (self.loop != "actors" or (self.hours is None and self.generations is None)):
+            raise ZeroError("--grow is a step of the actors loop at a share of its budget: give --hours or "
+                            "--generations, and no --loop generations")
+        return steps
+
+    def grown_size(self, progress: float) -> tuple[int, int] | None:
+        """The ``(blocks, filters)`` the network has grown to after ``progress`` of the budget (None: no step
+        yet)."""
+        reached = [(b, f) for at, b, f in self.growth() if progress >= at]
+        return reached[-1] if reached else None
 
     def progress(self, hours: float, networks: int) -> float:
         """The share of the run's budget spent after ``hours`` of learning and ``networks`` networks (the larger
@@ -213,14 +294,17 @@ class ZeroOptions:
         d.pop("executor")
         d.pop("scheduler")
         d.pop("calibrate_s")
+        d.pop("heldout")  # what the networks are scored on, not how they are made: a resumed run may change it
+        d.pop("heldout_positions")
         if self.loop == "generations":
             d["workers"] = self.workers or 1
         else:  # the actors' count changes no game (chunk c's games draw from (seed, c)): a run may resume elsewhere
             d.pop("workers")
         d["gnugo_levels"] = list(self.gnugo_levels)
+        d["grow"] = list(self.grow)
         d["gnugo_anchors"] = list(self.gnugo_anchors)
-        if self.method == "zero":  # a zero run's record reads as before these settings existed
-            for k in ("method", "opponents", "entropy_weight", "baseline", "ratio_clip"):
+        if self.recipe.bare_record:  # a zero run's record reads as before these settings existed
+            for k in ("method", "opponents", "entropy_weight", "baseline", "ratio_clip", "kl_target", "kl_weight"):
                 d.pop(k)
         return d
 

@@ -45,6 +45,7 @@ def network_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
         rating = ratings.get(rec["network"], {})
         rows.append({
             "generation": rec["version"] - 1, "network": rec["network"], "hours": rec["hours"],
+            "model": rec.get("model"), "grown": "grown" in rec, "lr": rec.get("lr"),
             "games": rec["games"], "positions": rec["rows"], "steps": rec["steps_done"],
             "samples_per_position": rec["samples_per_position"],
             "selfplay_positions_per_s": round(rec["rows"] / secs, 2) if secs > 0 else None,
@@ -57,6 +58,8 @@ def network_rows(state: dict, ratings: dict[str, dict]) -> list[dict]:
             "fresh_positions": fresh.get("positions"),
             "kl_start": (rec.get("drift") or {}).get("kl_start"),
             "agree_start": (rec.get("drift") or {}).get("agree_start"),
+            "heldout_top1": ((rec.get("drift") or {}).get("heldout") or {}).get("top1"),
+            "heldout_value_mse": ((rec.get("drift") or {}).get("heldout") or {}).get("value_mse"),
             "elo": rating.get("elo"), "elo_ci95": rating.get("ci95"), **evals.get(rec["network"], {}),
             "round_s": rec.get("round_s"), "learner_peak_rss_mb": rec.get("learner_peak_rss_mb"),
             "actors_peak_rss_mb": rec.get("actors_peak_rss_mb"),
