@@ -429,7 +429,7 @@ def test_mcts_answers_with_rollouts_and_the_gtp_search() -> None:
     from gotk.search.player import SearchPlayer
 
     moves = [["B", "E5"], ["W", "C3"], ["B", "G4"]]
-    eng = Engine("mcts", visits=120, board_size=9)
+    eng = Engine("mcts", visits=120, board_size=9, rollout_policy="uniform")
     # Chinese rules: no suicide, as a GameState's own (Tromp-Taylor's would let the playouts play suicides)
     eng.send(query(moves=moves, size=9, rules="chinese", includeOwnership=True, includeMovesOwnership=True,
                    includePolicy=True))
@@ -455,3 +455,9 @@ def test_mcts_answers_with_rollouts_and_the_gtp_search() -> None:
     (b,) = pat.run()
     p19 = np.array(b["policy"])
     assert p19.shape == (362,) and p19.max() > 5 * p19[p19 > 0].min()  # the pattern priors are not uniform
+    # by default the shipped pattern policy, on any board size
+    dflt = Engine("mcts", visits=24, board_size=9)
+    dflt.send(query(moves=moves, size=9, rules="chinese", includePolicy=True))
+    (c,) = dflt.run()
+    p9 = np.array(c["policy"])
+    assert p9.shape == (82,) and p9.max() > 5 * p9[p9 > 0].min()

@@ -432,7 +432,7 @@ def test_gnugo_monte_carlo_is_an_opponent_and_mcts_plays_it(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     out.write_text(proc.stdout)
     report = json.loads(proc.stdout)
-    assert report["agent"] == "gotk-mcts-200v" and "GNU Go" in report["opponent"]
+    assert report["agent"] == "gotk-mcts-200v-kgs-rollout" and "GNU Go" in report["opponent"]
     assert {g["reason"] for g in report["per_game"]} <= {"max_moves", "two_passes", "agent_resigned",
                                                         "opponent_resigned"}
     elo = subprocess.run([sys.executable, "-m", "gotk", "elo", str(out), "--anchor", report["opponent"]],

@@ -45,7 +45,8 @@ EXPECTED = {  # flag(s), default, help: what users saw before the options were d
                     "mix (1 - lambda) v + lambda z [0; 1 with --agent mcts] (docs/gtp.md, rollouts)."),
     "rollouts": (["--rollouts"], None, "Playouts per leaf where rollouts take part [1]."),
     "rollout_policy": (["--rollout-policy"], None, "A fast rollout policy (gotk train --model rollout) plays the "
-                       "rollouts, and gives --agent mcts its priors [uniform] (docs/rollouts.md)."),
+                       "rollouts, and gives --agent mcts its priors; 'uniform': uniform ones [--agent mcts: "
+                       "kgs-rollout, on any board size; else none] (docs/rollouts.md)."),
     "depth": (["--depth"], None, "--agent alphabeta: the plies its minimax searches, alpha-beta pruned, valued by the "
               "capture difference (the book's chapter 4) or by --value-agent's value head [3]."),
     "order_agent": (["--order-agent"], None, "--agent alphabeta: the agent whose policy orders the moves at every "

@@ -442,7 +442,7 @@ class AnalysisEngine:
             root = p.search.root_state
             value, owned = ev.estimate(root, ROOT_PLAYOUTS)
             if ev.policy is not None:
-                probs = ev.policy.probabilities(root)
+                probs = ev.policy_at(root.size).probabilities(root)
             else:
                 probs = np.zeros(root.size * root.size + 1)
                 moves = sensible_moves(root)

@@ -65,10 +65,10 @@ class RolloutEvaluator:
         engine = self.engines.get((size, thread))
         if engine is None:
             seed = None if self.seed is None else self.seed + 1000 * thread + size
-            engine = self.engines[(size, thread)] = Playouts(size, seed=seed, policy=self._policy(size))
+            engine = self.engines[(size, thread)] = Playouts(size, seed=seed, policy=self.policy_at(size))
         return engine
 
-    def _policy(self, size: int):
+    def policy_at(self, size: int):
         """The rollout policy for ``size`` boards (None: uniform playouts)."""
         return None if self.policy is None else self.policy.at_size(size)
 
@@ -139,7 +139,7 @@ class RolloutEvaluator:
         size = leaves.states[0].size if rows else (self.board_size or 19)
         n = size * size + 1
         if self.pattern_priors:
-            priors = np.stack([self._policy(st.size).probabilities(st) for st in leaves.states[:rows]]) if rows \
+            priors = np.stack([self.policy_at(st.size).probabilities(st) for st in leaves.states[:rows]]) if rows \
                 else np.zeros((0, n))
         else:
             priors = np.full((rows, n), 1.0 / n)

@@ -82,18 +82,16 @@ def load_slots(files: list[str | Path], leaf_lambda: float = 0.0, rollout_policy
     ``leaf_lambda`` (AlphaGo's mix above 0), the rollouts (and mcts's priors) by the ``rollout_policy`` file when
     given. Raises :class:`~gotk.errors.GotkError` for a file or a setting that cannot be used."""
     from gotk.nets.agent import load_agent
-    from gotk.play.factory import mcts_rollout_policy, policy_player, random_player, rollout_policy_file
+    from gotk.play.factory import policy_player, random_player, rollout_policy_file
     from gotk.search.config import SearchConfig
 
     SearchConfig(leaf_lambda=leaf_lambda).validate()
     pol = rollout_policy_file(rollout_policy)
-    mpol = mcts_rollout_policy(rollout_policy)
-    kind = f"{mpol.name} rollouts" if mpol is not None else "uniform rollouts"
+    kind = f"{pol.name} rollouts" if pol is not None else "uniform rollouts"
     slots = [AgentSlot("random", "random (uniform sensible moves)", random_player(), None),
              AgentSlot("mcts", f"mcts (Monte Carlo tree search: {kind}, no network)",
-                       mcts_player(MCTS_VISITS, rollout_policy=mpol),
-                       mpol.board_size if mpol is not None and not mpol.any_size else None,
-                       mcts=True, rollout_policy=mpol)]
+                       mcts_player(MCTS_VISITS, rollout_policy=pol), pol.board_size if pol is not None else None,
+                       mcts=True, rollout_policy=pol)]
     loaded = []
     for f in files:
         agent = load_agent(f)

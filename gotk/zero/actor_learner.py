@@ -279,8 +279,10 @@ def evaluate_run(out: str | os.PathLike, games: int | None = None, log=print) ->
     from gotk.selfplay.config import SelfPlayConfig
 
     names = {f.name for f in fields(ZeroOptions)}
-    opts = ZeroOptions(**{k: v for k, v in stored.items() if k in names and k != "selfplay"},
-                       selfplay=SelfPlayConfig.from_record(stored["selfplay"]))
+    # the budget of a run's record is the networks it made (its hours are not part of it)
+    opts = ZeroOptions(**{k: v for k, v in stored.items() if k in names and k not in ("selfplay", "generations")},
+                       selfplay=SelfPlayConfig.from_record(stored["selfplay"]),
+                       generations=max(1, len(state.get("networks", []))))
     opts.gnugo_levels = tuple(opts.gnugo_levels)
     opts.gnugo_anchors = tuple(opts.gnugo_anchors)
     opts.grow = tuple(opts.grow)
