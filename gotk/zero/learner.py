@@ -32,8 +32,6 @@ from pathlib import Path
 
 from gotk.atomic import atomic_path
 
-#: The learner's learning-rate schedules over the run's budget (:meth:`LearnerSettings.lr_factor`)
-LR_SCHEDULES = ("constant", "cosine")
 LR_FLOOR = 0.05  # the cosine schedule's last multiplier: the last rounds still follow the newest games
 DEFAULT_KL_WEIGHT = 0.1  # the anchor's weight in the first round of a run with a KL target
 KL_WEIGHT_RANGE = (1e-3, 100.0)
@@ -64,7 +62,7 @@ class LearnerSettings:
     baseline: str = "none"
     ratio_clip: float = 0.0
     fresh_rows: int = 1024  # at most this many of a round's new rows are scored before training (~2% of a round)
-    lr_schedule: str = "constant"  # LR_SCHEDULES: the learning rate over the run's budget
+    lr_schedule: str = "constant"  # gotk.zero.options.LR_SCHEDULES: the learning rate over the run's budget
     window_growth: float = 0.0  # KataGo's expand-window-per-row (0: a window of window_rows rows)
     window_exponent: float = 0.65  # KataGo's taper-window-exponent
     games_per_step: int | None = None  # a step over the rows of this many whole new games (None: batches, reuse)
@@ -380,5 +378,5 @@ class Learner:
         return rec
 
 
-__all__ = ["DEFAULT_KL_WEIGHT", "KL_WEIGHT_RANGE", "LR_FLOOR", "LR_SCHEDULES", "Learner", "LearnerSettings",
+__all__ = ["DEFAULT_KL_WEIGHT", "KL_WEIGHT_RANGE", "LR_FLOOR", "Learner", "LearnerSettings",
            "fresh_losses", "heldout_score", "network_size", "round_config", "start_drift", "window_records"]

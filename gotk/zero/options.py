@@ -16,6 +16,8 @@ STATE_NAME = "zero.json"
 DEFAULT_WARMUP_STEPS = 100  # at most: a run of fewer --train-steps warms up over its first generation
 LOOPS = ("actors", "generations")
 OPPONENTS = ("self", "pool")
+#: The learner's learning-rate schedules over the run's budget (gotk.zero.learner.LearnerSettings.lr_factor)
+LR_SCHEDULES = ("constant", "cosine")
 NO_AUX = {"ownership_weight": 0.0, "score_weight": 0.0}  # --no-aux: the ownership and score outputs untrained
 
 
@@ -70,7 +72,7 @@ class ZeroOptions:
     window_rows: int = 10_000  # actors: the newest rows trained on (a few networks' games: fresher wins)
     window_growth: float = 0.0  # actors: the window grows with the rows played (KataGo's power law; 0: fixed)
     window_exponent: float = 0.65  # actors: the power law's exponent (KataGo's taper-window-exponent)
-    lr_schedule: str = "cosine"  # the learning rate over the run's budget (gotk.zero.learner.LR_SCHEDULES): the last
+    lr_schedule: str = "cosine"  # the learning rate over the run's budget (LR_SCHEDULES): the last
     # networks at a low rate beat those of a constant one 27 of 40 at equal compute (BENCHMARKS.md, "Zero loop")
     grow: tuple[str, ...] = ()  # actors: AT=[MODEL:]BLOCKSxFILTERS, the network grown at that share of the budget
     min_rows: int = 2_000  # actors: rows before the first training round
@@ -108,8 +110,6 @@ class ZeroOptions:
         if self.window_growth < 0 or not 0 < self.window_exponent <= 1:
             raise ZeroError(f"--window-growth must be >= 0 and --window-exponent in (0, 1] (a window that never "
                             f"shrinks), not {self.window_growth} and {self.window_exponent}")
-        from gotk.zero.learner import LR_SCHEDULES
-
         if self.lr_schedule not in LR_SCHEDULES:
             raise ZeroError(f"--lr-schedule must be one of {', '.join(LR_SCHEDULES)}, not {self.lr_schedule!r}")
         if self.lr_schedule != "constant" and self.hours is None and self.generations is None:
